@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Arrows point down only:
+//   apns-relay → Relay → {APNs, WebPush, HTTPServer}
+//   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
+//   HTTPServer → EventLoop
+// Only OpenSSLSupport, HTTP2 and EventLoop import the C targets.
+let package = Package(
+    name: "apns-relay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "apns-relay", targets: ["apns-relay"]),
+        .executable(name: "apns-mock", targets: ["apns-mock"]),
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "MockAPNs", targets: ["MockAPNs"]),
+    ],
+    targets: [
+        // C libraries from Debian, seen through module maps.
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
+        .target(name: "CLinux"),
+
+        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"]),
+        .target(name: "EventLoop", dependencies: ["CLinux"]),
+        .target(name: "HTTP2", dependencies: ["CNghttp2"]),
+        .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2"]),
+        .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport"]),
+        .target(name: "WebPush"),
+        .target(name: "HTTPServer", dependencies: ["EventLoop"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer"]),
+        .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport"]),
+        .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
+
+        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "OpenSSLSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "MockAPNs"]),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// APNs — see README.md for what this module holds.

@@ -1,0 +1,29 @@
+#ifndef CLINUX_H
+#define CLINUX_H
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* An unpacked copy of struct epoll_event (the kernel's is packed on x86_64). */
+typedef struct {
+    uint32_t events;
+    uint64_t data;
+} clinux_epoll_event;
+
+int clinux_epoll_create(void);
+int clinux_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+int clinux_epoll_wait(int epfd, clinux_epoll_event *events, int max, int timeout_ms);
+int clinux_eventfd(void);
+int clinux_eventfd_signal(int fd);
+int clinux_eventfd_drain(int fd);
+int clinux_accept4(int fd, struct sockaddr *addr, socklen_t *len);
+
+extern const uint32_t CLINUX_EPOLLIN;
+extern const uint32_t CLINUX_EPOLLOUT;
+extern const uint32_t CLINUX_EPOLLERR;
+extern const uint32_t CLINUX_EPOLLHUP;
+extern const uint32_t CLINUX_EPOLLRDHUP;
+extern const uint32_t CLINUX_EPOLLET;
+extern const int CLINUX_EPOLL_CTL_ADD;
+extern const int CLINUX_EPOLL_CTL_MOD;
+extern const int CLINUX_EPOLL_CTL_DEL;
+#endif

@@ -1,0 +1,1 @@
+// EventLoop — see README.md for what this module holds.

@@ -1,0 +1,1 @@
+// HTTP2 — see README.md for what this module holds.

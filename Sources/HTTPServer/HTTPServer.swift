@@ -1,0 +1,1 @@
+// HTTPServer — see README.md for what this module holds.

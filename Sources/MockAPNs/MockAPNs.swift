@@ -1,0 +1,1 @@
+// MockAPNs — see README.md for what this module holds.

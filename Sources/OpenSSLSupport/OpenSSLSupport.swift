@@ -1,0 +1,1 @@
+// OpenSSLSupport — see README.md for what this module holds.

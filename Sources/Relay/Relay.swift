@@ -1,0 +1,1 @@
+// Relay — see README.md for what this module holds.

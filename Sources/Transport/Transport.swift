@@ -1,0 +1,1 @@
+// Transport — see README.md for what this module holds.

@@ -1,0 +1,1 @@
+// WebPush — see README.md for what this module holds.
