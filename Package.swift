@@ -5,6 +5,7 @@ import PackageDescription
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   HTTPServer → EventLoop
+//   Observability (logs, metrics) is imported by any module above the C layer; it imports nothing.
 // Only OpenSSLSupport, HTTP2 and EventLoop import the C targets.
 let package = Package(
     name: "apns-relay",
@@ -22,18 +23,20 @@ let package = Package(
         // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
         .target(name: "CLinux"),
 
+        .target(name: "Observability"),
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"]),
         .target(name: "EventLoop", dependencies: ["CLinux"]),
         .target(name: "HTTP2", dependencies: ["CNghttp2"]),
         .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2"]),
-        .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport"]),
+        .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .target(name: "WebPush"),
-        .target(name: "HTTPServer", dependencies: ["EventLoop"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer"]),
-        .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport"]),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "Observability"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability"]),
+        .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
 
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),

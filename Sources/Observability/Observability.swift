@@ -1,0 +1,1 @@
+// Observability — see README.md for what this module holds.
