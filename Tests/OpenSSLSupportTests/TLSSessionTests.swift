@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import OpenSSLSupport
 
@@ -164,6 +165,29 @@ struct TLSSessionTests {
     func wrongRole() throws {
         #expect(throws: TLSError.self) { try TLSSession(serverContext: clientContext()) }
         #expect(throws: TLSError.self) { try TLSSession(context: serverContext(), serverName: "localhost") }
+    }
+
+    @Test("a CA file (as APNS_CA_FILE names it) is trusted")
+    func caFileIsTrusted() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-ca-\(UInt64.random(in: 0...UInt64.max)).pem")
+        try certificates().caPEM.write(to: url, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let context = try TLSContext.client(trustSystemStore: false, extraCAFile: url.path)
+        let client = try TLSSession(context: context, serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("a server chain with more than one certificate is accepted and verifies")
+    func chainWithIntermediate() throws {
+        let certificates = try certificates()
+        let context = try TLSContext.server(certificateChainPEM: certificates.certificatePEM + certificates.caPEM,
+                                            privateKeyPEM: certificates.privateKeyPEM)
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let server = try TLSSession(serverContext: context)
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
     }
 
     @Test("a missing CA file is a clear configuration error")
