@@ -119,7 +119,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
             }
         }
         if offset < bytes.count {
-            writeBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            writeBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]).assumingMemoryBound(to: UInt8.self))
             updateInterest()
         }
     }

@@ -334,7 +334,9 @@ final class SlowReader: TCPStreamHandler {
     let done: (Bool) -> Void
     init(expected: [UInt8], done: @escaping (Bool) -> Void) { self.expected = expected; self.done = done }
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
-        if offset + bytes.count > expected.count || !bytes.elementsEqual(expected[offset..<offset + bytes.count]) {
+        if offset + bytes.count > expected.count {
+            intact = false
+        } else if expected.withUnsafeBytes({ memcmp($0.baseAddress! + offset, bytes.baseAddress!, bytes.count) }) != 0 {
             intact = false
         }
         offset += bytes.count

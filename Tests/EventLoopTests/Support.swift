@@ -68,7 +68,7 @@ final class Collector: TCPStreamHandler {
     }
 
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
-        received.append(contentsOf: bytes)
+        received.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
         if received.count == expected { onComplete(self) }
     }
     func streamDidDrainWrites(_ stream: TCPStream) { drainCount += 1 }
@@ -81,7 +81,12 @@ final class Collector: TCPStreamHandler {
 
 /// Deterministic test payloads.
 func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
-    (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ seed &* 7) % 251) }
+    let cycle = (0..<251).map { UInt8(($0 + seed * 7) % 251) }
+    var out: [UInt8] = []
+    out.reserveCapacity(count + cycle.count)
+    while out.count < count { out.append(contentsOf: cycle) }
+    out.removeLast(out.count - count)
+    return out
 }
 
 /// Connects from `loop` and calls `body` on the loop with the result.
