@@ -307,6 +307,13 @@ final class ClientCore: SessionCore {
             goAwayLastStreamID = min(goAwayLastStreamID, goaway.last_stream_id)
             events.append(.goAway(goaway.last_stream_id, goaway.error_code,
                                   bytesOf(goaway.opaque_data, goaway.opaque_data_len).array))
+            // Requests nghttp2 still holds back (beyond a lowered limit) would only fail when a
+            // slot frees up, maybe never: end them now so the owner can retry them elsewhere.
+            // Sent streams above last_stream_id are closed by nghttp2 right after this callback.
+            for id in streams.keys.sorted() where id > goAwayLastStreamID && streams[id]?.headersSent == false {
+                complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.refusedStream,
+                                                       reason: .refusedByGoAway, wasProcessed: false)))
+            }
         default:
             break
         }

@@ -271,4 +271,61 @@ struct HTTP2SessionTests {
         }
         #expect(pair.client.openStreamCount == 0)
     }
+
+    @Test("requests still queued when GOAWAY arrives end once, as not processed")
+    func queuedRequestsRefusedByGoAway() throws {
+        let pair = try Pair(maxConcurrentStreams: 1, answer: nil)
+        try pair.pump()
+        // Beyond the live limit of 1, nghttp2 holds the extra requests back.
+        let ids = try (0..<3).map { _ in try pair.get("/3/device/x") }
+        try pair.pump()
+        #expect(pair.serverRecorder.pending == [ids[0]])
+        pair.server.goAway(lastStreamID: ids[0], debugData: [])
+        try pair.pump()
+        for id in ids.dropFirst() {
+            let error = try #require(pair.clientRecorder.failure(id))
+            #expect(error.wasProcessed == false)
+            #expect(error.reason == .refusedByGoAway)
+        }
+        try pair.server.respond(stream: ids[0], status: 200, headers: [], body: [])
+        try pair.pump()
+        #expect(pair.clientRecorder.response(ids[0])?.status == 200)
+        #expect(pair.clientRecorder.completionOrder.count == 3)
+    }
+
+    @Test("a delegate may terminate the session from inside a completion, and every stream still ends once")
+    func reentrantTerminate() throws {
+        let pair = try Pair(answer: nil)
+        let ids = try (0..<10).map { _ in try pair.get("/3/device/x") }
+        try pair.pump()
+        pair.clientRecorder.onComplete = { session, _ in session.terminate() }
+        try pair.server.respond(stream: ids[0], status: 200, headers: [], body: [])
+        try pair.pump()
+        #expect(pair.clientRecorder.response(ids[0])?.status == 200)
+        for id in ids.dropFirst() {
+            #expect(pair.clientRecorder.failure(id)?.reason == .connectionClosed)
+        }
+        #expect(pair.clientRecorder.completionOrder.count == 10)
+    }
+
+    @Test("a response body over the limit resets its stream instead of growing memory")
+    func responseTooLarge() throws {
+        let recorder = ClientRecorder()
+        let server = ServerRecorder { session, _, id in
+            try? session.respond(stream: id, status: 200, headers: [], body: [UInt8](repeating: 1, count: 10_000))
+        }
+        let client = try HTTP2ClientSession(delegate: recorder, maxResponseBodySize: 4096)
+        let serverSession = try HTTP2ServerSession(delegate: server, maxConcurrentStreams: 10)
+        let id = try client.submitRequest(method: "GET", authority: "a", path: "/", headers: [], body: [])
+        for _ in 0..<100 {
+            var a: [UInt8] = [], b: [UInt8] = []
+            client.takeOutput(into: &a)
+            serverSession.takeOutput(into: &b)
+            if a.isEmpty && b.isEmpty { break }
+            try a.withUnsafeBytes { try serverSession.receive($0) }
+            try b.withUnsafeBytes { try client.receive($0) }
+        }
+        #expect(recorder.failure(id)?.reason == .responseTooLarge)
+        #expect(recorder.completions[id]?.count == 1)
+    }
 }

@@ -8,11 +8,14 @@ final class ClientRecorder: HTTP2ClientDelegate {
     var goAways: [(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])] = []
     var pingAcks = 0
     var events: [String] = []
+    /// Runs inside the completion callback, to prove the delegate may call back into the session.
+    var onComplete: ((HTTP2ClientSession, Int32) -> Void)?
 
     func session(_ s: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         completions[id, default: []].append(result)
         completionOrder.append(id)
         events.append("complete \(id)")
+        onComplete?(s, id)
     }
     func session(_ s: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
         maxConcurrentUpdates.append(value)
