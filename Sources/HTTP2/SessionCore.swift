@@ -26,6 +26,8 @@ class SessionCore {
     /// A GOAWAY with a non-zero code that nghttp2 sent on our behalf (the peer broke the protocol).
     var sentErrorGoAway: (code: UInt32, debug: String)?
     var goAwaySent = false
+    /// The code of a GOAWAY the owner itself submitted, so it is not mistaken for a protocol error.
+    var ownerGoAwayCode: UInt32?
     var goAwayReceived = false
 
     init(server: Bool, configure: (OpaquePointer) -> Void) throws {
@@ -65,9 +67,7 @@ class SessionCore {
         session = nil
         outbox.removeAll()
         outgoing.removeAll()
-        if failure == nil {
-            failure = HTTP2Error(code: .sessionClosed, message: "the session was terminated; open a new connection")
-        }
+        failure = HTTP2Error(code: .sessionClosed, message: "the session was terminated; open a new connection")
     }
 
     func requireSession() throws -> OpaquePointer {
@@ -84,6 +84,11 @@ class SessionCore {
         let session = try requireSession()
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rv == ssize_t(NGHTTP2_ERR_NOMEM.rawValue) || rv == ssize_t(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) {
+            let error = HTTP2Error(code: .internalError, message: "nghttp2 failed while reading: \(libraryText(Int32(rv))); terminate the session")
+            failure = error
+            throw error
+        }
         if rv < 0 {
             let detail = lastLibraryMessage.map { " (\($0))" } ?? ""
             let error = HTTP2Error(code: .protocolError,
@@ -94,13 +99,13 @@ class SessionCore {
         // nghttp2 answers most connection errors by queueing a GOAWAY and returning success;
         // serializing now is how we learn of it before returning.
         drain()
-        if let sent = sentErrorGoAway, failure == nil || failure?.code == .internalError {
+        if let failure { throw failure }
+        if let sent = sentErrorGoAway {
             let error = HTTP2Error(code: .protocolError,
                                    message: "the peer broke HTTP/2 (we sent GOAWAY \(codeName(sent.code))\(sent.debug.isEmpty ? "" : ": \(sent.debug)")); flush the output, then terminate the session")
             failure = error
             throw error
         }
-        if let failure { throw failure }
     }
 
     /// Runs `mem_send` until nghttp2 has nothing more, appending everything to `outbox`.
@@ -217,11 +222,14 @@ class SessionCore {
 
     func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
         guard let session else { return }
-        _ = debugData.withUnsafeBufferPointer { debug in
+        let rv = debugData.withUnsafeBufferPointer { debug in
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode,
                                   debug.baseAddress, debug.count)
         }
-        goAwaySent = true
+        if rv == 0 {
+            goAwaySent = true
+            ownerGoAwayCode = errorCode
+        }
     }
 
     // MARK: Hooks (overridden by the roles)
@@ -241,7 +249,7 @@ class SessionCore {
         if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
             goAwaySent = true
             let goaway = frame.pointee.goaway
-            if goaway.error_code != 0 && sentErrorGoAway == nil {
+            if goaway.error_code != 0 && goaway.error_code != ownerGoAwayCode && sentErrorGoAway == nil {
                 sentErrorGoAway = (goaway.error_code, bytesOf(goaway.opaque_data, goaway.opaque_data_len).asText)
             }
         }
