@@ -37,7 +37,7 @@ let package = Package(
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
-        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport"]),
+        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),

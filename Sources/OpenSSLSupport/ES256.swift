@@ -78,7 +78,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
     /// The key as PKCS#8 PEM ("BEGIN PRIVATE KEY"), the same format as Apple's `.p8`.
     /// Secret: never log it.
     public var pemPKCS8: String {
-        (try? privateKeyPEM(pkey)) ?? ""
+        (try? encodePrivateKeyPEM(pkey)) ?? ""
     }
 
     /// Signs with ECDSA P-256 / SHA-256 and returns the JWS form: raw r‖s, exactly 64
@@ -253,7 +253,7 @@ func generateP256Key() throws -> OpaquePointer {
     return key
 }
 
-func privateKeyPEM(_ key: OpaquePointer) throws -> String {
+func encodePrivateKeyPEM(_ key: OpaquePointer) throws -> String {
     try stringFromBIO { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) == 1 }
 }
 
