@@ -1,0 +1,47 @@
+/// A failure to get a push to Apple, or a push we refused before sending it.
+///
+/// A struct with a code rather than a public enum, so new failure kinds do not break
+/// callers' `switch`es; equality is on the code alone, so tests and callers compare
+/// kinds without depending on message wording.
+public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, stable enough to branch on (the relay maps each code to an HTTP status).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let raw: String
+        init(_ raw: String) { self.raw = raw }
+        public var description: String { raw }
+
+        /// No answer before the push's deadline: the sender should retry later (relay answers 504).
+        public static let timeout = Code("timeout")
+        /// Our bounded queue is full: shed load at once instead of growing memory (relay answers 503).
+        public static let overloaded = Code("overloaded")
+        /// Apple could not be reached or kept failing after bounded retries (relay answers 503).
+        public static let unavailable = Code("unavailable")
+        /// The notification breaks one of Apple's rules; sending it could only fail (relay answers 400).
+        public static let invalidNotification = Code("invalidNotification")
+        /// The signing key could not make a provider token; no push can succeed until it is fixed.
+        public static let badKey = Code("badKey")
+        /// The pool is shutting down and takes no more pushes.
+        public static let shuttingDown = Code("shuttingDown")
+    }
+
+    public let code: Code
+    /// One line that says what happened and what to do about it.
+    public let message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public static func == (lhs: APNsError, rhs: APNsError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    static func timeout(_ message: String) -> APNsError { .init(code: .timeout, message: message) }
+    static func overloaded(_ message: String) -> APNsError { .init(code: .overloaded, message: message) }
+    static func unavailable(_ message: String) -> APNsError { .init(code: .unavailable, message: message) }
+    static func invalid(_ message: String) -> APNsError { .init(code: .invalidNotification, message: message) }
+    static func badKey(_ message: String) -> APNsError { .init(code: .badKey, message: message) }
+    static func shuttingDown(_ message: String) -> APNsError { .init(code: .shuttingDown, message: message) }
+}

@@ -1,0 +1,121 @@
+/// A JSON value for the keys an app puts beside `aps`.
+///
+/// Written by hand with keys in sorted order so the same input always gives the same
+/// bytes: tests can compare text, and the payload size we check is the size we send.
+public enum APNsJSON: Sendable, Hashable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case null
+    case array([APNsJSON])
+    case object([String: APNsJSON])
+}
+
+extension APNsJSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: APNsJSON...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, APNsJSON)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+/// A small JSON writer: appends to one byte buffer, never builds intermediate strings.
+struct JSONWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func string(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): raw("\\\"")
+            case UInt8(ascii: "\\"): raw("\\\\")
+            case 0x0A: raw("\\n")
+            case 0x0D: raw("\\r")
+            case 0x09: raw("\\t")
+            case 0x08: raw("\\b")
+            case 0x0C: raw("\\f")
+            case 0..<0x20:
+                raw("\\u00")
+                let digits = Array("0123456789abcdef".utf8)
+                bytes.append(digits[Int(byte >> 4)])
+                bytes.append(digits[Int(byte & 0x0f)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func int<I: BinaryInteger>(_ value: I) { bytes.append(contentsOf: String(value).utf8) }
+
+    mutating func double(_ value: Double) throws(APNsError) {
+        guard value.isFinite else { throw .invalid("JSON has no way to write \(value); use a finite number") }
+        if value == value.rounded(), abs(value) < 1e15 {
+            int(Int64(value))
+        } else {
+            bytes.append(contentsOf: "\(value)".utf8)
+        }
+    }
+
+    mutating func key(_ name: String, first: inout Bool) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        string(name)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func value(_ value: APNsJSON) throws(APNsError) {
+        switch value {
+        case .string(let s): string(s)
+        case .int(let i): int(i)
+        case .double(let d): try double(d)
+        case .bool(let b): b ? raw("true") : raw("false")
+        case .null: raw("null")
+        case .array(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                try self.value(item)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            try self.members(members)
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Writes `"k":v` pairs in sorted key order, without braces, so callers can add keys before them.
+    mutating func members(_ members: [String: APNsJSON], first: inout Bool) throws(APNsError) {
+        for name in members.keys.sorted() {
+            key(name, first: &first)
+            try value(members[name]!)
+        }
+    }
+
+    mutating func members(_ members: [String: APNsJSON]) throws(APNsError) {
+        var first = true
+        try self.members(members, first: &first)
+    }
+
+    mutating func stringArray(_ items: [String]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(item)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+}

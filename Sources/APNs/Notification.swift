@@ -1,0 +1,97 @@
+import Foundation
+
+/// One push, checked against Apple's rules when made, so a refusal costs no stream
+/// and says exactly what to fix.
+public struct APNsNotification: Sendable {
+    public let token: DeviceToken
+    /// The final topic, with the push type's suffix.
+    public let topic: String
+    public let pushType: APNsPushType
+    /// 10 = now, 5 = when power allows, 1 = lowest.
+    public let priority: Int
+    /// Unix seconds until which Apple keeps retrying; 0 = try once, nil = Apple's default.
+    public let expiration: Int?
+    /// Pushes with the same id replace each other on the device.
+    public let collapseID: String?
+    /// The lower-case UUID sent as `apns-id`, echoed to the caller to match Apple's logs.
+    public let apnsID: String
+    public let payload: [UInt8]
+    /// `/3/device/<token>`, built once because it is sent on every attempt.
+    public let path: String
+
+    /// The headers that never change between attempts, built once: header construction is
+    /// on the hot path, and only the provider token differs per connection.
+    private let fixedHeaders: [(String, String)]
+
+    /// - Parameters:
+    ///   - pushType: guessed from the payload when nil: background when `aps` holds only
+    ///     `content-available`, alert otherwise.
+    ///   - priority: 10, 5 or 1; defaults to 5 for background (Apple refuses 10 there) and 10 otherwise.
+    ///   - apnsID: generated when nil.
+    public init(
+        token: DeviceToken, topic: String, payload: APNsPayload,
+        pushType: APNsPushType? = nil, priority: Int? = nil,
+        expiration: Int? = nil, collapseID: String? = nil, apnsID: UUID? = nil
+    ) throws(APNsError) {
+        let type = pushType ?? (payload.isBackgroundOnly ? .background : .alert)
+
+        guard !topic.isEmpty else { throw .invalid("topic is empty; set it to the app's bundle id") }
+        guard topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            throw .invalid("topic \"\(topic)\" must be a bundle id: no spaces or control characters")
+        }
+
+        let prio = priority ?? (type == .background ? 5 : 10)
+        guard prio == 10 || prio == 5 || prio == 1 else {
+            throw .invalid("priority must be 10, 5 or 1; got \(prio)")
+        }
+        if type == .background && prio == 10 {
+            throw .invalid("background pushes must use priority 5 or 1; Apple refuses 10")
+        }
+
+        if let expiration, expiration < 0 {
+            throw .invalid("expiration must be a Unix time in seconds, or 0 to try once; got \(expiration)")
+        }
+        if let collapseID {
+            let size = collapseID.utf8.count
+            guard size >= 1 && size <= 64 else {
+                throw .invalid("collapse id must be 1 to 64 bytes; got \(size) bytes")
+            }
+        }
+
+        let limit = type.maxPayloadSize
+        guard !payload.bytes.isEmpty else { throw .invalid("payload is empty; Apple answers PayloadEmpty") }
+        guard payload.bytes.count <= limit else {
+            throw .invalid("payload is \(payload.bytes.count) bytes, over Apple's \(limit)-byte limit for \(type) pushes; shorten it")
+        }
+
+        self.token = token
+        self.topic = type.topic(for: topic)
+        self.pushType = type
+        self.priority = prio
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = (apnsID ?? UUID()).uuidString.lowercased()
+        self.payload = payload.bytes
+        self.path = "/3/device/" + token.hex
+
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(7)
+        headers.append(("apns-topic", self.topic))
+        headers.append(("apns-push-type", type.rawValue))
+        headers.append(("apns-priority", String(prio)))
+        headers.append(("apns-id", self.apnsID))
+        if let expiration { headers.append(("apns-expiration", String(expiration))) }
+        if let collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        self.fixedHeaders = headers
+    }
+
+    /// The request headers besides the pseudo-headers (`:method POST`, `:path` = ``path``,
+    /// `:scheme`, `:authority`), names in lower case as HTTP/2 requires.
+    /// - Parameter authorization: the connection's provider token (the JWT text).
+    public func headers(authorization jwt: String) -> [(String, String)] {
+        var headers = fixedHeaders
+        headers.reserveCapacity(fixedHeaders.count + 1)
+        headers.append(("authorization", "bearer " + jwt))
+        return headers
+    }
+}

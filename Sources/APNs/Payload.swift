@@ -1,0 +1,148 @@
+import Foundation
+
+/// The encoded JSON body of a push, with what we learned about it while building it.
+///
+/// Kept as bytes so the size checked against Apple's limit is exactly the size sent.
+public struct APNsPayload: Sendable, Hashable {
+    public let bytes: [UInt8]
+    /// True when `aps` holds only `content-available`: Apple wants such pushes typed
+    /// `background` at priority 5, and throttles or drops them otherwise.
+    public let isBackgroundOnly: Bool
+
+    init(bytes: [UInt8], isBackgroundOnly: Bool) {
+        self.bytes = bytes
+        self.isBackgroundOnly = isBackgroundOnly
+    }
+
+    /// Accepts a payload built elsewhere; it must be a JSON object with an `aps` object,
+    /// since Apple refuses anything else after we have spent a stream on it.
+    public init(json bytes: [UInt8]) throws(APNsError) {
+        guard !bytes.isEmpty else { throw .invalid("payload is empty; Apple answers PayloadEmpty") }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(bytes))
+        } catch {
+            throw .invalid("payload is not valid JSON")
+        }
+        guard let top = object as? [String: Any] else { throw .invalid("payload must be a JSON object") }
+        guard let aps = top["aps"] as? [String: Any] else { throw .invalid("payload must hold an \"aps\" object") }
+        self.bytes = bytes
+        self.isBackgroundOnly = aps.count == 1 && aps["content-available"] != nil
+    }
+
+    /// The payload as text, for logs in tests and the `send` command.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// How strongly iOS may break through Focus for an alert.
+public struct APNsInterruptionLevel: Sendable, Hashable {
+    public let rawValue: String
+    init(_ rawValue: String) { self.rawValue = rawValue }
+    public static let passive = APNsInterruptionLevel("passive")
+    public static let active = APNsInterruptionLevel("active")
+    public static let timeSensitive = APNsInterruptionLevel("time-sensitive")
+    /// Needs Apple's critical-alerts entitlement in the app; without it iOS shows a normal alert.
+    public static let critical = APNsInterruptionLevel("critical")
+}
+
+/// A visible alert. Every field but title and body is optional; `build()` refuses what
+/// Apple or iOS would reject, before anything is sent.
+public struct APNsAlertPayload: Sendable {
+    public var title: String
+    public var body: String
+    public var subtitle: String?
+    public var titleLocKey: String?
+    public var titleLocArgs: [String]?
+    public var locKey: String?
+    public var locArgs: [String]?
+    public var badge: Int?
+    public var sound: String?
+    public var category: String?
+    public var threadID: String?
+    /// Lets a notification service extension rewrite the alert (the relay needs it to decrypt).
+    public var mutableContent: Bool
+    public var interruptionLevel: APNsInterruptionLevel?
+    /// 0 to 1: how iOS ranks this notification in a summary.
+    public var relevanceScore: Double?
+    public var targetContentID: String?
+    /// The app's own keys, written beside `aps`.
+    public var data: [String: APNsJSON]
+
+    public init(
+        title: String = "", body: String = "", subtitle: String? = nil,
+        titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
+        locKey: String? = nil, locArgs: [String]? = nil,
+        badge: Int? = nil, sound: String? = nil, category: String? = nil, threadID: String? = nil,
+        mutableContent: Bool = false, interruptionLevel: APNsInterruptionLevel? = nil,
+        relevanceScore: Double? = nil, targetContentID: String? = nil,
+        data: [String: APNsJSON] = [:]
+    ) {
+        self.title = title; self.body = body; self.subtitle = subtitle
+        self.titleLocKey = titleLocKey; self.titleLocArgs = titleLocArgs
+        self.locKey = locKey; self.locArgs = locArgs
+        self.badge = badge; self.sound = sound; self.category = category; self.threadID = threadID
+        self.mutableContent = mutableContent; self.interruptionLevel = interruptionLevel
+        self.relevanceScore = relevanceScore; self.targetContentID = targetContentID
+        self.data = data
+    }
+
+    /// Encodes the payload: `aps` first (fixed key order), then `data` in sorted key order.
+    public func build() throws(APNsError) -> APNsPayload {
+        guard !title.isEmpty || !body.isEmpty || locKey != nil || titleLocKey != nil else {
+            throw .invalid("an alert needs a title or a body (or a loc-key); both are empty")
+        }
+        if titleLocArgs != nil, titleLocKey == nil {
+            throw .invalid("title-loc-args need a title-loc-key to fill in; set titleLocKey")
+        }
+        if locArgs != nil, locKey == nil {
+            throw .invalid("loc-args need a loc-key to fill in; set locKey")
+        }
+        if let badge, badge < 0 { throw .invalid("badge must be 0 or more (0 clears it); got \(badge)") }
+        if let relevanceScore, !(0...1).contains(relevanceScore) {
+            throw .invalid("relevance-score must be between 0 and 1; got \(relevanceScore)")
+        }
+        if data["aps"] != nil { throw .invalid("data may not hold an \"aps\" key; Apple reserves it") }
+
+        var w = JSONWriter()
+        w.raw("{\"aps\":{\"alert\":{")
+        var first = true
+        if !title.isEmpty { w.key("title", first: &first); w.string(title) }
+        if let subtitle { w.key("subtitle", first: &first); w.string(subtitle) }
+        if !body.isEmpty { w.key("body", first: &first); w.string(body) }
+        if let titleLocKey { w.key("title-loc-key", first: &first); w.string(titleLocKey) }
+        if let titleLocArgs { w.key("title-loc-args", first: &first); w.stringArray(titleLocArgs) }
+        if let locKey { w.key("loc-key", first: &first); w.string(locKey) }
+        if let locArgs { w.key("loc-args", first: &first); w.stringArray(locArgs) }
+        w.raw("}")
+        first = false
+        if let badge { w.key("badge", first: &first); w.int(badge) }
+        if let sound { w.key("sound", first: &first); w.string(sound) }
+        if let category { w.key("category", first: &first); w.string(category) }
+        if let threadID { w.key("thread-id", first: &first); w.string(threadID) }
+        if mutableContent { w.key("mutable-content", first: &first); w.int(1) }
+        if let interruptionLevel { w.key("interruption-level", first: &first); w.string(interruptionLevel.rawValue) }
+        if let relevanceScore { w.key("relevance-score", first: &first); try w.double(relevanceScore) }
+        if let targetContentID { w.key("target-content-id", first: &first); w.string(targetContentID) }
+        w.raw("}")
+        try w.members(data, first: &first)
+        w.raw("}")
+        return APNsPayload(bytes: w.bytes, isBackgroundOnly: false)
+    }
+}
+
+/// A silent push that wakes the app (`content-available: 1`), with the app's keys beside `aps`.
+public struct APNsBackgroundPayload: Sendable {
+    public var data: [String: APNsJSON]
+
+    public init(data: [String: APNsJSON] = [:]) { self.data = data }
+
+    public func build() throws(APNsError) -> APNsPayload {
+        if data["aps"] != nil { throw .invalid("data may not hold an \"aps\" key; Apple reserves it") }
+        var w = JSONWriter()
+        w.raw("{\"aps\":{\"content-available\":1}")
+        var first = false
+        try w.members(data, first: &first)
+        w.raw("}")
+        return APNsPayload(bytes: w.bytes, isBackgroundOnly: true)
+    }
+}

@@ -1,0 +1,543 @@
+/// Identifies one push inside the pool; the owner chooses it and keeps the notification.
+struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    let value: UInt64
+    init(_ value: UInt64) { self.value = value }
+    static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
+    var description: String { "push#\(value)" }
+}
+
+/// Identifies one APNs connection; the state machine hands out a new one for every connect.
+struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    let value: UInt64
+    init(_ value: UInt64) { self.value = value }
+    static func < (a: ConnectionID, b: ConnectionID) -> Bool { a.value < b.value }
+    var description: String { "conn#\(value)" }
+}
+
+/// The pool's decisions, with no I/O (after async-http-client's HTTPConnectionPool.StateMachine).
+///
+/// The owner feeds it events (with the time) and performs the actions it returns: it opens and
+/// closes connections, submits streams, arms timers and answers callers. Keeping the decisions
+/// here lets every rule — stream limits, retries, backoff, GOAWAY, shutdown — be tested without
+/// sockets, and guarantees that every enqueued push ends exactly once (completed or failed).
+///
+/// The owner must:
+/// - call `.start` once, then report each created connection as established, failed or closed;
+/// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
+///   call `.timerFired` about once a second (it expires queued pushes and finds stalled streams);
+/// - report every submitted stream's end with `.streamCompleted` (or the connection's end);
+/// - after performing `.closeConnection`, expect no more events for that id to matter.
+struct PoolStateMachine {
+    typealias Instant = ContinuousClock.Instant
+
+    struct Configuration: Sendable {
+        /// Connections kept open; Apple prefers a few long-lived connections to many short ones.
+        var poolSize: Int = 2
+        /// Pushes waiting for a free stream; beyond this we answer `overloaded` at once.
+        var queueCapacity: Int = 1000
+        /// Extra attempts after a retryable failure (500, 503, Shutdown, refused stream, lost connection).
+        var maxRetries: Int = 2
+        /// First reconnect delay after a failure; doubles per consecutive failure.
+        var backoffBase: Duration = .seconds(1)
+        /// Apple treats rapid reconnects as an attack; never wait longer than this either.
+        var backoffMax: Duration = .seconds(60)
+        /// How long past a push's deadline an unanswered stream may linger before its connection is replaced.
+        var stallGrace: Duration = .seconds(2)
+
+        init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
+             backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2)) {
+            self.poolSize = max(1, poolSize)
+            self.queueCapacity = max(0, queueCapacity)
+            self.maxRetries = max(0, maxRetries)
+            self.backoffBase = backoffBase
+            self.backoffMax = backoffMax
+            self.stallGrace = stallGrace
+        }
+    }
+
+    /// How a stream ended, as the connection saw it. Use ``classify(_:)`` for Apple's answers.
+    enum StreamOutcome: Sendable, Equatable {
+        /// 200.
+        case success(APNsResponse)
+        /// An answer that retrying cannot change (4xx, 429 TooManyRequests, …).
+        case final(APNsResponse)
+        /// 500, 503, Shutdown, REFUSED_STREAM, a reset stream: worth another connection.
+        case retryable(APNsError)
+        /// 403 ExpiredProviderToken: this connection's token is stale.
+        case expiredProviderToken(APNsResponse)
+        /// 429 TooManyProviderTokenUpdates: this connection renewed its token too often.
+        case tooManyProviderTokenUpdates(APNsResponse)
+
+        static func classify(_ response: APNsResponse) -> StreamOutcome {
+            if response.ok { return .success(response) }
+            if response.reason == .expiredProviderToken { return .expiredProviderToken(response) }
+            if response.reason == .tooManyProviderTokenUpdates { return .tooManyProviderTokenUpdates(response) }
+            if response.status == 500 || response.status == 503 || response.reason == .shutdown
+                || response.reason == .internalServerError || response.reason == .serviceUnavailable {
+                let reason = response.reason?.rawValue ?? "no reason"
+                return .retryable(.unavailable("APNs answered \(response.status) \(reason); try again later"))
+            }
+            return .final(response)
+        }
+    }
+
+    enum Event: Sendable {
+        /// Opens the pool's connections.
+        case start
+        case enqueue(PushID, deadline: Instant)
+        case connectionEstablished(ConnectionID)
+        /// The connect failed, or a live connection broke (TLS error, missing PING ACK, …).
+        case connectionFailed(ConnectionID)
+        /// The connection ended cleanly (the peer closed it, or we did).
+        case connectionClosed(ConnectionID)
+        /// Apple's live SETTINGS_MAX_CONCURRENT_STREAMS.
+        case maxConcurrentStreamsChanged(ConnectionID, Int)
+        /// `unprocessed`: the pushes on streams above GOAWAY's last_stream_id, never seen by Apple.
+        case goAwayReceived(ConnectionID, unprocessed: [PushID])
+        case streamCompleted(ConnectionID, PushID, StreamOutcome)
+        case timerFired
+        case deadlinePassed(PushID)
+        case shutdown
+    }
+
+    enum Action: Sendable, Equatable {
+        case createConnection(ConnectionID)
+        case send(PushID, on: ConnectionID)
+        case failPush(PushID, APNsError)
+        case completePush(PushID, APNsResponse)
+        /// Close it once performed; the pool has forgotten it (its streams are already settled).
+        case closeConnection(ConnectionID)
+        /// Arm a timer and call `.timerFired` after the delay; a new connection replaces `ConnectionID`.
+        case scheduleReconnect(ConnectionID, after: Duration)
+        /// Shutdown finished: every push ended, every connection closed.
+        case shutdownComplete
+    }
+
+    // MARK: State
+
+    private enum ConnectionState { case connecting, ready, draining }
+
+    private struct Connection {
+        var state: ConnectionState
+        /// The pool slot it fills; nil once a replacement has taken the slot (draining).
+        var slot: Int?
+        /// Apple's live limit; 1 until Apple's SETTINGS say otherwise.
+        var maxStreams = 1
+        /// Apple answers a connection's first authenticated request before raising its limit,
+        /// so a new connection carries one stream until then.
+        var answered = false
+        /// Streams open on the wire, with their push's deadline; includes pushes that
+        /// already ended by deadline (the stream still holds an HTTP/2 slot).
+        var streams: [PushID: Instant] = [:]
+
+        var limit: Int { answered ? maxStreams : min(1, maxStreams) }
+        var free: Int { state == .ready ? max(0, limit - streams.count) : 0 }
+    }
+
+    private struct Slot {
+        var connection: ConnectionID?
+        /// Consecutive failures, for the backoff; reset by an answer from Apple.
+        var failures = 0
+        var reconnectAt: Instant?
+    }
+
+    private enum PushState: Equatable { case queued, inFlight(ConnectionID) }
+
+    private struct Push {
+        var deadline: Instant
+        var state: PushState = .queued
+        var retries = 0
+        var tokenRetried = false
+        /// Where the last attempt went, so a retry prefers another connection.
+        var lastConnection: ConnectionID?
+    }
+
+    let configuration: Configuration
+    private var random: any RandomNumberGenerator
+    private var pushes: [PushID: Push] = [:]
+    /// New pushes in arrival order; entries whose push is no longer queued are skipped lazily.
+    private var queue: [PushID] = []
+    private var queueHead = 0
+    /// Retries go before new pushes: they are older and closer to their deadlines.
+    private var retryQueue: [PushID] = []
+    private var retryHead = 0
+    /// Pushes currently waiting (both queues), the number the capacity bounds.
+    private(set) var queuedCount = 0
+    private var connections: [ConnectionID: Connection] = [:]
+    private var slots: [Slot]
+    private var nextConnection: UInt64 = 1
+    private var started = false
+    private(set) var isShuttingDown = false
+    private var shutdownReported = false
+
+    init(configuration: Configuration = .init(), random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
+        self.configuration = configuration
+        self.random = random
+        self.slots = Array(repeating: Slot(), count: configuration.poolSize)
+    }
+
+    /// Pushes not yet ended.
+    var livePushCount: Int { pushes.count }
+    /// Connections the pool still tracks (connecting, ready or draining).
+    var connectionCount: Int { connections.count }
+
+    // MARK: Events
+
+    mutating func handle(_ event: Event, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .start:
+            guard !started, !isShuttingDown else { break }
+            started = true
+            for index in slots.indices { open(slot: index, into: &actions) }
+        case .enqueue(let id, let deadline):
+            enqueue(id, deadline: deadline, now: now, into: &actions)
+        case .connectionEstablished(let c):
+            guard var connection = connections[c], connection.state == .connecting else { break }
+            if isShuttingDown {
+                connections[c] = nil
+                actions.append(.closeConnection(c))
+                break
+            }
+            connection.state = .ready
+            connections[c] = connection
+        case .connectionFailed(let c):
+            lose(c, cleanly: false, now: now, into: &actions)
+        case .connectionClosed(let c):
+            lose(c, cleanly: true, now: now, into: &actions)
+        case .maxConcurrentStreamsChanged(let c, let n):
+            connections[c]?.maxStreams = max(0, n)
+        case .goAwayReceived(let c, let unprocessed):
+            goAway(c, unprocessed: unprocessed, now: now, into: &actions)
+        case .streamCompleted(let c, let id, let outcome):
+            streamCompleted(c, id, outcome, now: now, into: &actions)
+        case .timerFired:
+            timerFired(now: now, into: &actions)
+        case .deadlinePassed(let id):
+            // The owner's deadline timer is trusted; a stream still open keeps its slot until answered.
+            end(id, with: .failPush(id, .timeout("no answer from APNs before the push's deadline")), into: &actions)
+        case .shutdown:
+            shutdown(into: &actions)
+        }
+        dispatch(now: now, into: &actions)
+        if isShuttingDown, !shutdownReported, connections.isEmpty, pushes.isEmpty {
+            shutdownReported = true
+            actions.append(.shutdownComplete)
+        }
+        return actions
+    }
+
+    // MARK: Pushes
+
+    private mutating func enqueue(_ id: PushID, deadline: Instant, now: Instant, into actions: inout [Action]) {
+        // A reused id would make one caller's push end twice; ignore it (ids must be unique).
+        guard pushes[id] == nil else { return }
+        if isShuttingDown {
+            actions.append(.failPush(id, .shuttingDown("the APNs pool is shutting down; send the push to another instance")))
+            return
+        }
+        guard now < deadline else {
+            actions.append(.failPush(id, .timeout("the push's deadline had passed before it was queued")))
+            return
+        }
+        // A free stream means the queue is empty (dispatch drains it), so the push goes out at once.
+        if queuedCount >= configuration.queueCapacity, bestConnection(avoiding: nil) == nil {
+            actions.append(.failPush(id, .overloaded("the APNs queue is full (\(configuration.queueCapacity) pushes); try again later")))
+            return
+        }
+        pushes[id] = Push(deadline: deadline)
+        queue.append(id)
+        queuedCount += 1
+    }
+
+    /// Ends a live push exactly once: removes it everywhere and emits its answer.
+    private mutating func end(_ id: PushID, with action: Action, into actions: inout [Action]) {
+        guard let push = pushes.removeValue(forKey: id) else { return }
+        if push.state == .queued { queuedCount -= 1 }
+        // An in-flight stream keeps its slot in `streams` until Apple answers or the connection goes.
+        actions.append(action)
+    }
+
+    /// Puts a push back for another attempt, or fails it when retries, deadline or shutdown forbid.
+    private mutating func retryOrFail(_ id: PushID, _ error: APNsError, from c: ConnectionID, counts: Bool,
+                                      now: Instant, into actions: inout [Action]) {
+        guard var push = pushes[id] else { return }
+        if isShuttingDown {
+            end(id, with: .failPush(id, error), into: &actions)
+            return
+        }
+        if counts && push.retries >= configuration.maxRetries {
+            let message = "\(error.message) (after \(push.retries + 1) attempts)"
+            end(id, with: .failPush(id, APNsError(code: error.code, message: message)), into: &actions)
+            return
+        }
+        if now >= push.deadline {
+            end(id, with: .failPush(id, .timeout("the push's deadline passed while retrying: \(error.message)")), into: &actions)
+            return
+        }
+        if counts { push.retries += 1 }
+        push.state = .queued
+        push.lastConnection = c
+        pushes[id] = push
+        retryQueue.append(id)
+        queuedCount += 1
+    }
+
+    /// Sends waiting pushes while some connection has a free stream.
+    private mutating func dispatch(now: Instant, into actions: inout [Action]) {
+        while let (id, fromRetry) = peekQueued() {
+            var push = pushes[id]!
+            if now >= push.deadline {
+                popQueued(fromRetry: fromRetry)
+                end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
+                continue
+            }
+            guard let c = bestConnection(avoiding: push.lastConnection) else { return }
+            popQueued(fromRetry: fromRetry)
+            push.state = .inFlight(c)
+            pushes[id] = push
+            queuedCount -= 1
+            connections[c]!.streams[id] = push.deadline
+            actions.append(.send(id, on: c))
+        }
+    }
+
+    /// The next push that is really still queued, skipping entries left by ended or moved pushes.
+    private mutating func peekQueued() -> (PushID, Bool)? {
+        while retryHead < retryQueue.count {
+            let id = retryQueue[retryHead]
+            if pushes[id]?.state == .queued { return (id, true) }
+            retryHead += 1
+        }
+        if retryHead > 0 { retryQueue.removeAll(keepingCapacity: true); retryHead = 0 }
+        while queueHead < queue.count {
+            let id = queue[queueHead]
+            if pushes[id]?.state == .queued { return (id, false) }
+            queueHead += 1
+        }
+        if queueHead > 0 { queue.removeAll(keepingCapacity: true); queueHead = 0 }
+        return nil
+    }
+
+    private mutating func popQueued(fromRetry: Bool) {
+        if fromRetry { retryHead += 1 } else { queueHead += 1 }
+        // Compact now and then so skipped entries cannot pile up (the queue stays bounded).
+        if queueHead > 64, queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        if retryHead > 64, retryHead * 2 > retryQueue.count {
+            retryQueue.removeFirst(retryHead)
+            retryHead = 0
+        }
+    }
+
+    /// The ready connection with the most free streams (lowest id on ties). A retry prefers a
+    /// connection other than its last one, but takes that one rather than wait when it alone has room.
+    private func bestConnection(avoiding avoided: ConnectionID?) -> ConnectionID? {
+        var best: (id: ConnectionID, free: Int)?
+        var fallback: ConnectionID?
+        for (id, connection) in connections {
+            let free = connection.free
+            guard free > 0 else { continue }
+            if id == avoided { fallback = id; continue }
+            if let current = best, current.free > free || (current.free == free && current.id < id) { continue }
+            best = (id, free)
+        }
+        return best?.id ?? fallback
+    }
+
+    // MARK: Streams
+
+    private mutating func streamCompleted(_ c: ConnectionID, _ id: PushID, _ outcome: StreamOutcome,
+                                          now: Instant, into actions: inout [Action]) {
+        guard var connection = connections[c], connection.streams.removeValue(forKey: id) != nil else { return }
+        switch outcome {
+        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
+            connection.answered = true
+        case .retryable:
+            break
+        }
+        if case .success = outcome, let slot = connection.slot { slots[slot].failures = 0 }
+        if case .final = outcome, let slot = connection.slot { slots[slot].failures = 0 }
+        connections[c] = connection
+
+        // The push may have ended already (deadline); the stream's answer then only frees the slot.
+        if let push = pushes[id], push.state == .inFlight(c) {
+            switch outcome {
+            case .success(let response), .final(let response):
+                end(id, with: .completePush(id, response), into: &actions)
+            case .retryable(let error):
+                retryOrFail(id, error, from: c, counts: true, now: now, into: &actions)
+            case .expiredProviderToken(let response):
+                if push.tokenRetried {
+                    end(id, with: .completePush(id, response), into: &actions)
+                } else {
+                    pushes[id]!.tokenRetried = true
+                    retryOrFail(id, .unavailable("APNs said the provider token expired"), from: c, counts: false,
+                                now: now, into: &actions)
+                }
+            case .tooManyProviderTokenUpdates(let response):
+                end(id, with: .completePush(id, response), into: &actions)
+            }
+        }
+
+        switch outcome {
+        case .expiredProviderToken:
+            // A fresh connection makes a fresh token; this one finishes its streams and closes.
+            retire(c, backoff: false, now: now, into: &actions)
+        case .tooManyProviderTokenUpdates:
+            retire(c, backoff: true, now: now, into: &actions)
+        default:
+            closeIfDrained(c, into: &actions)
+        }
+    }
+
+    // MARK: Connections
+
+    private mutating func open(slot index: Int, into actions: inout [Action]) {
+        let id = ConnectionID(nextConnection)
+        nextConnection += 1
+        connections[id] = Connection(state: .connecting, slot: index)
+        slots[index].connection = id
+        slots[index].reconnectAt = nil
+        actions.append(.createConnection(id))
+    }
+
+    /// Exponential backoff with jitter: half the delay fixed, half random, so reconnects of
+    /// many relays after an Apple outage spread out.
+    private mutating func backoffDelay(failures: Int) -> Duration {
+        let exponent = min(max(failures - 1, 0), 20)
+        var delay = configuration.backoffBase * (1 << exponent)
+        if delay > configuration.backoffMax { delay = configuration.backoffMax }
+        let jitter = Double.random(in: 0...1, using: &random)
+        return delay / 2 + (delay / 2) * jitter
+    }
+
+    private mutating func scheduleReconnect(slot index: Int, after c: ConnectionID, now: Instant, into actions: inout [Action]) {
+        slots[index].connection = nil
+        guard !isShuttingDown else { return }
+        slots[index].failures += 1
+        let delay = backoffDelay(failures: slots[index].failures)
+        slots[index].reconnectAt = now + delay
+        actions.append(.scheduleReconnect(c, after: delay))
+    }
+
+    /// Takes a connection out of service: no new streams, a replacement for its slot (at once or
+    /// after backoff), and a close once its streams have finished.
+    private mutating func retire(_ c: ConnectionID, backoff: Bool, now: Instant, into actions: inout [Action]) {
+        guard var connection = connections[c] else { return }
+        let slot = connection.slot
+        connection.state = .draining
+        connection.slot = nil
+        connections[c] = connection
+        if let slot {
+            if backoff {
+                scheduleReconnect(slot: slot, after: c, now: now, into: &actions)
+            } else {
+                slots[slot].connection = nil
+                if !isShuttingDown { open(slot: slot, into: &actions) }
+            }
+        }
+        closeIfDrained(c, into: &actions)
+    }
+
+    private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
+        guard let connection = connections[c], connection.state == .draining, connection.streams.isEmpty else { return }
+        connections[c] = nil
+        actions.append(.closeConnection(c))
+    }
+
+    private mutating func goAway(_ c: ConnectionID, unprocessed: [PushID], now: Instant, into actions: inout [Action]) {
+        guard var connection = connections[c] else { return }
+        for id in unprocessed where connection.streams.removeValue(forKey: id) != nil {
+            if pushes[id]?.state == .inFlight(c) {
+                // Apple never saw these: another connection may take them without using a retry.
+                connections[c] = connection
+                retryOrFail(id, .unavailable("APNs sent GOAWAY before processing the push"), from: c, counts: false,
+                            now: now, into: &actions)
+            }
+        }
+        connections[c] = connection
+        // A GOAWAY before any answer looks like a connection that cannot work: back off.
+        retire(c, backoff: !connection.answered, now: now, into: &actions)
+    }
+
+    /// The connection is gone: its open streams are retried elsewhere, its slot reconnects.
+    private mutating func lose(_ c: ConnectionID, cleanly: Bool, now: Instant, into actions: inout [Action]) {
+        guard let connection = connections.removeValue(forKey: c) else { return }
+        for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
+            retryOrFail(id, .unavailable("the connection to APNs was lost"), from: c, counts: true, now: now, into: &actions)
+        }
+        guard let slot = connection.slot else { return }
+        if cleanly && connection.answered && !isShuttingDown {
+            slots[slot].connection = nil
+            open(slot: slot, into: &actions)
+        } else {
+            scheduleReconnect(slot: slot, after: c, now: now, into: &actions)
+            failHopeless(now: now, into: &actions)
+        }
+    }
+
+    /// When no connection is up or coming up before a queued push's deadline, fail it now with
+    /// `unavailable` (the sender retries) instead of holding it until it times out.
+    private mutating func failHopeless(now: Instant, into actions: inout [Action]) {
+        guard !connections.values.contains(where: { $0.state != .draining }) else { return }
+        guard let earliest = slots.compactMap(\.reconnectAt).min() else { return }
+        for id in queuedIDs() where pushes[id]!.deadline <= earliest {
+            end(id, with: .failPush(id, .unavailable("every connection to APNs is failing; try again later")), into: &actions)
+        }
+    }
+
+    private func queuedIDs() -> [PushID] {
+        var ids: [PushID] = []
+        for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
+        for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
+        // A push can sit in both lists only after a stale entry; report it once.
+        var seen = Set<PushID>()
+        return ids.filter { seen.insert($0).inserted }
+    }
+
+    // MARK: Time
+
+    private mutating func timerFired(now: Instant, into actions: inout [Action]) {
+        if !isShuttingDown && started {
+            for index in slots.indices where slots[index].connection == nil {
+                if let at = slots[index].reconnectAt, at > now { continue }
+                open(slot: index, into: &actions)
+            }
+        }
+        for id in queuedIDs() where pushes[id]!.deadline <= now {
+            end(id, with: .failPush(id, .timeout("no free stream to APNs before the push's deadline")), into: &actions)
+        }
+        // A stream unanswered well past its deadline means Apple stopped answering on that connection.
+        let stalled = connections.filter { _, connection in
+            connection.streams.values.contains { $0 + configuration.stallGrace <= now }
+        }.keys.sorted()
+        for c in stalled {
+            guard let connection = connections.removeValue(forKey: c) else { continue }
+            actions.append(.closeConnection(c))
+            for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
+                retryOrFail(id, .unavailable("the connection to APNs stalled"), from: c, counts: true, now: now, into: &actions)
+            }
+            if let slot = connection.slot { scheduleReconnect(slot: slot, after: c, now: now, into: &actions) }
+        }
+    }
+
+    private mutating func shutdown(into actions: inout [Action]) {
+        guard !isShuttingDown else { return }
+        isShuttingDown = true
+        for id in queuedIDs() {
+            end(id, with: .failPush(id, .shuttingDown("the APNs pool is shutting down; the push was not sent")), into: &actions)
+        }
+        for index in slots.indices {
+            slots[index].connection = nil
+            slots[index].reconnectAt = nil
+        }
+        for c in connections.keys.sorted() {
+            connections[c]!.slot = nil
+            connections[c]!.state = .draining
+            closeIfDrained(c, into: &actions)
+        }
+    }
+}

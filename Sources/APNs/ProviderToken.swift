@@ -1,0 +1,94 @@
+/// Signs provider tokens. The OpenSSL ES256 key conforms in the transport layer; tests use a fake,
+/// so this module needs no crypto of its own.
+public protocol ProviderTokenSigner: Sendable {
+    /// ES256 over `message`; returns the raw signature r‖s, 64 bytes (not DER: JWT wants raw).
+    func sign(_ message: [UInt8]) throws -> [UInt8]
+}
+
+/// A JWT for the `authorization: bearer` header.
+public struct ProviderToken: Sendable, Hashable {
+    /// The compact JWT text.
+    public let jwt: String
+    /// Unix seconds written as `iat`, which starts Apple's one-hour clock.
+    public let issuedAt: Int64
+
+    /// Builds `{"alg":"ES256","kid":KEY}.{"iss":TEAM,"iat":<integer>}.sig`, all base64url without padding.
+    /// `iat` is an integer because Apple rejects a string (a bug APNSwift shipped).
+    public init(keyID: String, teamID: String, issuedAt: Int64, signer: some ProviderTokenSigner) throws(APNsError) {
+        guard !keyID.isEmpty else { throw .badKey("the key id is empty; set it to the 10-character Key ID from Apple") }
+        guard !teamID.isEmpty else { throw .badKey("the team id is empty; set it to the 10-character Team ID from Apple") }
+        var header = JSONWriter(capacity: 40)
+        header.raw("{\"alg\":\"ES256\",\"kid\":"); header.string(keyID); header.raw("}")
+        var claims = JSONWriter(capacity: 40)
+        claims.raw("{\"iss\":"); claims.string(teamID); claims.raw(",\"iat\":"); claims.int(issuedAt); claims.raw("}")
+
+        var signingInput = Base64URL.encode(header.bytes)
+        signingInput.append(UInt8(ascii: "."))
+        signingInput.append(contentsOf: Base64URL.encode(claims.bytes))
+        let signature: [UInt8]
+        do {
+            signature = try signer.sign(signingInput)
+        } catch {
+            throw .badKey("the signing key could not sign a provider token (\(error)); check the .p8 key file")
+        }
+        guard signature.count == 64 else {
+            throw .badKey("the signer returned \(signature.count) bytes, not a 64-byte raw r‖s ES256 signature")
+        }
+        signingInput.append(UInt8(ascii: "."))
+        signingInput.append(contentsOf: Base64URL.encode(signature))
+        self.jwt = String(decoding: signingInput, as: UTF8.self)
+        self.issuedAt = issuedAt
+    }
+}
+
+/// When a connection's provider token must change. Pure, time as a parameter (Unix seconds).
+public struct ProviderTokenPolicy: Sendable, Hashable {
+    /// Apple refuses tokens over 60 minutes old; renewing at 50 leaves margin for clock skew.
+    public var renewAfterSeconds: Int64
+    /// Apple answers 429 TooManyProviderTokenUpdates to a renewal under 20 minutes after the last.
+    public var minimumIntervalSeconds: Int64
+
+    public init(renewAfterSeconds: Int64 = 50 * 60, minimumIntervalSeconds: Int64 = 20 * 60) {
+        self.renewAfterSeconds = renewAfterSeconds
+        self.minimumIntervalSeconds = minimumIntervalSeconds
+    }
+
+    /// True once the token is old enough to replace before Apple calls it expired.
+    public func needsRenewal(now: Int64, issuedAt: Int64) -> Bool {
+        now - issuedAt >= renewAfterSeconds
+    }
+
+    /// True when this connection may present a new token without tripping Apple's rate limit.
+    /// `lastIssuedAt` nil means the connection has had no token yet.
+    public func mayRenew(now: Int64, lastIssuedAt: Int64?) -> Bool {
+        guard let lastIssuedAt else { return true }
+        return now - lastIssuedAt >= minimumIntervalSeconds
+    }
+}
+
+enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// base64url without padding (RFC 7515 §2).
+    static func encode(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)]); out.append(alphabet[Int(n & 63)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let n = UInt32(bytes[i]) << 16
+            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
+        } else if rest == 2 {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+        }
+        return out
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+
+/// Apple's answer to one push, with what it means for the subscription.
+public struct APNsResponse: Sendable, Hashable {
+    /// Apple accepted the push (status 200).
+    public let ok: Bool
+    public let status: Int
+    /// The `apns-id` Apple echoed (ours, or one it made up).
+    public let apnsID: String
+    /// `apns-unique-id`: sandbox only, for Apple's delivery log.
+    public let uniqueID: String?
+    /// The device's fingerprint, never the token: these results end up in logs.
+    public let device: String
+    /// Nil when `ok`.
+    public let reason: APNsReason?
+    /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
+    public let goneSinceMs: Int64?
+
+    public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
+                reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
+        self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
+        self.device = device; self.reason = reason; self.goneSinceMs = goneSinceMs
+    }
+
+    /// What to do: delivered, forget the token, retry, or fix our configuration.
+    /// A 410 with a reason we do not know still means a dead token: Apple uses 410 for nothing else.
+    public var category: APNsReason.Category {
+        if ok { return .delivered }
+        if status == 410 { return .tokenDead }
+        return reason?.category ?? .configurationError
+    }
+
+    /// The subscription should be deleted.
+    public var removeToken: Bool { category == .tokenDead }
+
+    /// One line for logs and the relay's answer.
+    public var meaning: String {
+        if ok { return "Delivered to APNs." }
+        return reason?.meaning ?? "APNs answered \(status) without a reason."
+    }
+
+    /// Reads Apple's answer: status, `apns-id`/`apns-unique-id` headers (any case), and for an
+    /// error the body `{"reason":"…","timestamp":…}`. Never throws: a garbled body still
+    /// yields a response whose status decides what happens.
+    public static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
+                             sentID: String = "") -> APNsResponse {
+        var apnsID = sentID
+        var uniqueID: String?
+        for (name, value) in headers {
+            if name.caseInsensitiveEquals("apns-id") { apnsID = value.lowercased() }
+            else if name.caseInsensitiveEquals("apns-unique-id") { uniqueID = value }
+        }
+        if status == 200 {
+            return APNsResponse(ok: true, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device.fingerprint)
+        }
+        var reason: APNsReason?
+        var gone: Int64?
+        if !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
+            if let text = object["reason"] as? String { reason = APNsReason(text) }
+            if let number = object["timestamp"] as? NSNumber { gone = number.int64Value }
+        }
+        return APNsResponse(ok: false, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device.fingerprint,
+                            reason: reason, goneSinceMs: gone)
+    }
+
+    /// The JSON the relay and the `send` command print:
+    /// `{"ok":true,"status":200,"apns_id":…,"unique_id":…,"device":…}` (`unique_id` only when known) or
+    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…|null}`.
+    public var json: String {
+        var w = JSONWriter(capacity: 160)
+        if ok {
+            w.raw("{\"ok\":true,\"status\":"); w.int(status)
+            w.raw(",\"apns_id\":"); w.string(apnsID)
+            if let uniqueID { w.raw(",\"unique_id\":"); w.string(uniqueID) }
+            w.raw(",\"device\":"); w.string(device)
+            w.raw("}")
+        } else {
+            w.raw("{\"ok\":false,\"status\":"); w.int(status)
+            w.raw(",\"reason\":")
+            if let reason { w.string(reason.rawValue) } else { w.raw("null") }
+            w.raw(",\"meaning\":"); w.string(meaning)
+            w.raw(",\"remove_token\":"); removeToken ? w.raw("true") : w.raw("false")
+            w.raw(",\"gone_since_ms\":")
+            if let goneSinceMs { w.int(goneSinceMs) } else { w.raw("null") }
+            w.raw("}")
+        }
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+}
+
+/// The outcome of sending one notification to many devices.
+public struct SendManyResult: Sendable {
+    public let sent: Int
+    public let failed: Int
+    /// Hex tokens whose subscriptions should be deleted (Apple said they are dead).
+    public let remove: [String]
+    public let results: [APNsResponse]
+
+    /// Counts the results; `tokens` must be in the same order as `results`.
+    public init(results: [APNsResponse], tokens: [DeviceToken]) {
+        self.results = results
+        self.sent = results.count(where: { $0.ok })
+        self.failed = results.count - sent
+        var remove: [String] = []
+        for (result, token) in zip(results, tokens) where result.removeToken { remove.append(token.hex) }
+        self.remove = remove
+    }
+
+    public init(sent: Int, failed: Int, remove: [String], results: [APNsResponse]) {
+        self.sent = sent; self.failed = failed; self.remove = remove; self.results = results
+    }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ lowerASCII: String) -> Bool {
+        let a = self.utf8, b = lowerASCII.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            if lx != y { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import Testing
+@testable import APNs
+
+@Suite("Reasons and responses")
+struct ResponseTests {
+    @Test("every reason in Apple's table is known, with a meaning")
+    func table() {
+        let names = ["BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+                     "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
+                     "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
+                     "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken",
+                     "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath", "MethodNotAllowed", "ExpiredToken",
+                     "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
+                     "InternalServerError", "ServiceUnavailable", "Shutdown"]
+        #expect(APNsReason.allKnown.count == names.count)
+        for name in names {
+            let reason = APNsReason(name)
+            #expect(!reason.isUnknown, "\(name)")
+            #expect(reason.rawValue == name)
+            #expect(!reason.meaning.isEmpty && !reason.meaning.contains("\n"))
+        }
+    }
+
+    @Test("only BadDeviceToken, Unregistered and ExpiredToken mean a dead token")
+    func deadTokens() {
+        let dead = APNsReason.allKnown.filter(\.removeToken).map(\.rawValue).sorted()
+        #expect(dead == ["BadDeviceToken", "ExpiredToken", "Unregistered"])
+    }
+
+    @Test("topic, certificate and provider-token reasons are our configuration's fault", arguments: [
+        "BadTopic", "DeviceTokenNotForTopic", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
+        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken",
+        "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates",
+    ])
+    func configuration(name: String) {
+        #expect(APNsReason(name).category == .configurationError)
+    }
+
+    @Test("busy and server-side reasons mean retry later", arguments: [
+        "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "IdleTimeout",
+    ])
+    func retryLater(name: String) {
+        #expect(APNsReason(name).category == .retryLater)
+    }
+
+    @Test("header and path mistakes are malformed requests", arguments: [
+        "BadCollapseId", "BadExpirationDate", "BadMessageId", "BadPriority", "DuplicateHeaders", "InvalidPushType",
+        "MissingDeviceToken", "MissingTopic", "PayloadEmpty", "BadPath", "MethodNotAllowed", "PayloadTooLarge",
+    ])
+    func malformed(name: String) {
+        #expect(APNsReason(name).category == .malformedRequest)
+    }
+
+    @Test("an unknown reason is kept, counted as our fault and never removes a token")
+    func unknown() {
+        let reason = APNsReason("SomethingNew")
+        #expect(reason.isUnknown)
+        #expect(reason.rawValue == "SomethingNew")
+        #expect(reason.category == .configurationError)
+        #expect(!reason.removeToken)
+    }
+
+    @Test("a 200 parses to ok with Apple's apns-id and unique id, and the device's fingerprint")
+    func parseOK() throws {
+        let token = try DeviceToken(token64)
+        let r = APNsResponse.parse(status: 200, headers: [("APNs-ID", "ABC-1"), ("apns-unique-id", "u-1")], body: [], device: token)
+        #expect(r.ok && r.status == 200 && r.apnsID == "abc-1" && r.uniqueID == "u-1")
+        #expect(r.device == token.fingerprint)
+        #expect(r.category == .delivered && !r.removeToken)
+        #expect(r.json == #"{"ok":true,"status":200,"apns_id":"abc-1","unique_id":"u-1","device":"\#(token.fingerprint)"}"#)
+    }
+
+    @Test("a 410 Unregistered parses its timestamp and asks to remove the token")
+    func parseGone() throws {
+        let token = try DeviceToken(token64)
+        let r = APNsResponse.parse(status: 410, headers: [("apns-id", "x")],
+                                   body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8), device: token)
+        #expect(!r.ok && r.reason == .unregistered && r.goneSinceMs == 1_700_000_000_123 && r.removeToken)
+        #expect(r.json == #"{"ok":false,"status":410,"reason":"Unregistered","meaning":"The device token is no longer active for the topic.","remove_token":true,"gone_since_ms":1700000000123}"#)
+    }
+
+    @Test("a 400 BadTopic keeps the token and reports null gone_since_ms")
+    func parseBadTopic() throws {
+        let r = APNsResponse.parse(status: 400, headers: [], body: Array(#"{"reason":"BadTopic"}"#.utf8),
+                                   device: try DeviceToken(token64), sentID: "sent")
+        #expect(r.apnsID == "sent")
+        #expect(r.category == .configurationError && !r.removeToken)
+        #expect(r.json.hasSuffix(#""remove_token":false,"gone_since_ms":null}"#))
+    }
+
+    @Test("a garbled error body still yields a response decided by its status")
+    func garbled() throws {
+        let r = APNsResponse.parse(status: 410, headers: [], body: Array("not json".utf8), device: try DeviceToken(token64))
+        #expect(r.reason == nil && r.removeToken)
+        let s = APNsResponse.parse(status: 503, headers: [], body: [], device: try DeviceToken(token64))
+        #expect(!s.removeToken && s.meaning.contains("503"))
+    }
+
+    @Test("send-many results count sent and failed and list dead tokens to remove")
+    func sendMany() throws {
+        let a = try DeviceToken(String(repeating: "a", count: 64)), b = try DeviceToken(String(repeating: "b", count: 64))
+        let c = try DeviceToken(String(repeating: "c", count: 64))
+        let results = [
+            APNsResponse(ok: true, status: 200, apnsID: "1", device: a.fingerprint),
+            APNsResponse(ok: false, status: 400, apnsID: "2", device: b.fingerprint, reason: .badDeviceToken),
+            APNsResponse(ok: false, status: 429, apnsID: "3", device: c.fingerprint, reason: .tooManyRequests),
+        ]
+        let summary = SendManyResult(results: results, tokens: [a, b, c])
+        #expect(summary.sent == 1 && summary.failed == 2 && summary.remove == [b.hex])
+    }
+
+    @Test("errors compare by code and carry a message")
+    func errors() {
+        #expect(APNsError.timeout("a") == APNsError.timeout("b"))
+        #expect(APNsError.timeout("a") != APNsError.overloaded("a"))
+        #expect("\(APNsError.badKey("fix the key"))" == "badKey: fix the key")
+    }
+}
+
+/// Records what it was asked to sign and returns 64 fixed bytes.
+final class FakeSigner: ProviderTokenSigner, @unchecked Sendable {
+    // Tests use one signer from one task at a time; the lock only keeps the checker honest.
+    private let lock = NSLock()
+    private var _messages: [[UInt8]] = []
+    var messages: [[UInt8]] { lock.withLock { _messages } }
+    let signature: [UInt8]
+    init(signature: [UInt8] = Array(0..<64)) { self.signature = signature }
+    func sign(_ message: [UInt8]) throws -> [UInt8] {
+        lock.withLock { _messages.append(message) }
+        return signature
+    }
+}
+
+struct FailingSigner: ProviderTokenSigner {
+    struct Broken: Error {}
+    func sign(_ message: [UInt8]) throws -> [UInt8] { throw Broken() }
+}
+
+@Suite("Provider tokens")
+struct ProviderTokenTests {
+    func decode(_ part: Substring) -> String {
+        var s = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        return String(decoding: Data(base64Encoded: s) ?? Data(), as: UTF8.self)
+    }
+
+    @Test("the JWT is header.claims.signature in base64url without padding, iat an integer")
+    func jwtText() throws {
+        let signer = FakeSigner()
+        let token = try ProviderToken(keyID: "KEYID", teamID: "TEAM", issuedAt: 1_700_000_000, signer: signer)
+        let parts = token.jwt.split(separator: ".", omittingEmptySubsequences: false)
+        #expect(parts.count == 3)
+        #expect(decode(parts[0]) == #"{"alg":"ES256","kid":"KEYID"}"#)
+        #expect(decode(parts[1]) == #"{"iss":"TEAM","iat":1700000000}"#)
+        #expect(parts[0] == "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWUlEIn0")
+        #expect(parts[1] == "eyJpc3MiOiJURUFNIiwiaWF0IjoxNzAwMDAwMDAwfQ")
+        #expect(parts[2] == "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw")
+        #expect(!token.jwt.contains("=") && !token.jwt.contains("+") && !token.jwt.contains("/"))
+        #expect(token.issuedAt == 1_700_000_000)
+    }
+
+    @Test("the signer is given exactly the header and claims joined by a dot")
+    func signingInput() throws {
+        let signer = FakeSigner()
+        let token = try ProviderToken(keyID: "KEYID", teamID: "TEAM", issuedAt: 5, signer: signer)
+        let message = try #require(signer.messages.first)
+        #expect(signer.messages.count == 1)
+        #expect(token.jwt.hasPrefix(String(decoding: message, as: UTF8.self) + "."))
+    }
+
+    @Test("a signer that fails or returns the wrong size is a bad key")
+    func badSigner() {
+        #expect(throws: APNsError(code: .badKey, message: "")) {
+            try ProviderToken(keyID: "K", teamID: "T", issuedAt: 0, signer: FailingSigner())
+        }
+        #expect(throws: APNsError(code: .badKey, message: "")) {
+            try ProviderToken(keyID: "K", teamID: "T", issuedAt: 0, signer: FakeSigner(signature: Array(repeating: 1, count: 70)))
+        }
+    }
+
+    @Test("a token is renewed after 50 minutes, not before")
+    func renewal() {
+        let policy = ProviderTokenPolicy()
+        #expect(!policy.needsRenewal(now: 1000 + 49 * 60 + 59, issuedAt: 1000))
+        #expect(policy.needsRenewal(now: 1000 + 50 * 60, issuedAt: 1000))
+    }
+
+    @Test("a connection never renews less than 20 minutes after its previous token")
+    func rateLimit() {
+        let policy = ProviderTokenPolicy()
+        #expect(policy.mayRenew(now: 0, lastIssuedAt: nil))
+        #expect(!policy.mayRenew(now: 1000 + 19 * 60 + 59, lastIssuedAt: 1000))
+        #expect(policy.mayRenew(now: 1000 + 20 * 60, lastIssuedAt: 1000))
+    }
+}
