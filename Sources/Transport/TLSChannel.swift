@@ -63,11 +63,9 @@ final class TLSChannel: TCPStreamHandler, @unchecked Sendable {
                 upper?.channelDidEstablish(self)
                 flush()
             }
-        } catch let error as TLSError {
-            sendCiphertext()
-            close(TransportError(error))
         } catch {
-            close(TransportError(.tls, "\(error)"))
+            sendCiphertext()
+            close(tlsFailure(error))
         }
     }
 
@@ -84,11 +82,8 @@ final class TLSChannel: TCPStreamHandler, @unchecked Sendable {
         let result: TLSSession.ReadResult
         do {
             result = try tls.readPlaintext(into: &plaintextIn)
-        } catch let error as TLSError {
-            close(TransportError(error))
-            return
         } catch {
-            close(TransportError(.tls, "\(error)"))
+            close(tlsFailure(error))
             return
         }
         if !plaintextIn.isEmpty {
@@ -130,14 +125,15 @@ final class TLSChannel: TCPStreamHandler, @unchecked Sendable {
         guard !plaintextOut.isEmpty else { return }
         do {
             try plaintextOut.withUnsafeBytes { try tls.writePlaintext($0) }
-        } catch let error as TLSError {
-            close(TransportError(error))
-            return
         } catch {
-            close(TransportError(.tls, "\(error)"))
+            close(tlsFailure(error))
             return
         }
         sendCiphertext()
+    }
+
+    private func tlsFailure(_ error: any Error) -> TransportError {
+        (error as? TLSError).map(TransportError.init) ?? TransportError(.tls, "\(error)")
     }
 
     private func sendCiphertext() {
