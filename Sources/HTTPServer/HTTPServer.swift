@@ -153,10 +153,11 @@ public final class HTTPServer: Sendable {
         if ownsGroup { group.shutdown() }
     }
 
-    /// Runs a blocking call on a Dispatch thread, so the task pool never blocks on a loop.
+    /// Runs a blocking call on a serial queue's thread (an overcommit thread, so it can't
+    /// be starved by a busy pool), so the task pool never blocks on a loop.
     private static func offLoop(_ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            DispatchQueue(label: "http-server-drain").async {
                 body()
                 c.resume()
             }
