@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "EventLoop", "OpenSSLSupport"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
