@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench fuzz build release clean deploy-check
+.PHONY: deps test run mock bench fuzz build release clean deploy-check image-smoke
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -54,6 +54,11 @@ fuzz:
 # env example vs. the variables the relay reads); installs its Python tools into .build/.
 deploy-check:
 	bash scripts/check-deploy.sh
+
+# What can be checked of the container image without a Docker engine: the static binary's
+# shared libraries against the Dockerfile's runtime stage, and a real start against the emulator.
+image-smoke: deps
+	bash scripts/image-smoke.sh
 
 clean:
 	rm -rf .build
