@@ -20,7 +20,7 @@ fail() { echo "image-smoke: FAIL: $*" >&2; exit 1; }
 
 echo "== shared libraries vs. the Dockerfile's runtime stage"
 # Packages the runtime stage installs: the words of its apt-get install line(s).
-runtime_packages=$(awk '/^FROM debian/ {rt=1} rt && /^COPY --from/ {rt=0} rt' Dockerfile \
+runtime_packages=$(awk '/^FROM debian/ {rt=1} rt && /^COPY --from/ {rt=0} rt && !/^#/' Dockerfile \
   | tr ' \\' '\n\n' | grep -E '^(lib[a-z0-9.+-]+|ca-certificates)$' | sort -u)
 allowed="$runtime_packages libc6"
 echo "runtime stage installs: $(echo $runtime_packages)"
