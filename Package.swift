@@ -31,10 +31,10 @@ let package = Package(
         .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .target(name: "WebPush"),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "Observability"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "MockAPNs"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "EventLoop"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import APNs
 import Observability
 
 /// The relay's metrics, registered once so the hot path only increments cached objects.
@@ -58,4 +59,14 @@ public final class RelayMetrics: Sendable {
         registry.counter("relay_misconfiguration_total", help: "Pushes refused because of the relay's own configuration (502).",
                          labels: ["reason": reason]).increment()
     }
+}
+
+/// The client reports connection events from its loops; the relay turns them into metrics
+/// (cheap atomic increments, as the observer contract asks).
+extension RelayMetrics: APNsClientObserver {
+    public func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
+    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
+    public func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
+    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) { reconnects.increment() }
+    public func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
 }
