@@ -40,23 +40,8 @@ public final class RelayServer: Sendable {
     ///   `APNS_CA_FILE` when the CA cannot be loaded; the server's bind error otherwise.
     public static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
-        let key = try signingKey(configuration)
-        var clientConfiguration: APNsClientConfiguration
-        do {
-            clientConfiguration = try APNsClientConfiguration(
-                keyID: configuration.keyID, teamID: configuration.teamID, signingKey: key,
-                extraCAFile: configuration.caFile, extraCAPEM: options.extraCAPEM)
-        } catch {
-            throw ConfigurationError(.invalid, Variable.caFile,
-                                     "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
-        }
-        clientConfiguration.production = APNsEndpoint(host: configuration.apnsHost.host, port: configuration.apnsHost.port)
-        clientConfiguration.sandbox = APNsEndpoint(host: configuration.apnsSandboxHost.host, port: configuration.apnsSandboxHost.port)
-        clientConfiguration.poolSize = configuration.connectionPoolSize
-        clientConfiguration.queueCapacity = configuration.maxQueuedPushes
-        clientConfiguration.pushTimeout = configuration.pushTimeout
-        options.tuneClient?(&clientConfiguration)
-
+        let clientConfiguration = try clientConfiguration(configuration, extraCAPEM: options.extraCAPEM,
+                                                          tune: options.tuneClient)
         let group = try EventLoopGroup(loopCount: max(1, options.loopCount))
         let client: APNsClient
         do {
@@ -117,6 +102,31 @@ public final class RelayServer: Sendable {
         await client.shutdown()
         group.shutdown()
         return drained
+    }
+
+    /// The APNs client's settings from the relay's: hosts, pool, queue bound, push deadline.
+    /// Shared with `apns-relay check --connect`, so the check connects exactly as `serve` would.
+    public static func clientConfiguration(
+        _ configuration: RelayConfiguration, extraCAPEM: String? = nil,
+        tune: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil
+    ) throws(ConfigurationError) -> APNsClientConfiguration {
+        let key = try signingKey(configuration)
+        var clientConfiguration: APNsClientConfiguration
+        do {
+            clientConfiguration = try APNsClientConfiguration(
+                keyID: configuration.keyID, teamID: configuration.teamID, signingKey: key,
+                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM)
+        } catch {
+            throw ConfigurationError(.invalid, Variable.caFile,
+                                     "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
+        }
+        clientConfiguration.production = APNsEndpoint(host: configuration.apnsHost.host, port: configuration.apnsHost.port)
+        clientConfiguration.sandbox = APNsEndpoint(host: configuration.apnsSandboxHost.host, port: configuration.apnsSandboxHost.port)
+        clientConfiguration.poolSize = configuration.connectionPoolSize
+        clientConfiguration.queueCapacity = configuration.maxQueuedPushes
+        clientConfiguration.pushTimeout = configuration.pushTimeout
+        tune?(&clientConfiguration)
+        return clientConfiguration
     }
 
     /// The `.p8` key, parsed once at start-up so a bad key stops the relay with one line.
