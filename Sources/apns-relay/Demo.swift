@@ -54,7 +54,12 @@ enum Demo {
         while !relay.isReady && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
         guard relay.isReady else { fail("the relay could not connect to its APNs emulator within 10 s") }
 
-        let push = DemoPush.make()
+        let push: DemoPush
+        do {
+            push = try DemoPush.make()
+        } catch {
+            fail("cannot encrypt the demo push: \(error)")
+        }
         if once { runOnce(push, relay: relay, mock: mock) }
 
         say("""
@@ -92,7 +97,10 @@ enum Demo {
         if !response.body.isEmpty { say("  " + String(decoding: response.body, as: UTF8.self)) }
         _ = mock.waitForRecords(count: 1, timeout: .seconds(2))
         let record = mock.records.first
-        if let record { say(describe(record)) }
+        if let record {
+            say(describe(record))
+            say("--- the device decrypts m/s/k/e to:\n" + push.decrypt(payload: record.payload))
+        }
 
         let done = DispatchSemaphore(value: 0)
         Task {

@@ -1,35 +1,55 @@
 import Foundation
+import WebPushCrypto
 
 /// A Mastodon-shaped aesgcm WebPush request: what a Sidekiq worker posts to the relay.
 ///
-/// The body is random bytes of a realistic size with a valid salt and an uncompressed P-256
-/// point as `dh`: the relay never decrypts, so this exercises exactly the path a real push
-/// takes (and the device would show the fallback alert).
+/// The body is really encrypted (WebPushCrypto, the legacy aesgcm coding Mastodon sends by
+/// default) for a throw-away subscription key, so the demo can also play the device and
+/// decrypt what reached "Apple".
 struct DemoPush {
     var deviceToken: String
     var id: String
     var body: [UInt8]
     var headers: [(String, String)]
+    /// The subscription's private half: what the app's notification service extension holds.
+    var device: WebPushDecryptor
 
     var target: String { "/push/\(deviceToken)/\(id)" }
 
-    static func make(deviceToken: String = DemoPush.randomHex(bytes: 32), id: String = "demo-subscription-1") -> DemoPush {
-        let salt = randomBytes(16)
-        var dh = randomBytes(65)
-        dh[0] = 0x04
-        let vapid = randomBytes(65).enumerated().map { $0.offset == 0 ? UInt8(0x04) : $0.element }
-        // Mastodon's aesgcm bodies: a 2-byte padding length, padding, the JSON, a 16-byte tag.
-        let body = randomBytes(2 + 180 + 16)
+    /// Mastodon's notification JSON, shortened.
+    static let plaintext = #"{"access_token":"demo","preferred_locale":"en","notification_id":"1","notification_type":"mention","icon":"https://example.social/avatar.png","title":"Alice mentioned you","body":"@you hello from the apns-relay demo"}"#
+
+    static func make(deviceToken: String = DemoPush.randomHex(bytes: 32), id: String = "demo-subscription-1") throws -> DemoPush {
+        let device = try WebPushDecryptor.generate()
+        let sealed = try WebPushEncryptor.aesgcm(plaintext: Array(plaintext.utf8), receiverPublicKey: device.publicKey,
+                                                 authSecret: device.authSecret, padding: 16)
+        var vapid = randomBytes(65)
+        vapid[0] = 0x04
         return DemoPush(
-            deviceToken: deviceToken, id: id, body: body,
+            deviceToken: deviceToken, id: id, body: sealed.body,
             headers: [
                 ("Content-Encoding", "aesgcm"),
-                ("Encryption", "salt=\(base64URL(salt))"),
-                ("Crypto-Key", "dh=\(base64URL(dh));p256ecdsa=\(base64URL(vapid))"),
+                ("Encryption", "salt=\(sealed.salt)"),
+                ("Crypto-Key", "dh=\(sealed.dh);p256ecdsa=\(base64URL(vapid))"),
                 ("TTL", "172800"),
                 ("Urgency", "normal"),
                 ("Topic", "mention"),
-            ])
+            ],
+            device: device)
+    }
+
+    /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` decrypted with the
+    /// subscription key, or why it could not.
+    func decrypt(payload: [UInt8]) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+              let m = object["m"] as? String
+        else { return "(no m in the payload: the degraded form, the app shows its fallback alert)" }
+        do {
+            let plain = try device.decrypt(m: m, s: object["s"] as? String, k: object["k"] as? String, e: object["e"] as? String)
+            return String(decoding: plain, as: UTF8.self)
+        } catch {
+            return "(the device could not decrypt it: \(error))"
+        }
     }
 
     /// A command a user can paste: the body travels as base64 so no file is needed.
