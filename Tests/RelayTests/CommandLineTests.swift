@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import MockAPNs
 
 /// The built `apns-relay` executable, next to the test bundle in the build directory.
 private let executable: URL? = {
@@ -80,5 +81,30 @@ struct CommandLineTests {
         let result = try await run(["--help"], environment: [:])
         #expect(result.status == 0)
         for command in ["serve", "demo", "check", "healthcheck"] { #expect(result.stdout.contains(command)) }
+    }
+
+    @Test("healthcheck exits 0 against a running relay")
+    func healthcheckSucceeds() async throws {
+        try await RelayHarness.with { h in
+            let result = try await run(["healthcheck", "--port", String(h.port)], environment: [:])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+    }
+
+    @Test("check --connect validates the settings and opens a connection to APNS_HOST")
+    func checkConnect() async throws {
+        try await RelayHarness.with { h in
+            let ca = FileManager.default.temporaryDirectory.appendingPathComponent("relay-ca-\(getpid()).pem")
+            try RelayHarness.certificates.caPEM.write(to: ca, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: ca) }
+            let environment = [
+                "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID,
+                "APPLE_TEAM_ID": RelayHarness.teamID, "TOPIC": RelayHarness.topic,
+                "APNS_HOST": "localhost:\(h.apple.port)", "APNS_CA_FILE": ca.path,
+            ]
+            let result = try await run(["check", "--connect"], environment: environment)
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stdout.contains("connected to localhost:\(h.apple.port)"))
+        }
     }
 }
