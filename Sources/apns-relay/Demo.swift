@@ -1,5 +1,6 @@
 import Foundation
 import Dispatch
+import Synchronization
 import MockAPNs
 import Observability
 import OpenSSLSupport
@@ -11,6 +12,8 @@ enum Demo {
     static let topic = "com.example.app"
     static let teamID = "TEAM123456"
     static let keyID = "DEMOKEY123"
+    /// The printed push, whose subscription key decrypts what the emulator receives.
+    static let current = Mutex<DemoPush?>(nil)
 
     static func run(_ arguments: inout Arguments) -> Never {
         var once = false
@@ -28,7 +31,13 @@ enum Demo {
 
         let key: ES256PrivateKey
         let mock: MockAPNsServer
-        let printRecord: (@Sendable (MockRecord) -> Void)? = once ? nil : { @Sendable record in say(describe(record)) }
+        let printRecord: (@Sendable (MockRecord) -> Void)? = once ? nil : { @Sendable record in
+            var text = describe(record)
+            if let push = current.withLock({ $0 }) {
+                text += "\n--- the device decrypts m/s/k/e to:\n" + push.decrypt(payload: record.payload)
+            }
+            say(text)
+        }
         do {
             key = try ES256PrivateKey.generate()
             mock = try MockAPNsServer.start(
@@ -60,6 +69,7 @@ enum Demo {
         } catch {
             fail("cannot encrypt the demo push: \(error)")
         }
+        current.withLock { $0 = push }
         if once { runOnce(push, relay: relay, mock: mock) }
 
         say("""

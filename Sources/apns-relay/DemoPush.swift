@@ -6,7 +6,7 @@ import WebPushCrypto
 /// The body is really encrypted (WebPushCrypto, the legacy aesgcm coding Mastodon sends by
 /// default) for a throw-away subscription key, so the demo can also play the device and
 /// decrypt what reached "Apple".
-struct DemoPush {
+struct DemoPush: Sendable {
     var deviceToken: String
     var id: String
     var body: [UInt8]

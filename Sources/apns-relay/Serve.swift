@@ -50,7 +50,8 @@ enum Serve {
 /// accepting, let pushes in flight get their answer, close the APNs connections, exit 0.
 /// A second signal while draining exits at once.
 enum Shutdown {
-    /// Dispatch sources must stay alive as long as the process; they live here.
+    /// Dispatch sources must stay alive as long as the process; they live here. Unsafe is fine:
+    /// written once, on the main thread, before `dispatchMain`, and never read.
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
     static let started = Atomic<Bool>(false)
 
