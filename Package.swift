@@ -32,10 +32,10 @@ let package = Package(
         .target(name: "WebPush"),
         .target(name: "WebPushCrypto", dependencies: ["OpenSSLSupport"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "Observability"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "EventLoop", "OpenSSLSupport", "WebPushCrypto"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush", "WebPushCrypto"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,13 +4,7 @@ import OpenSSLSupport
 /// Lets the OpenSSL key sign provider tokens directly; the model only knows the protocol.
 extension ES256PrivateKey: ProviderTokenSigner {}
 
-/// Which of Apple's two services a push goes to: a development build's token only works on sandbox.
-public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
-    let raw: String
-    public static let production = APNsEnvironment(raw: "production")
-    public static let sandbox = APNsEnvironment(raw: "sandbox")
-    public var description: String { raw }
-}
+// APNsEnvironment and APNsSending live in APNsSending.swift (main's copies are kept).
 
 /// Where a pool connects. Custom hosts point the client at the emulator in tests and the demo.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -119,8 +113,3 @@ extension APNsClientObserver {
     public func pushRetried(environment: APNsEnvironment) {}
 }
 
-/// The seam the relay talks to Apple through, so its tests can inject a fake.
-public protocol APNsSending: Sendable {
-    /// Ends exactly once: Apple's answer (accepted or not), or why there was none.
-    func send(_ notification: APNsNotification, environment: APNsEnvironment) async -> Result<APNsResponse, APNsError>
-}

@@ -1,0 +1,15 @@
+/// Which of Apple's two services a push goes to: the device's app build decides (a debug
+/// build registers with the sandbox), so the caller must say which.
+public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
+    case production
+    case sandbox
+}
+
+/// The seam between the relay and Apple: the relay only needs "send this, tell me how it
+/// ended", so tests can inject a fake and the real client can change underneath.
+///
+/// A refusal from Apple is a `.success` carrying a non-ok `APNsResponse`; `.failure` means we
+/// could not get an answer at all (deadline, overload, no usable connection).
+public protocol APNsSending: Sendable {
+    func send(_ notification: APNsNotification, environment: APNsEnvironment) async -> Result<APNsResponse, APNsError>
+}
