@@ -241,7 +241,8 @@ struct EventLoopTests {
             })
         }
         defer { listener.close() }
-        let before = openSocketCount()
+        let before = openSocketCount(port: listener.localPort)
+        #expect(before == 1, "only the listener")
         let clientDone = Waiter<Int>()
         // Ten chains of 50 sequential cycles each.
         let failures = Mutex(0)
@@ -262,7 +263,7 @@ struct EventLoopTests {
         for i in 0..<10 { cycle(cycles / 10, on: group.loops[i % 2]) }
         #expect(await clientDone.value(timeout: 15) == 0)
         #expect(await serverDone.value(timeout: 15) == true)
-        #expect(openSocketCount() == before)
+        #expect(openSocketCount(port: listener.localPort) == before)
         var registrations = 0
         for loop in group.loops {
             let w = Waiter<Int>()
@@ -271,7 +272,7 @@ struct EventLoopTests {
         }
         #expect(registrations == 1, "only the listener stays registered")
         listener.close()
-        #expect(openSocketCount() == before - 1)
+        #expect(openSocketCount(port: listener.localPort) == 0)
     }
 
     @Test("shutdown runs queued work, closes open streams and joins the thread")

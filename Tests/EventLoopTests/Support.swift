@@ -98,10 +98,25 @@ func connect(to port: Int, host: String = "127.0.0.1", on loop: EventLoop,
 }
 
 /// Open socket fds of this process, as the kernel sees them.
-func openSocketCount() -> Int {
+/// Sockets this process holds open whose local or remote port is `port` (IPv4 and IPv6).
+/// Scoped to one port so suites running in parallel, with sockets of their own, cannot
+/// change the count: each fd's socket inode is looked up in /proc/net/tcp{,6}.
+func openSocketCount(port: Int) -> Int {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return fds.filter { fd in
+    var inodes = Set<String>()
+    for fd in fds {
         let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? ""
-        return target.hasPrefix("socket:")
-    }.count
+        if target.hasPrefix("socket:[") { inodes.insert(String(target.dropFirst(8).dropLast())) }
+    }
+    let hexPort = String(format: "%04X", port)
+    var count = 0
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
+            if fields[1].hasSuffix(":" + hexPort) || fields[2].hasSuffix(":" + hexPort) { count += 1 }
+        }
+    }
+    return count
 }
