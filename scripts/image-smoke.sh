@@ -22,7 +22,7 @@ echo "== shared libraries vs. the Dockerfile's runtime stage"
 # Packages the runtime stage installs: the words of its apt-get install line(s).
 runtime_packages=$(awk '/^FROM debian/ {rt=1} rt && /^COPY --from/ {rt=0} rt && !/^#/' Dockerfile \
   | tr ' \\' '\n\n' | grep -E '^(lib[a-z0-9.+-]+|ca-certificates)$' | sort -u)
-allowed="$runtime_packages libc6"
+allowed="$(echo $runtime_packages) libc6"
 echo "runtime stage installs: $(echo $runtime_packages)"
 while read -r lib path; do
   [ -n "$path" ] || continue
@@ -69,13 +69,14 @@ pids+=($relay_pid)
 
 http() { # METHOD PATH [BODY-FILE] -> prints the status and headers line by line
   python3 - "$relay_port" "$@" <<'PY'
-import http.client, sys
+import base64, http.client, os, sys
 port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 body = open(sys.argv[4], "rb").read() if len(sys.argv) > 4 else None
 headers = {}
 if body is not None:
-    headers = {"Content-Encoding": "aesgcm", "Encryption": "salt=AAAAAAAAAAAAAAAAAAAAAA",
-               "Crypto-Key": "dh=BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA;p256ecdsa=AAAA",
+    b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+    headers = {"Content-Encoding": "aesgcm", "Encryption": "salt=" + b64(os.urandom(16)),
+               "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64)) + ";p256ecdsa=" + b64(os.urandom(65)),
                "TTL": "60"}
 try:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -89,20 +90,20 @@ except Exception as e:
 PY
 }
 
-for _ in $(seq 100); do [ "$(http GET /health | head -1)" = 200 ] && break; sleep 0.1; done
-[ "$(http GET /health | head -1)" = 200 ] || fail "/health did not answer 200: $(cat "$work/relay.out")"
+for _ in $(seq 100); do [ "$(http GET /health | awk 'NR==1')" = 200 ] && break; sleep 0.1; done
+[ "$(http GET /health | awk 'NR==1')" = 200 ] || fail "/health did not answer 200: $(cat "$work/relay.out")"
 echo "  /health 200"
-for _ in $(seq 100); do [ "$(http GET /ready | head -1)" = 200 ] && break; sleep 0.1; done
-[ "$(http GET /ready | head -1)" = 200 ] || fail "/ready did not answer 200: $(http GET /ready) $(cat "$work/relay.out")"
+for _ in $(seq 100); do [ "$(http GET /ready | awk 'NR==1')" = 200 ] && break; sleep 0.1; done
+[ "$(http GET /ready | awk 'NR==1')" = 200 ] || fail "/ready did not answer 200: $(http GET /ready) $(cat "$work/relay.out")"
 echo "  /ready 200"
 
 head -c 300 /dev/urandom >"$work/body"
 token=$(printf 'ab%.0s' $(seq 32))
 answer=$(http POST "/push/$token/smoke-1" "$work/body")
-[ "$(head -1 <<<"$answer")" = 201 ] || fail "the push was not answered 201: $answer"
+[ "$(awk 'NR==1' <<<"$answer")" = 201 ] || fail "the push was not answered 201: $answer"
 apns_id=$(grep '^apns-id:' <<<"$answer" | cut -d' ' -f2)
-for _ in $(seq 50); do grep -q ' 200 ' "$work/mock.out" && break; sleep 0.1; done
-grep -q ' 200 ' "$work/mock.out" || fail "the emulator recorded no delivered push: $(cat "$work/mock.out")"
+for _ in $(seq 50); do grep -qE '^200 ' "$work/mock.out" && break; sleep 0.1; done
+grep -qE '^200 ' "$work/mock.out" || fail "the emulator recorded no delivered push: $(cat "$work/mock.out")"
 echo "  push delivered: 201, apns-id $apns_id"
 
 kill -TERM "$relay_pid"
