@@ -35,6 +35,7 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
+        .executableTarget(name: "relay-bench", dependencies: ["MockAPNs", "OpenSSLSupport", "Transport", "EventLoop"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
