@@ -68,7 +68,7 @@ final class LoadPhase: @unchecked Sendable {
 
 /// One keep-alive client connection to the relay. Confined to its loop.
 final class HTTP1BenchClient: TCPStreamHandler {
-    private static let maxReconnects = 20
+    private static let maxReconnects = 1000
 
     private let index: Int
     private let phase: LoadPhase
