@@ -30,12 +30,13 @@ let package = Package(
         .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2"]),
         .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .target(name: "WebPush"),
+        .target(name: "WebPushCrypto", dependencies: ["OpenSSLSupport"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "Observability"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs"]),
-        .executableTarget(name: "relay-bench", dependencies: ["MockAPNs", "OpenSSLSupport", "Transport", "EventLoop"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush", "WebPushCrypto"]),
+        .executableTarget(name: "relay-bench", dependencies: ["MockAPNs", "OpenSSLSupport", "Transport", "EventLoop", "WebPushCrypto"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),
@@ -45,8 +46,9 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "OpenSSLSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "MockAPNs"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
+        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

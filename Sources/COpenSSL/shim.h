@@ -12,6 +12,8 @@
 #include <openssl/bio.h>
 #include <openssl/rand.h>
 #include <openssl/core_names.h>
+#include <openssl/param_build.h>
+#include <openssl/hmac.h>
 
 /* Function-like macros are invisible to Swift: wrap each one here. */
 static inline long copenssl_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
@@ -102,5 +104,79 @@ static inline void copenssl_SSL_CTX_set_no_renegotiation(SSL_CTX *ctx) {
 /* SSL_MODE_* constants are unsigned macros; one call sets what every session needs. */
 static inline void copenssl_SSL_set_session_modes(SSL *ssl) {
     SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+/* P-256 keys from raw bytes, for WebPush ECDH (RFC 8291 carries keys as raw points and
+   scalars). OSSL_PARAM arrays and the selection macros are awkward from Swift, so the
+   whole build happens here. Each returns NULL / 0 on failure and never leaves an error
+   behind that the caller did not ask for. */
+
+/* Writes the 65-byte uncompressed public point d·G into out65; 1 on success. Refuses a
+   scalar that is zero or not below the group order. */
+static inline int copenssl_p256_public_from_private(const unsigned char *priv, size_t privlen,
+                                                    unsigned char *out65) {
+    int ok = 0;
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    EC_POINT *point = NULL;
+    BIGNUM *d = BN_bin2bn(priv, (int)privlen, NULL);
+    if (group == NULL || d == NULL) goto done;
+    if (BN_is_zero(d) || BN_cmp(d, EC_GROUP_get0_order(group)) >= 0) goto done;
+    point = EC_POINT_new(group);
+    if (point == NULL || EC_POINT_mul(group, point, d, NULL, NULL, NULL) != 1) goto done;
+    ok = EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, out65, 65, NULL) == 65;
+done:
+    EC_POINT_free(point);
+    BN_clear_free(d);
+    EC_GROUP_free(group);
+    return ok;
+}
+
+/* An EC P-256 EVP_PKEY from a raw uncompressed point, plus the private scalar when priv is
+   not NULL. OpenSSL refuses a point that is not on the curve. The caller owns the key. */
+static inline EVP_PKEY *copenssl_p256_from_raw(const unsigned char *priv, size_t privlen,
+                                               const unsigned char *pub, size_t publen) {
+    EVP_PKEY *pkey = NULL;
+    BIGNUM *d = NULL;
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    if (bld == NULL) goto done;
+    if (OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1) goto done;
+    if (OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pub, publen) != 1) goto done;
+    if (priv != NULL) {
+        d = BN_secure_new();
+        if (d == NULL || BN_bin2bn(priv, (int)privlen, d) == NULL) goto done;
+        if (OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, d) != 1) goto done;
+    }
+    params = OSSL_PARAM_BLD_to_param(bld);
+    if (params == NULL) goto done;
+    ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) <= 0) goto done;
+    if (EVP_PKEY_fromdata(ctx, &pkey, priv != NULL ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) <= 0) {
+        pkey = NULL;
+    }
+done:
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    BN_clear_free(d);
+    OSSL_PARAM_BLD_free(bld);
+    return pkey;
+}
+
+/* The private scalar of an EC key, left-padded to 32 bytes; 1 on success. */
+static inline int copenssl_p256_private_raw(const EVP_PKEY *pkey, unsigned char *out32) {
+    BIGNUM *d = NULL;
+    int ok;
+    if (EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, &d) != 1) return 0;
+    ok = BN_bn2binpad(d, out32, 32) == 32;
+    BN_clear_free(d);
+    return ok;
+}
+
+/* The tag controls are macros of macros. */
+static inline int copenssl_gcm_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag16) {
+    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag16);
+}
+static inline int copenssl_gcm_set_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag16) {
+    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag16);
 }
 #endif

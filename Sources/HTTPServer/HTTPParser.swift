@@ -107,6 +107,15 @@ public struct HTTPParser: Sendable {
         return false
     }
 
+    /// True once the head is in and the body (or its chunks and trailers) is arriving: a
+    /// stall here is judged by the body timeout, not the header one.
+    public var isReceivingBody: Bool {
+        switch state {
+        case .body, .chunkSize, .chunkData, .chunkDataEnd, .trailers: return true
+        case .requestLine, .headers, .failed: return false
+        }
+    }
+
     /// Adds bytes read from the connection; ignored after an error.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if hasFailed || bytes.isEmpty { return }

@@ -53,6 +53,7 @@ public final class MockAPNsServer: Sendable {
     ///   - certificates: the server certificate; fresh throw-away ones for "localhost" and
     ///     127.0.0.1 by default, whose CA is `caPEM`.
     ///   - loopCount: event loops serving connections; one is plenty for tests.
+    ///   - recordCapacity: requests kept in `records` (oldest dropped first).
     ///   - unixTime: the current Unix time in seconds, injectable so token ageing and the 410
     ///     `timestamp` are exact in tests.
     ///   - onRecord: called on a loop thread after each request is decided (e.g. a log line);
@@ -63,13 +64,14 @@ public final class MockAPNsServer: Sendable {
         port: Int = 0,
         certificates: TestCertificates? = nil,
         loopCount: Int = 1,
+        recordCapacity: Int = 10_000,
         unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         onRecord: (@Sendable (MockRecord) -> Void)? = nil
     ) throws -> MockAPNsServer {
         let certificates = try certificates ?? TestCertificates.make()
         let tls = try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
                                         privateKeyPEM: certificates.privateKeyPEM)
-        let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration), unixTime: unixTime, onRecord: onRecord)
+        let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime, onRecord: onRecord)
         let group = try EventLoopGroup(loopCount: max(1, loopCount))
         let server: HTTP2Server
         do {
@@ -108,6 +110,11 @@ public final class MockAPNsServer: Sendable {
     public var openConnectionCount: Int { shared.openConnectionCount.load(ordering: .relaxed) }
     /// Requests (streams) received since start, across restarts.
     public var streamCount: Int { shared.streamCount.load(ordering: .relaxed) }
+    /// The most streams ever open at once on one connection: proves a client obeyed
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxOpenStreamsPerConnection: Int { shared.maxOpenStreams.load(ordering: .relaxed) }
+    /// The most connections ever open at once: proves a client kept to its pool size.
+    public var maxOpenConnections: Int { shared.maxOpenConnections.load(ordering: .relaxed) }
 
     /// Waits until at least `count` records exist, for tests that must know a request reached
     /// "Apple" before acting; false on timeout.
@@ -204,7 +211,8 @@ public final class MockAPNsServer: Sendable {
         // Apple advertises one stream until the first authenticated request; the rules raise it.
         try HTTP2Server.start(host: host, port: port, tls: tls, group: group, maxConcurrentStreams: 1) { connection in
             let id = shared.connectionCount.add(1, ordering: .relaxed).newValue
-            shared.openConnectionCount.add(1, ordering: .relaxed)
+            let open = shared.openConnectionCount.add(1, ordering: .relaxed).newValue
+            shared.maxOpenConnections.max(open, ordering: .relaxed)
             let handler = MockConnectionHandler(id: id, shared: shared)
             shared.connections.withLock { $0[id] = (connection, handler) }
             return handler
@@ -236,6 +244,8 @@ final class MockServerShared: Sendable {
     let connectionCount = Atomic<Int>(0)
     let openConnectionCount = Atomic<Int>(0)
     let streamCount = Atomic<Int>(0)
+    let maxOpenStreams = Atomic<Int>(0)
+    let maxOpenConnections = Atomic<Int>(0)
     /// Open connections by emulator connection id (unique across restarts).
     let connections = Mutex<[Int: (HTTP2ServerConnection, MockConnectionHandler)]>([:])
 
@@ -260,6 +270,8 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sen
     private var goAwayLastStream: Int32?
     /// Delayed answers waiting for their timer, so a closed stream or connection cancels them.
     private var timers: [Int32: EventLoop.Timer] = [:]
+    /// Streams received and not yet closed on this connection.
+    private var openStreams = Set<Int32>()
 
     init(id: Int, shared: MockServerShared) {
         self.shared = shared
@@ -268,6 +280,8 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sen
 
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2Request, stream id: Int32) {
         shared.streamCount.add(1, ordering: .relaxed)
+        openStreams.insert(id)
+        shared.maxOpenStreams.max(openStreams.count, ordering: .relaxed)
         lastSeenStream = max(lastSeenStream, id)
         if let last = goAwayLastStream, id > last {
             // After our GOAWAY this stream does not exist for "Apple": not processed, retry elsewhere.
@@ -322,6 +336,7 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sen
 
     func connection(_ connection: HTTP2ServerConnection, streamDidClose id: Int32, errorCode: UInt32) {
         timers.removeValue(forKey: id)?.cancel()
+        openStreams.remove(id)
     }
 
     func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?) {

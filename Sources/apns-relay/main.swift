@@ -1,1 +1,49 @@
-print("apns-relay: not built yet")
+// apns-relay: the WebPush-to-APNs relay. `serve` runs it; `demo` runs it against an embedded
+// APNs emulator; `check` and `healthcheck` are for deployments.
+import Foundation
+import Dispatch
+
+let usage = """
+    usage: apns-relay [command] [options]
+
+    A WebPush-to-APNs relay: Mastodon-style servers POST encrypted WebPush messages to
+    /push/{device_token}/{id}[?sandbox=true]; each goes to Apple as a mutable-content alert.
+
+    commands:
+      serve [--env-file FILE]     run the relay (the default); settings from the environment,
+                                  FILE fills in variables the environment leaves unset
+      demo [--once]               the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
+                                  emulator and a throw-away key; prints a curl to try and every
+                                  request "Apple" receives. --once: send one push, print, exit
+      check [--env-file FILE] [--connect]
+                                  validate the settings and sign a provider token; --connect also
+                                  opens one connection to APNS_HOST and reports
+      healthcheck [--port N]      GET http://127.0.0.1:$PORT/health; exit 0 when alive (Docker HEALTHCHECK)
+      --help                      this text
+
+    settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,
+    TOPIC, and optionally PORT, BIND_ADDRESS, CONNECTION_POOL_SIZE, APNS_HOST, APNS_SANDBOX_HOST,
+    APNS_CA_FILE, PUSH_TIMEOUT_MS, MAX_BODY_BYTES, ALERT_LOC_KEY, LOG_LEVEL, LOG_FORMAT,
+    MAX_QUEUED_PUSHES, MAX_CONNECTIONS (see README.md).
+    """
+
+signal(SIGPIPE, SIG_IGN)
+
+var arguments = Arguments(rest: CommandLine.arguments.dropFirst())
+var command = "serve"
+if let first = arguments.rest.first, !first.hasPrefix("-") {
+    command = first
+    arguments.rest = arguments.rest.dropFirst()
+}
+if arguments.rest.contains("--help") || arguments.rest.contains("-h") || command == "help" {
+    say(usage)
+    exit(0)
+}
+
+switch command {
+case "serve": Serve.run(&arguments)
+case "demo": Demo.run(&arguments)
+case "check": Check.run(&arguments)
+case "healthcheck": Healthcheck.run(&arguments)
+default: fail("unknown command \(command) (see --help)", code: 2)
+}

@@ -1,1 +1,0 @@
-// Relay — see README.md for what this module holds.

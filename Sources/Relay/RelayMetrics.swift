@@ -1,0 +1,72 @@
+import APNs
+import Observability
+
+/// The relay's metrics, registered once so the hot path only increments cached objects.
+///
+/// Series whose labels come from a small fixed set (routes, statuses, Apple's reasons) are
+/// looked up through the registry, which returns the cached object for known labels.
+public final class RelayMetrics: Sendable {
+    public let registry: MetricsRegistry
+
+    /// Pushes between "request read" and "answer ready": what a drain waits for.
+    public let pushesInFlight: Gauge
+    /// Inbound HTTP connections open now; set from the server at scrape time.
+    public let openConnections: Gauge
+    /// End-to-end push latency as the sender sees it (parse, APNs round trip, mapping).
+    public let pushDuration: Histogram
+    /// Payloads sent without `m`/`s`/`k` because they did not fit Apple's 4096 bytes.
+    public let degradedPayloads: Counter
+    /// Provider tokens signed by the client (one per connection, rotated around 50 min).
+    public let tokenRenewals: Counter
+    /// Reconnects the client scheduled after a lost or failed connection.
+    public let reconnects: Counter
+    /// APNs connections open now.
+    public let apnsConnections: Gauge
+    /// Pushes sent again by the client (GOAWAY, REFUSED_STREAM, lost connection, stale token).
+    public let pushRetries: Counter
+
+    public init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        pushesInFlight = registry.gauge("relay_pushes_in_flight", help: "Pushes being relayed now.")
+        openConnections = registry.gauge("relay_http_open_connections", help: "Inbound HTTP connections open now.")
+        pushDuration = registry.histogram(
+            "relay_push_duration_seconds", help: "Time from a push request read to its answer.",
+            buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 10])
+        degradedPayloads = registry.counter(
+            "relay_degraded_payloads_total", help: "Pushes sent as alert + id only because the message did not fit 4096 bytes.")
+        tokenRenewals = registry.counter("relay_apns_token_renewals_total", help: "Provider tokens signed.")
+        reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs reconnects scheduled after a lost or failed connection.")
+        apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
+        pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
+    }
+
+    /// Every answer the relay gives, by route (`push`, `health`, `ready`, `metrics`, `root`,
+    /// `unknown`) and status.
+    public func countRequest(route: String, status: Int) {
+        registry.counter("relay_http_requests_total", help: "HTTP requests answered, by route and status.",
+                         labels: ["route": route, "status": String(status)]).increment()
+    }
+
+    /// Apple's answers, by status and reason (`none` when Apple gave none, e.g. on success);
+    /// a failure without an answer counts under status `none` and the error code.
+    public func countAPNsAnswer(status: String, reason: String) {
+        registry.counter("relay_apns_responses_total", help: "APNs outcomes, by status and reason.",
+                         labels: ["status": status, "reason": reason]).increment()
+    }
+
+    /// A push that failed because of our configuration (502): the alert to page on.
+    public func countMisconfiguration(reason: String) {
+        registry.counter("relay_misconfiguration_total", help: "Pushes refused because of the relay's own configuration (502).",
+                         labels: ["reason": reason]).increment()
+    }
+}
+
+/// The client reports connection events from its loops; the relay turns them into metrics
+/// (cheap atomic increments, as the observer contract asks).
+extension RelayMetrics: APNsClientObserver {
+    public func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
+    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
+    public func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
+    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) { reconnects.increment() }
+    public func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
+}

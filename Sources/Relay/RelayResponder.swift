@@ -1,0 +1,256 @@
+import Foundation
+import Synchronization
+import APNs
+import HTTPServer
+import Observability
+import WebPush
+
+/// The relay's HTTP side: routing, WebPush → APNs, and the status the sender hears.
+///
+/// The server knows nothing but `respond(to:)`; every route lives here so it is tested with
+/// plain `HTTPRequest` values and a fake `APNsSending`, without sockets.
+public final class RelayResponder: HTTPResponder {
+    /// What a push needs from the configuration; a subset so tests need no key or hosts.
+    public struct Settings: Sendable {
+        /// The app's bundle id, sent as `apns-topic`.
+        public var topic: String
+        /// The alert's `loc-key`: what the app shows when it cannot decrypt.
+        public var alertLocKey: String
+        /// Bodies over this answer 413 (the server refuses a larger Content-Length before reading).
+        public var maxBodyBytes: Int
+
+        public init(topic: String, alertLocKey: String = PayloadMapper.defaultAlertLocKey,
+                    maxBodyBytes: Int = WebPushParser.defaultMaxBodyBytes) {
+            self.topic = topic
+            self.alertLocKey = alertLocKey
+            self.maxBodyBytes = maxBodyBytes
+        }
+
+        public init(_ configuration: RelayConfiguration) {
+            self.init(topic: configuration.topic, alertLocKey: configuration.alertLocKey,
+                      maxBodyBytes: configuration.maxBodyBytes)
+        }
+    }
+
+    /// Answers nil when the relay can push (key parsed, a production connection usable), else
+    /// one line saying why not; `/ready` turns it into 200 or 503.
+    public typealias ReadinessCheck = @Sendable () -> String?
+
+    public let settings: Settings
+    public let metrics: RelayMetrics
+    private let sender: any APNsSending
+    private let logger: Logger
+    private let readiness: ReadinessCheck
+    private let now: @Sendable () -> Date
+    /// Run before each `/metrics` render, to copy live values (open connections) into gauges;
+    /// set after start-up because the server exists only once it has its responder.
+    private let scrapeHooks = Mutex<[@Sendable () -> Void]>([])
+
+    /// - Parameters:
+    ///   - now: the wall clock, injectable so `apns-expiration` and 410 timestamps are exact in tests.
+    public init(settings: Settings, sender: any APNsSending, logger: Logger, metrics: RelayMetrics = RelayMetrics(),
+                readiness: @escaping ReadinessCheck = { nil }, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.settings = settings
+        self.sender = sender
+        self.logger = logger
+        self.metrics = metrics
+        self.readiness = readiness
+        self.now = now
+    }
+
+    /// Adds work to run before each `/metrics` render (e.g. copy the server's open-connection count).
+    public func onScrape(_ hook: @escaping @Sendable () -> Void) {
+        scrapeHooks.withLock { $0.append(hook) }
+    }
+
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let (route, response) = await route(request)
+        metrics.countRequest(route: route, status: response.status)
+        return response
+    }
+
+    // MARK: Routing
+
+    private func route(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+        switch request.path {
+        case "/":
+            // metatext-apns's health check, kept so existing probes keep working.
+            return ("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
+        case "/health":
+            return ("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
+        case "/ready":
+            return ("ready", get(request) { self.ready() })
+        case "/metrics":
+            return ("metrics", get(request) { self.metricsPage() })
+        default:
+            break
+        }
+        switch PushRoute.match(path: request.path, query: request.query) {
+        case .notFound:
+            return ("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
+        case .badRequest(let reason):
+            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            return ("push", await refusedPush(request, status: 400, reason: reason))
+        case .push(let push):
+            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            return ("push", await self.push(request, route: push))
+        }
+    }
+
+    private func get(_ request: HTTPRequest, _ body: () -> HTTPResponse) -> HTTPResponse {
+        request.method == "GET" ? body() : Self.methodNotAllowed(request.method, allow: "GET")
+    }
+
+    private func ready() -> HTTPResponse {
+        if let why = readiness() { return Self.error(503, why) }
+        return HTTPResponse(status: 200, json: #"{"status":"ready"}"#)
+    }
+
+    private func metricsPage() -> HTTPResponse {
+        let hooks = scrapeHooks.withLock { $0 }
+        for hook in hooks { hook() }
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", MetricsRegistry.contentType)
+        return HTTPResponse(status: 200, headers: headers, body: Array(metrics.registry.prometheusText().utf8))
+    }
+
+    // MARK: The push
+
+    /// One push, from request to answer. Every path out of here writes exactly one log line.
+    private func push(_ request: HTTPRequest, route: PushRoute) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        metrics.pushesInFlight.increment()
+        defer { metrics.pushesInFlight.decrement() }
+        let requestID = request.requestID ?? Self.newID()
+        var log = PushLog(requestID: requestID, sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
+
+        let message: WebPushMessage
+        do {
+            message = try WebPushParser.parse(headers: request.headers, body: request.body, maxBodyBytes: settings.maxBodyBytes)
+        } catch {
+            return finish(log, status: error.status, reason: error.reason, started: started)
+        }
+        let token: DeviceToken
+        do {
+            token = try DeviceToken(route.deviceToken)
+        } catch {
+            return finish(log, status: 400, reason: error.message, started: started)
+        }
+        log.device = token.fingerprint
+
+        let clock = now()
+        let plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey,
+                                      now: Int(clock.timeIntervalSince1970))
+        if plan.degraded {
+            metrics.degradedPayloads.increment()
+            log.degraded = true
+        }
+        let notification: APNsNotification
+        do {
+            notification = try APNsNotification(
+                token: token, topic: settings.topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID, apnsID: UUID())
+        } catch {
+            // The request was fine; what we built from it was not (topic, loc-key): our fault.
+            let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
+            metrics.countMisconfiguration(reason: "InvalidNotification")
+            return finish(log, answer: answer, started: started)
+        }
+        log.apnsID = notification.apnsID
+
+        let result = await sender.send(notification, environment: route.sandbox ? .sandbox : .production)
+        let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
+        switch result {
+        case .success(let response):
+            log.apnsStatus = response.status
+            log.apnsReason = response.reason?.rawValue
+            metrics.countAPNsAnswer(status: String(response.status), reason: response.reason?.rawValue ?? "none")
+            if answer.misconfiguration { metrics.countMisconfiguration(reason: response.reason?.rawValue ?? "status \(response.status)") }
+        case .failure(let error):
+            log.apnsError = error.code.description
+            metrics.countAPNsAnswer(status: "none", reason: error.code.description)
+            if answer.misconfiguration { metrics.countMisconfiguration(reason: error.code.description) }
+        }
+        return finish(log, answer: answer, started: started)
+    }
+
+    /// A push refused before anything was parsed (a bad token or id in the path).
+    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) async -> HTTPResponse {
+        let log = PushLog(requestID: request.requestID ?? Self.newID(), sandbox: false,
+                          peer: request.forwardedFor ?? request.peerAddress)
+        return finish(log, status: status, reason: reason, started: ContinuousClock.now)
+    }
+
+    private func finish(_ log: PushLog, status: Int, reason: String, started: ContinuousClock.Instant) -> HTTPResponse {
+        finish(log, answer: RelayAnswer(status: status, reason: reason), started: started)
+    }
+
+    /// Writes the push's log line, observes its latency and builds the HTTP answer.
+    private func finish(_ log: PushLog, answer: RelayAnswer, started: ContinuousClock.Instant) -> HTTPResponse {
+        let elapsed = ContinuousClock.now - started
+        metrics.pushDuration.observe(elapsed)
+        var headers = HTTPHeaders()
+        headers.add("X-Request-ID", log.requestID)
+        if let id = log.apnsID { headers.add("apns-id", id) }
+        if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
+
+        var meta: [String: LogValue] = [
+            "request.id": .string(log.requestID), "route": "push", "http.status": .int(answer.status),
+            "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
+            "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
+        ]
+        if let device = log.device { meta["device"] = .string(device) }
+        if let id = log.apnsID { meta["apns.id"] = .string(id) }
+        if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
+        if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
+        if let error = log.apnsError { meta["apns.error"] = .string(error) }
+        if log.degraded { meta["payload.degraded"] = true }
+        if let peer = log.peer { meta["peer"] = .string(peer) }
+        if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
+
+        let level: LogLevel
+        switch answer.status {
+        case 201, 410: level = .info
+        case 502: level = .error
+        default: level = .warning
+        }
+        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
+
+        if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
+        return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
+    }
+
+    /// What one push's log line says, filled in as the push goes; never the token, never the key.
+    private struct PushLog {
+        var requestID: String
+        var sandbox: Bool
+        var peer: String?
+        var device: String?
+        var apnsID: String?
+        var apnsStatus: Int?
+        var apnsReason: String?
+        var apnsError: String?
+        var degraded = false
+    }
+
+    // MARK: Helpers
+
+    static func newID() -> String { UUID().uuidString.lowercased() }
+
+    /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
+    /// sender's log learns what to fix.
+    static func error(_ status: Int, _ reason: String, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        HTTPResponse(status: status, json: RelayAnswer(status: status, reason: reason).jsonBody, headers: headers)
+    }
+
+    static func methodNotAllowed(_ method: String, allow: String) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Allow", allow)
+        return error(405, "method \(printable(method)) is not allowed here; use \(allow)", headers: headers)
+    }
+
+    /// A path cut to a sane length for a reason line (the request line may be 8 KiB).
+    static func printable(_ s: String) -> String {
+        s.utf8.count <= 120 ? s : String(s.prefix(120)) + "…"
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Dispatch
+import APNs
+import EventLoop
+import Relay
+
+/// `check`: everything `serve` would refuse to start with, found before a deploy.
+enum Check {
+    static func run(_ arguments: inout Arguments) -> Never {
+        var envFile: String?
+        var connect = false
+        while let flag = arguments.next() {
+            switch flag {
+            case "--env-file": envFile = arguments.value(for: flag)
+            case "--connect": connect = true
+            default: fail("check: unknown option \(flag) (see --help)", code: 2)
+            }
+        }
+        let configuration = Serve.loadConfiguration(envFile: envFile)
+        let clientConfiguration: APNsClientConfiguration
+        do {
+            clientConfiguration = try RelayServer.clientConfiguration(configuration)
+        } catch {
+            fail(error.message)
+        }
+        let token: ProviderToken
+        do {
+            token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
+                                      issuedAt: Int64(Date().timeIntervalSince1970), signer: clientConfiguration.signer)
+        } catch {
+            fail("APNS_AUTH_KEY cannot sign a provider token: \(error.message)")
+        }
+        say("configuration ok: key \(configuration.keyID), team \(configuration.teamID), topic \(configuration.topic)")
+        say("provider token signed (ES256, \(token.jwt.utf8.count) characters)")
+        say("APNs hosts: production \(configuration.apnsHost), sandbox \(configuration.apnsSandboxHost)")
+        guard connect else { exit(0) }
+
+        // One connection to the production host, as `serve` would open it.
+        var single = clientConfiguration
+        single.poolSize = 1
+        single.connectTimeout = .seconds(10)
+        let group: EventLoopGroup
+        let client: APNsClient
+        do {
+            group = try EventLoopGroup(loopCount: 1)
+            client = try APNsClient(configuration: single, group: group)
+        } catch {
+            fail("cannot start the APNs client: \(error)")
+        }
+        let started = ContinuousClock.now
+        while !client.isReady && ContinuousClock.now - started < .seconds(10) { Thread.sleep(forTimeInterval: 0.02) }
+        let ready = client.isReady
+        let elapsed = Int((ContinuousClock.now - started) / .milliseconds(1))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            await client.shutdown()
+            done.signal()
+        }
+        done.wait()
+        group.shutdown()
+        if ready {
+            say("connected to \(configuration.apnsHost) (TLS, ALPN h2) in \(elapsed) ms")
+            exit(0)
+        }
+        fail("could not connect to \(configuration.apnsHost) within 10 s: check APNS_HOST, the network, and APNS_CA_FILE")
+    }
+}
+
+/// `healthcheck`: Docker's HEALTHCHECK, which has no curl in a slim image.
+enum Healthcheck {
+    static func run(_ arguments: inout Arguments) -> Never {
+        var port = 3000
+        if let text = ProcessInfo.processInfo.environment["PORT"], let p = Int(text) { port = p }
+        while let flag = arguments.next() {
+            switch flag {
+            case "--port":
+                let text = arguments.value(for: flag)
+                guard let p = Int(text), (1...65535).contains(p) else { fail("--port must be 1 to 65535, got \"\(text)\"", code: 2) }
+                port = p
+            default: fail("healthcheck: unknown option \(flag) (see --help)", code: 2)
+            }
+        }
+        do {
+            let response = try PlainHTTP.request(method: "GET", port: port, target: "/health", timeoutSeconds: 3)
+            guard response.status == 200 else { fail("GET /health answered \(response.status)") }
+            say("ok")
+            exit(0)
+        } catch {
+            fail("GET http://127.0.0.1:\(port)/health failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Dispatch
+import MockAPNs
+import Observability
+import OpenSSLSupport
+import Relay
+
+/// The relay with an in-process APNs emulator and a throw-away key: `make run` shows the whole
+/// path (WebPush in, APNs request out) with nothing to configure.
+enum Demo {
+    static let topic = "com.example.app"
+    static let teamID = "TEAM123456"
+    static let keyID = "DEMOKEY123"
+
+    static func run(_ arguments: inout Arguments) -> Never {
+        var once = false
+        while let flag = arguments.next() {
+            switch flag {
+            case "--once": once = true
+            default: fail("demo: unknown option \(flag) (see --help)", code: 2)
+            }
+        }
+        var port = 3000
+        if let text = ProcessInfo.processInfo.environment["PORT"], !text.isEmpty {
+            guard let p = Int(text), (0...65535).contains(p) else { fail("PORT must be a port number from 0 to 65535, got \"\(text)\"") }
+            port = p
+        }
+
+        let key: ES256PrivateKey
+        let mock: MockAPNsServer
+        let printRecord: (@Sendable (MockRecord) -> Void)? = once ? nil : { @Sendable record in say(describe(record)) }
+        do {
+            key = try ES256PrivateKey.generate()
+            mock = try MockAPNsServer.start(
+                configuration: MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: [keyID: .es256(key.publicKey)]),
+                onRecord: printRecord)
+        } catch {
+            fail("cannot start the APNs emulator: \(error)")
+        }
+        let configuration = RelayConfiguration(
+            authKey: key.pemPKCS8, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: 1, port: port,
+            bindAddress: "127.0.0.1",
+            apnsHost: .init(host: "localhost", port: mock.port), apnsSandboxHost: .init(host: "localhost", port: mock.port),
+            logLevel: .info, logFormat: .text)
+        let logger = Logger(label: "apns-relay", level: .info, sink: TextLogSink())
+        let relay: RelayServer
+        do {
+            relay = try RelayServer.start(configuration: configuration, logger: logger,
+                                          options: RelayServer.Options(extraCAPEM: mock.caPEM))
+        } catch {
+            fail("cannot start the relay on 127.0.0.1:\(port): \(error) (set PORT to use another port)")
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !relay.isReady && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        guard relay.isReady else { fail("the relay could not connect to its APNs emulator within 10 s") }
+
+        let push: DemoPush
+        do {
+            push = try DemoPush.make()
+        } catch {
+            fail("cannot encrypt the demo push: \(error)")
+        }
+        if once { runOnce(push, relay: relay, mock: mock) }
+
+        say("""
+            apns-relay demo: the relay listens on http://127.0.0.1:\(relay.port), the APNs emulator on \
+            localhost:\(mock.port) (TLS + HTTP/2, topic \(topic)).
+
+            Post a Mastodon-shaped aesgcm push (any 64-hex-digit token works; tokens starting with
+            dead, 0bad, 4290, 5030, d7f7, 0ff0 get Apple's failures: 410, 410, 429, 503, 502, 504):
+
+            \(push.curl(port: relay.port))
+
+            Every request the emulator receives is printed below. Ctrl-C stops.
+            """)
+        Shutdown.onSignal(logger: logger) {
+            let drained = await relay.shutdown(deadline: .seconds(5))
+            mock.stop()
+            return drained
+        }
+        dispatchMain()
+    }
+
+    /// Sends one push through the relay, prints the answer and what "Apple" received, exits 0
+    /// when the relay answered 201 with the apns-id the emulator saw.
+    static func runOnce(_ push: DemoPush, relay: RelayServer, mock: MockAPNsServer) -> Never {
+        say("POST \(push.target) (aesgcm, \(push.body.count) bytes)")
+        let response: PlainHTTP.Response
+        do {
+            response = try PlainHTTP.request(method: "POST", port: relay.port, target: push.target,
+                                             headers: push.headers, body: push.body, timeoutSeconds: 10)
+        } catch {
+            fail("demo --once: the relay did not answer: \(error)")
+        }
+        say("relay answered \(response.status)")
+        for (name, value) in response.headers { say("  \(name): \(value)") }
+        if !response.body.isEmpty { say("  " + String(decoding: response.body, as: UTF8.self)) }
+        _ = mock.waitForRecords(count: 1, timeout: .seconds(2))
+        let record = mock.records.first
+        if let record {
+            say(describe(record))
+            say("--- the device decrypts m/s/k/e to:\n" + push.decrypt(payload: record.payload))
+        }
+
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            await relay.shutdown(deadline: .seconds(2))
+            done.signal()
+        }
+        done.wait()
+        mock.stop()
+        let ok = response.status == 201 && record?.status == 200 && record?.header("apns-id") == response.header("apns-id")
+        exit(ok ? 0 : 1)
+    }
+
+    /// The APNs request as the emulator received it: pseudo-headers, headers (the JWT cut
+    /// short), the payload, and what the emulator answered.
+    static func describe(_ record: MockRecord) -> String {
+        var lines = ["--- APNs emulator received (connection \(record.connectionID), stream \(record.streamID)):",
+                     "\(record.method) \(record.path)"]
+        for (name, value) in record.headers {
+            if name == "authorization" {
+                lines.append("\(name): \(value.prefix(40))… (\(value.utf8.count) chars)")
+            } else {
+                lines.append("\(name): \(value)")
+            }
+        }
+        lines.append("")
+        lines.append(String(decoding: record.payload, as: UTF8.self))
+        let answer = record.status.map { String($0) } ?? "no answer"
+        lines.append("--- answered \(answer)\(record.reason.map { " " + $0 } ?? "")")
+        return lines.joined(separator: "\n")
+    }
+}
