@@ -1,3 +1,6 @@
+import OpenSSLSupport
+import WebPushCrypto
+
 // What the load looks like: Mastodon-shaped aesgcm WebPush requests for the relay, and the APNs
 // requests the relay would make of them for the ceiling phase.
 
@@ -10,16 +13,31 @@ struct PushVariant {
     let dh: String
     /// The VAPID key Mastodon also puts in `Crypto-Key` (ignored by the relay).
     let vapidKey: String
-    /// The ciphertext: 300-500 random bytes, the size of a Mastodon notification.
+    /// The ciphertext: a real aesgcm record of a Mastodon notification, 300-500 bytes.
     let body: [UInt8]
 
-    static func make(count: Int) -> [PushVariant] {
-        (0..<count).map { i in
-            PushVariant(salt: Base64URL.encode(randomBytes(16)),
-                        dh: Base64URL.encode([4] + randomBytes(64)),
-                        vapidKey: Base64URL.encode([4] + randomBytes(64)),
-                        body: randomBytes(300 + (i * 57) % 201))
+    /// Encrypts `count` Mastodon-like notifications (lengths spread over 300-500 bytes) for one
+    /// throw-away subscription, exactly as Mastodon's aesgcm sender does.
+    static func make(count: Int) throws -> [PushVariant] {
+        let receiver = try P256KeyAgreement.generate()
+        let authSecret = randomBytes(16)
+        let vapidKey = Base64URL.encode([4] + randomBytes(64))
+        return try (0..<count).map { i in
+            let message = mastodonNotification(number: i, length: 282 + (i * 57) % 183)
+            let sealed = try WebPushEncryptor.aesgcm(plaintext: message, receiverPublicKey: receiver.publicKeyRaw,
+                                                     authSecret: authSecret)
+            return PushVariant(salt: sealed.salt, dh: sealed.dh, vapidKey: vapidKey, body: sealed.body)
         }
+    }
+
+    /// The JSON Mastodon encrypts for a notification, padded in its `body` to `length` bytes.
+    private static func mastodonNotification(number: Int, length: Int) -> [UInt8] {
+        let head = #"{"access_token":"\#(Base64URL.encode(randomBytes(32)))","preferred_locale":"en","notification_id":\#(1_000_000 + number),"notification_type":"mention","icon":"https://files.bench.example/accounts/avatars/000/000/001/original/a.png","title":"Alice mentioned you","body":""#
+        let tail = #""}"#
+        let filler = max(1, length - head.utf8.count - tail.utf8.count)
+        let words = "@you the relay forwards this without reading it, as it must "
+        let text = String(repeating: words, count: filler / words.count + 1).prefix(filler)
+        return Array((head + text + tail).utf8)
     }
 }
 

@@ -133,7 +133,13 @@ func run() -> Int32 {
         return 2
     }
     defer { emulator.stop() }
-    let variants = PushVariant.make(count: 8)
+    let variants: [PushVariant]
+    do {
+        variants = try PushVariant.make(count: 8)
+    } catch {
+        FileHandle.standardError.write(Data("relay-bench: could not encrypt the sample pushes: \(error)\n".utf8))
+        return 2
+    }
 
     print("relay-bench: \(fixed(settings.seconds, 0)) s per phase after \(fixed(settings.warmup, 1)) s warm-up, "
           + "\(settings.connections) connections, pool \(settings.pool), emulator on 127.0.0.1:\(emulator.port)")
