@@ -21,6 +21,8 @@ struct LoadResult: Sendable {
     var connectionErrors = 0
     var unanswered = 0
     var firstError: String?
+    /// CPU seconds the load generator's own loop thread used for the phase.
+    var generatorCPUSeconds = 0.0
 
     var pushesPerSecond: Double { windowSeconds > 0 ? Double(measuredCount) / windowSeconds : .nan }
     func answers(otherThan status: Int) -> Int { statusCounts.filter { $0.key != status }.reduce(0) { $0 + $1.value } }
@@ -37,6 +39,8 @@ final class LoadPhase: @unchecked Sendable {
     var active = 0
     var result = LoadResult()
     var onFinished: (() -> Void)?
+    /// The loop thread's CPU clock when the phase began.
+    var cpuAtStart = 0.0
 
     init(expectedPushes: Int) {
         result.latencies.reserveCapacity(expectedPushes)
@@ -262,6 +266,7 @@ func drivePhase(_ phase: LoadPhase, settings: BenchSettings, loop: EventLoop,
                 begin: @escaping @Sendable () -> Void, abandon: @escaping @Sendable () -> Void) -> LoadResult {
     let done = DispatchSemaphore(value: 0)
     loop.execute {
+        phase.cpuAtStart = threadCPUSeconds()
         phase.onFinished = { done.signal() }
         begin()
     }
@@ -273,6 +278,7 @@ func drivePhase(_ phase: LoadPhase, settings: BenchSettings, loop: EventLoop,
     let collected = DispatchSemaphore(value: 0)
     let box = ResultBox()
     loop.execute {
+        phase.result.generatorCPUSeconds = threadCPUSeconds() - phase.cpuAtStart
         box.result = phase.result
         collected.signal()
     }

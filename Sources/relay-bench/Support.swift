@@ -45,6 +45,13 @@ func monotonicNanos() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
+/// CPU seconds the calling thread has used.
+func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
 enum Base64URL {
     /// Unpadded, as JWTs and WebPush headers carry it.
     static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {

@@ -151,18 +151,19 @@ func run() -> Int32 {
     print("phase 2 (ceiling): \(settings.connections) streams on \(min(settings.pool, settings.connections)) HTTP/2 connections -> emulator …")
     var ceiling: LoadResult?
     var ceilingFailure: String?
+    var ceilingCPU: Double?
     do {
         let token = try makeProviderToken(key: key, keyID: keyID, teamID: teamID, issuedAt: Int64(Date().timeIntervalSince1970))
         let ownBefore = ownCPUSeconds()
         ceiling = try runCeilingLoad(port: emulator.port, caPEM: emulator.caPEM, providerToken: token, topic: topic,
                                      settings: settings, variants: variants)
-        print(String(format: "phase 2 used %.1f CPU s in this process (client + emulator)", ownCPUSeconds() - ownBefore))
+        ceilingCPU = ownCPUSeconds() - ownBefore
     } catch {
         ceilingFailure = "\(error)"
         print("phase 2 failed: \(error)")
     }
 
-    printReport(settings: settings, relay: relay, ceiling: ceiling)
+    printReport(settings: settings, relay: relay, ceiling: ceiling, ceilingCPU: ceilingCPU)
     if let error = relay.load?.firstError { print("relay phase, first error: \(error)") }
     if let error = ceiling?.firstError { print("ceiling phase, first error: \(error)") }
     if !relay.logLines.isEmpty {
@@ -174,7 +175,7 @@ func run() -> Int32 {
     return 0
 }
 
-func printReport(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResult?) {
+func printReport(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResult?, ceilingCPU: Double?) {
     let r = relay.load
     let rl = r.map { LatencySummary($0.latencies) }
     let cl = ceiling.map { LatencySummary($0.latencies) }
@@ -196,7 +197,8 @@ func printReport(settings: BenchSettings, relay: RelayFindings, ceiling: LoadRes
     rows.append(("relay peak RSS (MiB)", relay.peakRSSKiB.map { fixed(Double($0) / 1024, 1) } ?? na, na))
     rows.append(("relay CPU s during load", relay.cpuSeconds.map { fixed($0, 1) } ?? na, na))
     rows.append(("relay CPU per push (µs)", relayCPUPerPush(relay).map { fixed($0, 1) } ?? na, na))
-    rows.append(("bench CPU s (generator+emulator)", relay.benchCPUSeconds.map { fixed($0, 1) } ?? na, na))
+    rows.append(("load generator CPU s", r.map { fixed($0.generatorCPUSeconds, 1) } ?? na, ceiling.map { fixed($0.generatorCPUSeconds, 1) } ?? na))
+    rows.append(("bench process CPU s (all)", relay.benchCPUSeconds.map { fixed($0, 1) } ?? na, ceilingCPU.map { fixed($0, 1) } ?? na))
     rows.append(("relay SIGTERM -> exit", sigtermText(relay), na))
     let widths = (rows.map { $0.0.count }.max()!, rows.map { $0.1.count }.max()!, rows.map { $0.2.count }.max()!)
     print("")
@@ -247,6 +249,7 @@ func printJSON(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResul
         ("relay_cpu_s", jsonNumber(relay.cpuSeconds ?? .nan, 2)),
         ("relay_cpu_us_per_push", jsonNumber(relayCPUPerPush(relay) ?? .nan, 1)),
         ("bench_cpu_s", jsonNumber(relay.benchCPUSeconds ?? .nan, 2)),
+        ("generator_cpu_s", jsonNumber(relay.load?.generatorCPUSeconds ?? .nan, 2)),
         ("sigterm_exit_status", relay.terminated ? int(relay.exitStatus.map(Int.init)) : "null"),
         ("sigterm_exit_0_within_10s", relay.terminated ? (relay.exitStatus == 0 ? "true" : "false") : "null"),
         ("ceiling_pushes_per_s", jsonNumber(ceiling?.pushesPerSecond ?? .nan, 1)),
