@@ -104,10 +104,12 @@ final class HTTP1BenchClient: TCPStreamHandler {
         TCPStream.connect(host: host, port: port, on: loop, timeout: .seconds(5)) { [self] result in
             switch result {
             case .success(let stream):
+                guard !finished else { stream.close(); return }
                 stream.handler = self
                 self.stream = stream
                 sendNext()
             case .failure(let error):
+                guard !finished else { return }
                 phase.noteError("connecting to the relay: \(error)")
                 finish()
             }

@@ -1,5 +1,20 @@
 // The relay under test as a child process, and what the kernel says about it.
 import Foundation
+import Synchronization
+
+/// The relay's pid while it runs, so an interrupted benchmark does not leave it behind.
+let runningRelayPID = Atomic<Int32>(0)
+
+/// On SIGINT/SIGTERM: stop the relay too, then leave (only async-signal-safe calls).
+func installInterruptHandlers() {
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig) { received in
+            let pid = runningRelayPID.load(ordering: .relaxed)
+            if pid > 0 { kill(pid, SIGTERM) }
+            _exit(128 + received)
+        }
+    }
+}
 
 /// `apns-relay serve` started with a configuration in its environment; its stderr goes to a file
 /// so a noisy relay cannot flood the benchmark's table.
@@ -20,6 +35,7 @@ final class RelayProcess {
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        runningRelayPID.store(process.processIdentifier, ordering: .relaxed)
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -64,6 +80,7 @@ final class RelayProcess {
     /// Sends SIGTERM and waits up to `timeout` seconds; returns the exit status, or nil if it
     /// had to be killed.
     func terminate(timeout: Double) -> Int32? {
+        defer { runningRelayPID.store(0, ordering: .relaxed) }
         guard process.isRunning else { return process.terminationStatus }
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)

@@ -97,6 +97,7 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
 
 func run() -> Int32 {
     signal(SIGPIPE, SIG_IGN)
+    installInterruptHandlers()
     let settings: BenchSettings
     do {
         settings = try BenchSettings.fromEnvironment()
