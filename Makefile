@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench fuzz build release clean
+.PHONY: deps test run mock bench fuzz build release clean deploy-check
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -58,6 +58,11 @@ fuzz:
 		echo "libFuzzer unavailable (see .build/fuzz/build.log): running the seeded random test for $(FUZZ_SECONDS) s"; \
 		$(SWIFT) build --build-tests && HTTP_FUZZ_SECONDS=$(FUZZ_SECONDS) $(SWIFT) test --skip-build --filter HTTPParserFuzzTests/seededRandom; \
 	fi
+
+# Validates the deployment files (Kubernetes schemas offline, compose, nginx, systemd, Dockerfile,
+# env example vs. the variables the relay reads); installs its Python tools into .build/.
+deploy-check:
+	bash scripts/check-deploy.sh
 
 clean:
 	rm -rf .build

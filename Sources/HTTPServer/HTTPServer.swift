@@ -25,6 +25,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var host: String
     /// 0 picks any free port (tests); `HTTPServer.port` tells which.
     public var port: Int
+    /// Caps on request size; also bound the pipelined input a busy connection may hold.
     public var limits: HTTPParserLimits
     /// From the first byte of a request to the end of its head; beyond it the answer is 408,
     /// so a slowloris client holds a connection for a bounded time.

@@ -19,6 +19,12 @@ let usage = """
                                   validate the settings and sign a provider token; --connect also
                                   opens one connection to APNS_HOST and reports
       healthcheck [--port N]      GET http://127.0.0.1:$PORT/health; exit 0 when alive (Docker HEALTHCHECK)
+      token                       print a provider token (JWT) made from APNS_AUTH_KEY[_FILE], APNS_KEY_ID,
+                                  APPLE_TEAM_ID
+      send --token HEX [--topic T] [--sandbox] [--title X --body Y | --payload JSON]
+           [--push-type TYPE] [--priority 10|5|1]
+                                  send one push through the relay's APNs client, print the result as
+                                  JSON; honours APNS_HOST, APNS_SANDBOX_HOST, APNS_CA_FILE
       --help                      this text
 
     settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,
@@ -45,5 +51,7 @@ case "serve": Serve.run(&arguments)
 case "demo": Demo.run(&arguments)
 case "check": Check.run(&arguments)
 case "healthcheck": Healthcheck.run(&arguments)
+case "token": exit(TokenCommand.run(Array(arguments.rest)))
+case "send": exit(SendCommand.run(Array(arguments.rest)))
 default: fail("unknown command \(command) (see --help)", code: 2)
 }

@@ -28,6 +28,25 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("every request carries the peer address of its connection")
+    func peerAddress() async throws {
+        struct PeerResponder: HTTPResponder {
+            func respond(to request: HTTPRequest) async -> HTTPResponse {
+                HTTPResponse(status: 200, text: request.peerAddress ?? "none")
+            }
+        }
+        try await withServer(responder: PeerResponder()) { server in
+            let port = server.port
+            let peers = try await blocking {
+                let client = try TestClient(port: port)
+                client.send("GET / HTTP/1.1\r\nHost: r\r\n\r\nGET / HTTP/1.1\r\nHost: r\r\n\r\n")
+                return [client.readResponse()?.text, client.readResponse()?.text]
+            }
+            #expect(peers[0]?.hasPrefix("127.0.0.1:") == true)
+            #expect(peers[1] == peers[0])
+        }
+    }
+
     @Test("a chunked POST is answered like a Content-Length one")
     func chunkedPost() async throws {
         try await withServer { server in
