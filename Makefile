@@ -34,6 +34,15 @@ run: deps
 mock: deps
 	$(SWIFT) run apns-mock
 
+# Benchmark (release build, loopback only, bounded): Mastodon-shaped pushes through `apns-relay serve`
+# to the in-process APNs emulator, then the same load straight to the emulator over HTTP/2 as the
+# ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2).
+# SwiftPM builds only the last --product given, hence one build per product.
+bench: deps
+	$(SWIFT) build -c release --product apns-relay
+	$(SWIFT) build -c release --product relay-bench
+	.build/release/relay-bench
+
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.
 FUZZ_SECONDS ?= 30

@@ -36,6 +36,7 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush", "WebPushCrypto"]),
+        .executableTarget(name: "relay-bench", dependencies: ["MockAPNs", "OpenSSLSupport", "Transport", "EventLoop", "WebPushCrypto"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),

@@ -1,0 +1,148 @@
+// Small pieces the benchmark phases share: settings, the clock, base64url, the JWT, statistics.
+import Foundation
+import OpenSSLSupport
+
+/// The benchmark's knobs, from the environment; every value is bounded so a run always ends.
+struct BenchSettings {
+    /// Seconds of measured load per phase.
+    var seconds: Double
+    /// Keep-alive HTTP/1.1 clients (and closed-loop streams in the ceiling phase).
+    var connections: Int
+    /// The relay's CONNECTION_POOL_SIZE, and the ceiling phase's HTTP/2 connections.
+    var pool: Int
+    /// Seconds of load before measuring starts, so connection set-up and the first
+    /// authenticated request don't count.
+    var warmup: Double { min(2, max(0.5, seconds / 10)) }
+
+    static func fromEnvironment() throws -> BenchSettings {
+        let env = ProcessInfo.processInfo.environment
+        func number(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) throws -> Double {
+            guard let text = env[name], !text.isEmpty else { return fallback }
+            guard let value = Double(text), range.contains(value) else {
+                throw BenchError("\(name) must be a number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
+            }
+            return value
+        }
+        return BenchSettings(
+            seconds: try number("BENCH_SECONDS", 20, 1...600),
+            connections: Int(try number("BENCH_CONNECTIONS", 64, 1...4096)),
+            pool: Int(try number("BENCH_POOL", 2, 1...64)))
+    }
+}
+
+/// Why the benchmark stopped; the message says what to fix.
+struct BenchError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// Monotonic nanoseconds: cheap enough to stamp every request.
+@inline(__always)
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// CPU seconds the calling thread has used.
+func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+enum Base64URL {
+    /// Unpadded, as JWTs and WebPush headers carry it.
+    static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
+        var text = Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+        if !padded {
+            while text.hasSuffix("=") { text.removeLast() }
+        }
+        return text
+    }
+}
+
+func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// An APNs provider token, written here rather than borrowed from the relay so the ceiling
+/// phase depends on nothing but OpenSSL: ES256 over `{"alg","kid"}.{"iss","iat"}`.
+func makeProviderToken(key: ES256PrivateKey, keyID: String, teamID: String, issuedAt: Int64) throws -> String {
+    let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+    let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+    let signingInput = header + "." + claims
+    let signature = try key.sign(Array(signingInput.utf8))
+    return signingInput + "." + Base64URL.encode(signature)
+}
+
+/// Parses a UUID's 32 hex digits (dashes skipped, either case) into one number, so a
+/// million ids fit in a compact set; nil for anything else.
+func uuidKey<S: Sequence>(_ text: S) -> UInt128? where S.Element == UInt8 {
+    var value: UInt128 = 0
+    var digits = 0
+    for c in text {
+        let v: UInt8
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+        case UInt8(ascii: "-"): continue
+        default: return nil
+        }
+        value = value << 4 | UInt128(v)
+        digits += 1
+    }
+    return digits == 32 ? value : nil
+}
+
+/// Latencies of one phase, in nanoseconds; percentiles by sorting once at the end.
+struct LatencySummary {
+    let count: Int
+    let p50: Double
+    let p99: Double
+    let p999: Double
+    let max: Double
+
+    /// - Parameter nanos: every measured latency (sorted here).
+    init(_ nanos: [UInt64]) {
+        let sorted = nanos.sorted()
+        count = sorted.count
+        func at(_ q: Double) -> Double {
+            guard !sorted.isEmpty else { return .nan }
+            let index = Swift.min(sorted.count - 1, Int((q * Double(sorted.count)).rounded(.up)) - 1)
+            return Double(sorted[Swift.max(0, index)]) / 1e6
+        }
+        p50 = at(0.50)
+        p99 = at(0.99)
+        p999 = at(0.999)
+        max = sorted.last.map { Double($0) / 1e6 } ?? .nan
+    }
+}
+
+/// `value` with `decimals` digits, or "n/a" when there is nothing to show.
+func fixed(_ value: Double, _ decimals: Int) -> String {
+    guard value.isFinite else { return "n/a" }
+    return String(format: "%.\(decimals)f", value)
+}
+
+/// A JSON number, or null when there is nothing to show.
+func jsonNumber(_ value: Double, _ decimals: Int) -> String {
+    guard value.isFinite else { return "null" }
+    return String(format: "%.\(decimals)f", value)
+}
