@@ -157,9 +157,15 @@ public struct HTTPResponse: Sendable, Equatable {
         self.init(status: status, headers: headers, body: Array(json.utf8))
     }
 
+    /// An error answer: `{"reason": "…"}`, one line saying what was wrong, the form every
+    /// non-2xx answer of the relay takes so senders and operators can read it the same way.
+    public init(status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders()) {
+        self.init(status: status, json: #"{"reason":"# + JSONString.quoted(reason) + "}", headers: headers)
+    }
+
     /// The answer to a request the parser rejected: its status and its one-line reason.
     public init(parseError: HTTPParseError) {
-        self.init(status: parseError.status, text: parseError.reason + "\n")
+        self.init(status: parseError.status, reason: parseError.reason)
     }
 
     /// `HTTP/1.1 100 Continue` followed by the blank line, sent as-is on `.expectContinue`.

@@ -467,7 +467,7 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         case .close:
             stream.close()
         case .requestTimeout(let reason):
-            respondAndClose(HTTPResponse(status: 408, text: reason + "\n"))
+            respondAndClose(HTTPResponse(status: 408, reason: reason))
         }
     }
 

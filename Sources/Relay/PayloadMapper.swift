@@ -1,5 +1,6 @@
 import Foundation
 import WebPush
+import HTTPServer
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.
 public struct APNsPushPlan: Sendable, Equatable {
@@ -62,14 +63,14 @@ public enum PayloadMapper {
 
         let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
         let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
-        let baseSize = head.count + jsonEscapedCount(alertLocKey) + afterLoc.count + jsonEscapedCount(id) + 1
+        let baseSize = head.count + JSONString.escapedCount(alertLocKey) + afterLoc.count + JSONString.escapedCount(id) + 1
 
         // The full form's size, computed before anything is written.
         var fullSize = baseSize
         fullSize += #","m":""#.utf8.count + base64PaddedCount(message.body.count) + 1
         if message.encoding == .aesgcm {
-            if let s = message.salt { fullSize += #","s":""#.utf8.count + jsonEscapedCount(s) + 1 }
-            if let k = message.dh { fullSize += #","k":""#.utf8.count + jsonEscapedCount(k) + 1 }
+            if let s = message.salt { fullSize += #","s":""#.utf8.count + JSONString.escapedCount(s) + 1 }
+            if let k = message.dh { fullSize += #","k":""#.utf8.count + JSONString.escapedCount(k) + 1 }
         }
         fullSize += #","e":""#.utf8.count + message.encoding.rawValue.utf8.count + 2 // `"}`
 
@@ -77,9 +78,9 @@ public enum PayloadMapper {
         var out: [UInt8] = []
         out.reserveCapacity(degraded ? baseSize + 1 : fullSize)
         out.append(contentsOf: head)
-        appendJSONEscaped(alertLocKey, to: &out)
+        JSONString.appendEscaped(alertLocKey, to: &out)
         out.append(contentsOf: afterLoc)
-        appendJSONEscaped(id, to: &out)
+        JSONString.appendEscaped(id, to: &out)
         out.append(UInt8(ascii: "\""))
         if !degraded {
             out.append(contentsOf: #","m":""#.utf8)
@@ -88,12 +89,12 @@ public enum PayloadMapper {
             if message.encoding == .aesgcm {
                 if let s = message.salt {
                     out.append(contentsOf: #","s":""#.utf8)
-                    appendJSONEscaped(s, to: &out)
+                    JSONString.appendEscaped(s, to: &out)
                     out.append(UInt8(ascii: "\""))
                 }
                 if let k = message.dh {
                     out.append(contentsOf: #","k":""#.utf8)
-                    appendJSONEscaped(k, to: &out)
+                    JSONString.appendEscaped(k, to: &out)
                     out.append(UInt8(ascii: "\""))
                 }
             }
@@ -143,31 +144,4 @@ public enum PayloadMapper {
         }
     }
 
-    /// Bytes `s` takes inside a JSON string: `"` and `\` take 2, control bytes 6 (`\u00XX`),
-    /// everything else (UTF-8 included) is passed through.
-    static func jsonEscapedCount(_ s: String) -> Int {
-        var n = 0
-        for b in s.utf8 {
-            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { n += 2 }
-            else if b < 0x20 { n += 6 }
-            else { n += 1 }
-        }
-        return n
-    }
-
-    static func appendJSONEscaped(_ s: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        for b in s.utf8 {
-            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                out.append(UInt8(ascii: "\\"))
-                out.append(b)
-            } else if b < 0x20 {
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 15)])
-            } else {
-                out.append(b)
-            }
-        }
-    }
 }

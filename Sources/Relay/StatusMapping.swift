@@ -1,4 +1,5 @@
 import APNs
+import HTTPServer
 
 /// What the relay answers the sender for one push that reached the APNs client (DESIGN §4).
 ///
@@ -31,7 +32,7 @@ public struct RelayAnswer: Sendable, Equatable {
     /// The JSON body for a non-2xx answer: `{"reason":…}`, plus `"timestamp"` for a 410.
     public var jsonBody: String {
         var out = #"{"reason":"#
-        out += jsonString(reason ?? "HTTP \(status)")
+        out += JSONString.quoted(reason ?? "HTTP \(status)")
         if let timestamp { out += #","timestamp":"# + String(timestamp) }
         out += "}"
         return out
@@ -115,26 +116,4 @@ public enum StatusMapping {
                                retryAfter: retryAfterAppleUnavailable)
         }
     }
-}
-
-/// A JSON string literal; the relay's bodies are tiny, so a hand-written escaper is enough.
-func jsonString(_ s: String) -> String {
-    var out = "\""
-    for scalar in s.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if scalar.value < 0x20 {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-    }
-    return out + "\""
 }

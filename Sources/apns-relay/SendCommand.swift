@@ -2,6 +2,7 @@ import Foundation
 import EventLoop
 import Synchronization
 import APNs
+import HTTPServer
 
 /// `apns-relay send`: one push through the same client the relay uses, result printed as JSON.
 /// Exit status 0 when Apple accepted it, 1 when it did not, 2 for a usage or configuration error.
@@ -115,16 +116,11 @@ enum SendCommand {
             print(response.json)
             return response.ok ? 0 : 1
         case .failure(let error):
-            print(#"{"ok":false,"error":"\#(error.code)","message":\#(jsonString(error.message))}"#)
+            print(#"{"ok":false,"error":"\#(error.code)","message":\#(JSONString.quoted(error.message))}"#)
             return 1
         case nil:
             return 1
         }
-    }
-
-    private static func jsonString(_ text: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [text])) ?? Data("[\"\"]".utf8)
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
 }
 

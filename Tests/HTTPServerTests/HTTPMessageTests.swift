@@ -74,11 +74,12 @@ struct HTTPSerializerTests {
         #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 599 Status\r\nContent-Length: 0\r\nDate: \(date)\r\n\r\n")
     }
 
-    @Test("a parse error becomes its status with the reason as the body")
+    @Test("a parse error becomes its status with the reason as a JSON body")
     func parseErrorResponse() {
-        let response = HTTPResponse(parseError: HTTPParseError(status: 431, reason: "too many headers"))
+        let response = HTTPResponse(parseError: HTTPParseError(status: 431, reason: #"too many "headers"\#n"#))
         #expect(response.status == 431)
-        #expect(response.body == Array("too many headers\n".utf8))
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"reason":"too many \"headers\"\u000a"}"#)
+        #expect(response.headers["Content-Type"] == "application/json")
         #expect(String(decoding: HTTPResponse.continueHead, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")
     }
 
