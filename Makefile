@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench fuzz build release clean
+.PHONY: deps test run mock bench fuzz build release clean deploy-check image-smoke
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -31,6 +31,34 @@ run: deps
 # The APNs emulator on its own.
 mock: deps
 	$(SWIFT) run apns-mock
+
+# Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
+# on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.
+FUZZ_SECONDS ?= 30
+FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift \
+	Tests/HTTPServerTests/ParserHarness.swift Tests/HTTPServerTests/LibFuzzerEntry.swift
+fuzz:
+	@mkdir -p .build/fuzz/corpus
+	@if $(SWIFT)c -sanitize=fuzzer,address -parse-as-library -O -D HTTPPARSER_FUZZ $(FUZZ_SOURCES) \
+		-o .build/fuzz/http1parser >.build/fuzz/build.log 2>&1; then \
+		printf '\x00GET /push/ab?sandbox=true HTTP/1.1\r\nHost: r\r\n\r\n' >.build/fuzz/corpus/seed-get; \
+		printf '\x01POST /p HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello' >.build/fuzz/corpus/seed-post; \
+		printf '\x02POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n0\r\nT: x\r\n\r\n' >.build/fuzz/corpus/seed-chunked; \
+		.build/fuzz/http1parser -max_total_time=$(FUZZ_SECONDS) -max_len=2048 -print_final_stats=1 .build/fuzz/corpus; \
+	else \
+		echo "libFuzzer unavailable (see .build/fuzz/build.log): running the seeded random test for $(FUZZ_SECONDS) s"; \
+		$(SWIFT) build --build-tests && HTTP_FUZZ_SECONDS=$(FUZZ_SECONDS) $(SWIFT) test --skip-build --filter HTTPParserFuzzTests/seededRandom; \
+	fi
+
+# Validates the deployment files (Kubernetes schemas offline, compose, nginx, systemd, Dockerfile,
+# env example vs. the variables the relay reads); installs its Python tools into .build/.
+deploy-check:
+	bash scripts/check-deploy.sh
+
+# What can be checked of the container image without a Docker engine: the static binary's
+# shared libraries against the Dockerfile's runtime stage, and a real start against the emulator.
+image-smoke: deps
+	bash scripts/image-smoke.sh
 
 clean:
 	rm -rf .build

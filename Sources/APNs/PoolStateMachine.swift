@@ -180,6 +180,10 @@ struct PoolStateMachine {
     var livePushCount: Int { pushes.count }
     /// Connections the pool still tracks (connecting, ready or draining).
     var connectionCount: Int { connections.count }
+    /// Connections that may take new streams now: what "the client is ready" means.
+    var readyConnectionCount: Int { connections.values.count { $0.state == .ready } }
+    /// Pushes handed to a connection and not yet ended.
+    var inFlightCount: Int { pushes.count - queuedCount }
 
     // MARK: Events
 

@@ -4,6 +4,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <errno.h>
+#include <signal.h>
+#include <pthread.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 const uint32_t CLINUX_EPOLLIN = EPOLLIN;
 const uint32_t CLINUX_EPOLLOUT = EPOLLOUT;
@@ -52,4 +57,38 @@ int clinux_eventfd_drain(int fd) {
 
 int clinux_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
     return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int clinux_socket(int family) {
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+int clinux_set_nodelay(int fd) {
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int clinux_set_reuseaddr(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+}
+
+int clinux_socket_error(int fd) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return errno;
+    return err;
+}
+
+ssize_t clinux_send(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_NOSIGNAL);
+}
+
+void clinux_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+void clinux_set_thread_name(const char *name) {
+    char short_name[16];
+    strncpy(short_name, name, sizeof short_name - 1);
+    short_name[sizeof short_name - 1] = 0;
+    pthread_setname_np(pthread_self(), short_name);
 }

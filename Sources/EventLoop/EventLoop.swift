@@ -1,1 +1,329 @@
-// EventLoop — see README.md for what this module holds.
+// EventLoop — one epoll loop per thread that owns its sockets and timers; work crosses
+// threads through a bounded queue plus an eventfd wake-up.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+internal import CLinux
+
+/// Facts about the machine that size the loop group.
+public enum System {
+    /// Online CPUs, so the default group runs one loop per core and no more.
+    public static var coreCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
+
+/// Anything the loop dispatches epoll events to, or must close when it shuts down.
+protocol LoopRegistered: AnyObject {
+    func handleEvents(_ events: UInt32)
+    /// The loop is stopping: release the fd and tell the owner, exactly once.
+    func closeForShutdown()
+}
+
+/// One epoll loop on its own thread; owns its sockets and timers.
+///
+/// Sockets are registered level-triggered: a stream that stops reading early (pause, or
+/// the per-wake-up read budget) is simply woken again, so no readiness is ever lost.
+///
+/// `@unchecked Sendable`: only `execute`, `shutdown` and `inEventLoop` are called from
+/// other threads and they use the locked queue, atomics and the eventfd; every other
+/// member is confined to the loop's own thread (checked with preconditions).
+public final class EventLoop: @unchecked Sendable {
+    /// Jobs queued through `execute` before callers on other threads must wait; a bound so
+    /// that a producer faster than the loop slows down instead of growing memory forever.
+    static let queueCapacity = 65_536
+    /// Bytes one `recv` may return; the buffer is shared by all streams of the loop.
+    static let readBufferSize = 64 * 1024
+
+    public let name: String
+    let epfd: Int32
+    private let wakeFD: Int32
+
+    private struct Queue {
+        var jobs: [@Sendable () -> Void] = []
+        var wakePending = false
+        var stopping = false
+        /// Set once the loop has taken its last batch; later jobs are dropped.
+        var closed = false
+    }
+    private let queue = Mutex(Queue())
+    private let threadID = Atomic<UInt>(0)
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// Threads that run some event loop; they must never block on another loop's full queue.
+    private static let loopThreads = Mutex<Set<UInt>>([])
+    private static let sigpipeIgnored: Bool = { clinux_ignore_sigpipe(); return true }()
+
+    // Loop-thread state.
+    private var registrations: [UInt64: LoopRegistered] = [:]
+    private var nextRegistrationID: UInt64 = 1
+    private var timers = TimerHeap<Timer>()
+    let readBuffer: UnsafeMutableRawBufferPointer
+
+    /// Creates the epoll instance and starts the loop's thread; returns once it runs.
+    public init(name: String) throws {
+        _ = Self.sigpipeIgnored
+        self.name = name
+        let ep = clinux_epoll_create()
+        guard ep >= 0 else { throw SocketError.fromErrno(errno, "epoll_create for loop \(name)") }
+        let ev = clinux_eventfd()
+        guard ev >= 0 else {
+            let e = errno
+            Glibc.close(ep)
+            throw SocketError.fromErrno(e, "eventfd for loop \(name)")
+        }
+        guard clinux_epoll_ctl(ep, CLINUX_EPOLL_CTL_ADD, ev, CLINUX_EPOLLIN, 0) == 0 else {
+            let e = errno
+            Glibc.close(ev); Glibc.close(ep)
+            throw SocketError.fromErrno(e, "epoll_ctl for loop \(name)")
+        }
+        epfd = ep
+        wakeFD = ev
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+
+        let started = DispatchSemaphore(value: 0)
+        let body = Unmanaged.passRetained(ThreadBody { [self] in
+            self.run(started: started)
+        })
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let body = Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue()
+            body.run()
+            return nil
+        }, body.toOpaque())
+        guard rc == 0 else {
+            body.release()
+            throw SocketError.fromErrno(rc, "starting the thread of loop \(name)")
+        }
+        thread.withLock { $0 = tid }
+        started.wait()
+    }
+
+    deinit {
+        Glibc.close(wakeFD)
+        Glibc.close(epfd)
+        readBuffer.deallocate()
+    }
+
+    /// True on the loop's own thread, where loop-confined objects may be touched directly.
+    public var inEventLoop: Bool {
+        threadID.load(ordering: .acquiring) == pthread_self()
+    }
+
+    /// Runs `work` on the loop thread, soon, in submission order. Safe from any thread.
+    ///
+    /// When more than `queueCapacity` jobs wait, callers from non-loop threads wait for room
+    /// (backpressure); loop threads never wait, so two loops can't deadlock on each other.
+    /// After `shutdown` the job is dropped without running.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        submit(work)
+    }
+
+    private enum SubmitOutcome { case queued, wake, full, rejected }
+
+    /// `execute` that tells whether the job was accepted (false once the loop has shut down),
+    /// so owners of fds can close them instead of leaking them.
+    @discardableResult
+    func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+        while true {
+            let outcome: SubmitOutcome = queue.withLock { q in
+                if q.closed { return .rejected }
+                if q.jobs.count >= Self.queueCapacity && !Self.isLoopThread() { return .full }
+                q.jobs.append(work)
+                if q.wakePending { return .queued }
+                q.wakePending = true
+                return .wake
+            }
+            switch outcome {
+            case .queued: return true
+            case .wake: _ = clinux_eventfd_signal(wakeFD); return true
+            case .rejected: return false
+            case .full: usleep(100)
+            }
+        }
+    }
+
+    private static func isLoopThread() -> Bool {
+        let me = pthread_self()
+        return loopThreads.withLock { $0.contains(me) }
+    }
+
+    /// Runs `work` on the loop after `delay`. Loop thread only; the returned timer's
+    /// `cancel()` is O(1) (a flag; the heap drops the entry when it comes due).
+    @discardableResult
+    public func schedule(after delay: Duration, _ work: @escaping () -> Void) -> Timer {
+        precondition(inEventLoop, "EventLoop.schedule must be called on the loop thread")
+        let timer = Timer(work)
+        timers.insert(timer, deadline: .now + max(delay, .zero))
+        return timer
+    }
+
+    /// Stops the loop and joins its thread. Jobs already queued run first; then every open
+    /// socket is closed (streams see `streamDidClose` with `.loopShutDown`), pending timers
+    /// are dropped, and later `execute` calls are dropped. Called on the loop itself it
+    /// only requests the stop (a thread cannot join itself). Safe to call twice.
+    public func shutdown() {
+        let wake = queue.withLock { q -> Bool in
+            q.stopping = true
+            if q.wakePending { return false }
+            q.wakePending = true
+            return true
+        }
+        if wake { _ = clinux_eventfd_signal(wakeFD) }
+        if inEventLoop { return }
+        thread.withLock { tid in
+            if let t = tid {
+                pthread_join(t, nil)
+                tid = nil
+            }
+        }
+    }
+
+    /// A callback scheduled on the loop; cancel it before it fires and it never runs.
+    /// Confined to the loop thread.
+    public final class Timer {
+        fileprivate var work: (() -> Void)?
+        public private(set) var isCancelled = false
+
+        fileprivate init(_ work: @escaping () -> Void) { self.work = work }
+
+        /// Prevents the callback from running and releases what it captured.
+        public func cancel() {
+            isCancelled = true
+            work = nil
+        }
+
+        fileprivate func fire() {
+            guard !isCancelled, let w = work else { return }
+            work = nil
+            w()
+        }
+    }
+
+    // MARK: - Registration (loop thread)
+
+    /// Keeps `object` alive and reachable from epoll events until `untrack`.
+    func track(_ object: LoopRegistered) -> UInt64 {
+        let id = nextRegistrationID
+        nextRegistrationID += 1
+        registrations[id] = object
+        return id
+    }
+
+    func untrack(_ id: UInt64) { registrations[id] = nil }
+
+    /// Number of live registrations, for leak checks in tests.
+    var registrationCount: Int { registrations.count }
+
+    /// Adds `fd` to epoll; returns 0 or the errno.
+    func watch(fd: Int32, id: UInt64, events: UInt32) -> Int32 {
+        clinux_epoll_ctl(epfd, CLINUX_EPOLL_CTL_ADD, fd, events, id) == 0 ? 0 : errno
+    }
+
+    /// Changes the interest set (and possibly the id) of a watched fd; returns 0 or the errno.
+    func rewatch(fd: Int32, id: UInt64, events: UInt32) -> Int32 {
+        clinux_epoll_ctl(epfd, CLINUX_EPOLL_CTL_MOD, fd, events, id) == 0 ? 0 : errno
+    }
+
+    func unwatch(fd: Int32) {
+        _ = clinux_epoll_ctl(epfd, CLINUX_EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    // MARK: - The loop
+
+    private func run(started: DispatchSemaphore) {
+        let me = pthread_self()
+        threadID.store(me, ordering: .releasing)
+        Self.loopThreads.withLock { _ = $0.insert(me) }
+        clinux_set_thread_name(name)
+        started.signal()
+
+        let maxEvents: Int32 = 256
+        let events = UnsafeMutablePointer<clinux_epoll_event>.allocate(capacity: Int(maxEvents))
+        defer { events.deallocate() }
+        while true {
+            let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds())
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let ev = events[i]
+                    if ev.data == 0 {
+                        _ = clinux_eventfd_drain(wakeFD)
+                    } else if let target = registrations[ev.data] {
+                        target.handleEvents(ev.events)
+                    }
+                }
+            }
+            fireDueTimers()
+            if runQueuedJobs() { break }
+        }
+        closeEverything()
+        Self.loopThreads.withLock { _ = $0.remove(me) }
+        threadID.store(0, ordering: .releasing)
+    }
+
+    /// Milliseconds until the nearest timer, rounded up so a timer never spins the loop;
+    /// -1 (sleep until an event) when no timer is pending.
+    private func timeoutMilliseconds() -> Int32 {
+        guard let deadline = timers.nearestDeadline else { return -1 }
+        let remaining = deadline - .now
+        if remaining <= .zero { return 0 }
+        let (seconds, attoseconds) = remaining.components
+        let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(min(ms, Int64(Int32.max)))
+    }
+
+    private func fireDueTimers() {
+        guard !timers.isEmpty else { return }
+        let now = ContinuousClock.now
+        while let timer = timers.popDue(now: now) {
+            timer.fire()
+        }
+    }
+
+    /// Runs the queued batch; returns true when the loop was asked to stop.
+    private func runQueuedJobs() -> Bool {
+        let (batch, stopping) = queue.withLock { q in
+            let b = q.jobs
+            q.jobs = []
+            q.wakePending = false
+            return (b, q.stopping)
+        }
+        for job in batch { job() }
+        return stopping
+    }
+
+    /// Shutdown: run what was queued, close every registration, repeat until nothing is
+    /// left, then refuse further jobs. Bounded so a job that re-queues itself can't hang it.
+    private func closeEverything() {
+        for round in 0..<1000 {
+            let batch = queue.withLock { q in
+                let b = q.jobs
+                q.jobs = []
+                if b.isEmpty || round == 999 { q.closed = true }
+                return b
+            }
+            for job in batch { job() }
+            let open = Array(registrations.values)
+            for object in open { object.closeForShutdown() }
+            registrations.removeAll()
+            if batch.isEmpty { break }
+        }
+        queue.withLock { $0.closed = true; $0.jobs = [] }
+        timers.removeAll()
+    }
+}
+
+/// Carries the thread's closure through pthread_create's single pointer argument.
+private final class ThreadBody {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
+}
+
+/// Moves a loop-confined value through a `@Sendable` closure that runs on that same loop.
+/// `@unchecked Sendable` is sound only because the value is touched on its loop alone.
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -1,1 +1,180 @@
-print("apns-mock: not built yet")
+// apns-mock: the APNs emulator as a process, for the demo and manual tests of apns-relay.
+import Foundation
+import Dispatch
+import OpenSSLSupport
+import MockAPNs
+
+let usage = """
+    usage: apns-mock [options]
+
+    An APNs emulator over TLS + HTTP/2 that checks Apple's rules with its own code.
+
+      --port N            port to listen on (default 2197; 0 picks a free one)
+      --host H            address to bind (default 127.0.0.1)
+      --topic T           a base topic the key may push to (repeatable; default com.example.app)
+      --team-id ID        the team id tokens must carry as iss (default TEAM123456)
+      --key-id ID         the key id tokens must carry as kid (default KEYID12345)
+      --public-key FILE   the ES256 public key (PEM) that checks tokens; without it a key pair is
+                          generated and the private key PEM is written to a temp file for apns-relay
+      --max-streams N     MAX_CONCURRENT_STREAMS after the first authenticated push (default 1000)
+      --sandbox           act as the development environment (answers carry apns-unique-id)
+      --drop-to-one       advertise 1 stream after any rejection, until the next success
+      --goaway-after N    send GOAWAY {"reason":"Shutdown"} after the Nth request on each connection
+      --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
+      --log               one line per request on stdout: status, reason, path, topic
+      --help              this text
+
+    Device tokens starting with dead, 0ee0, 0bad, d7f7, 4290, 5000, 5030, 5031, de1a, 0ff0, 7e5e
+    get Apple's failures (410 Unregistered, ... never answered, REFUSED_STREAM); see MockFaults.
+    """
+
+/// Stops start-up with one line that says what to fix.
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("apns-mock: \(message)\n".utf8))
+    exit(2)
+}
+
+struct Options {
+    var port = 2197
+    var host = "127.0.0.1"
+    var topics: [String] = []
+    var teamID = "TEAM123456"
+    var keyID = "KEYID12345"
+    var publicKeyFile: String?
+    var maxStreams: UInt32 = 1000
+    var sandbox = false
+    var dropToOne = false
+    var goAwayAfter: Int?
+    var caOut: String?
+    var log = false
+}
+
+func parse(_ arguments: [String]) -> Options {
+    var options = Options()
+    var rest = arguments[...]
+    func value(_ flag: String) -> String {
+        guard let v = rest.popFirst() else { fail("\(flag) needs a value (see --help)") }
+        return v
+    }
+    func number(_ flag: String, _ range: ClosedRange<Int>) -> Int {
+        let text = value(flag)
+        guard let n = Int(text), range.contains(n) else {
+            fail("\(flag) must be a whole number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
+        }
+        return n
+    }
+    while let flag = rest.popFirst() {
+        switch flag {
+        case "--help", "-h":
+            print(usage)
+            exit(0)
+        case "--port": options.port = number(flag, 0...65535)
+        case "--host": options.host = value(flag)
+        case "--topic": options.topics.append(value(flag))
+        case "--team-id": options.teamID = value(flag)
+        case "--key-id": options.keyID = value(flag)
+        case "--public-key": options.publicKeyFile = value(flag)
+        case "--max-streams": options.maxStreams = UInt32(number(flag, 1...1_000_000))
+        case "--sandbox": options.sandbox = true
+        case "--drop-to-one": options.dropToOne = true
+        case "--goaway-after": options.goAwayAfter = number(flag, 1...Int(Int32.max))
+        case "--ca-out": options.caOut = value(flag)
+        case "--log": options.log = true
+        default: fail("unknown option \(flag) (see --help)")
+        }
+    }
+    if options.topics.isEmpty { options.topics = ["com.example.app"] }
+    return options
+}
+
+/// A private directory for the files we write when no path was given.
+func tempDirectory() -> URL {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-\(getpid())")
+    do {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+    } catch {
+        fail("cannot create \(dir.path): \(error.localizedDescription)")
+    }
+    return dir
+}
+
+func write(_ text: String, to path: String, what: String, permissions: Int = 0o644) {
+    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8),
+                                         attributes: [.posixPermissions: permissions]) else {
+        fail("cannot write the \(what) to \(path): check the directory exists and is writable")
+    }
+}
+
+let options = parse(Array(CommandLine.arguments.dropFirst()))
+
+let publicKey: ES256PublicKey
+var privateKeyPath: String?
+if let file = options.publicKeyFile {
+    guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
+        fail("--public-key: cannot read \(file)")
+    }
+    do {
+        publicKey = try ES256PublicKey(pem: pem)
+    } catch {
+        fail("--public-key \(file): \(error)")
+    }
+} else {
+    do {
+        let key = try ES256PrivateKey.generate()
+        let path = tempDirectory().appendingPathComponent("AuthKey_\(options.keyID).p8").path
+        write(key.pemPKCS8, to: path, what: "generated private key", permissions: 0o600)
+        privateKeyPath = path
+        publicKey = key.publicKey
+    } catch {
+        fail("cannot generate a key pair: \(error)")
+    }
+}
+
+var faults = MockFaults.standard
+faults.goAwayAfterRequests = options.goAwayAfter
+let configuration = MockAPNsConfiguration(
+    topics: options.topics,
+    teamID: options.teamID,
+    keys: [options.keyID: .es256(publicKey)],
+    maxConcurrentStreams: options.maxStreams,
+    dropToOneAfterRejection: options.dropToOne,
+    sandbox: options.sandbox,
+    faults: faults
+)
+
+/// One line per request, for watching a relay talk to "Apple".
+@Sendable func logLine(_ record: MockRecord) {
+    let status = record.status.map { String($0) } ?? "-"
+    let line = "\(status) \(record.reason ?? "-") \(record.path) \(record.header("apns-topic") ?? "-")\n"
+    FileHandle.standardOutput.write(Data(line.utf8))
+}
+
+let server: MockAPNsServer
+do {
+    server = try MockAPNsServer.start(configuration: configuration, host: options.host, port: options.port,
+                                      loopCount: 1, onRecord: options.log ? logLine : nil)
+} catch {
+    fail("cannot listen on \(options.host):\(options.port): \(error)")
+}
+
+let caPath = options.caOut ?? tempDirectory().appendingPathComponent("ca.pem").path
+write(server.caPEM, to: caPath, what: "CA certificate")
+
+var banner = "apns-mock listening on \(options.host):\(server.port) ca=\(caPath) team=\(options.teamID) key=\(options.keyID)"
+if let privateKeyPath { banner += " private-key=\(privateKeyPath)" }
+FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+
+// SIGINT/SIGTERM through dispatch sources, so the handler may do real work (stop the server).
+var signalSources: [DispatchSourceSignal] = []
+for sig in [SIGINT, SIGTERM] {
+    signal(sig, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    source.setEventHandler {
+        server.stop()
+        exit(0)
+    }
+    source.resume()
+    signalSources.append(source)
+}
+dispatchMain()

@@ -1,2 +1,351 @@
+import Dispatch
+import Foundation
+import Synchronization
 import Testing
 @testable import EventLoop
+
+// Serialized: the fd-leak test counts the process's sockets, and 2 shared cores run the rest.
+@Suite("EventLoop", .serialized)
+struct EventLoopTests {
+    @Test("execute from many threads runs every job exactly once")
+    func executeExactlyOnce() async throws {
+        let loop = try EventLoop(name: "exec-test")
+        defer { loop.shutdown() }
+        let threads = 8, perThread = 10_000  // 80k jobs: more than the queue bound
+        let counts = Mutex([Int](repeating: 0, count: threads * perThread))
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            for i in 0..<perThread {
+                loop.execute { counts.withLock { $0[t * perThread + i] += 1 } }
+            }
+        }
+        let done = Waiter<Bool>()
+        loop.execute { done.fulfill(true) }
+        #expect(await done.value() == true)
+        let all = counts.withLock { $0 }
+        #expect(all.allSatisfy { $0 == 1 })
+    }
+
+    @Test("timers fire in deadline order and cancelled ones never fire")
+    func timersFireInOrder() async throws {
+        let loop = try EventLoop(name: "timer-test")
+        defer { loop.shutdown() }
+        let done = Waiter<[Int]>()
+        loop.execute {
+            let fired = LoopBound(Box<[Int]>([]))
+            for ms in [30, 10, 20, 5] {
+                loop.schedule(after: .milliseconds(ms)) { fired.value.value.append(ms) }
+            }
+            let cancelled = loop.schedule(after: .milliseconds(15)) { fired.value.value.append(15) }
+            let cancelledLater = loop.schedule(after: .milliseconds(40)) { fired.value.value.append(40) }
+            cancelled.cancel()
+            loop.schedule(after: .milliseconds(12)) { cancelledLater.cancel() }
+            loop.schedule(after: .milliseconds(60)) { done.fulfill(fired.value.value) }
+        }
+        #expect(await done.value() == [5, 10, 20, 30])
+    }
+
+    @Test("the timer heap pops due deadlines in order, ties in scheduling order")
+    func timerHeapOrder() {
+        var heap = TimerHeap<String>()
+        let base = ContinuousClock.now
+        heap.insert("c", deadline: base + .seconds(3))
+        heap.insert("a", deadline: base + .seconds(1))
+        heap.insert("b", deadline: base + .seconds(2))
+        heap.insert("a2", deadline: base + .seconds(1))
+        heap.insert("d", deadline: base + .seconds(9))
+        #expect(heap.popDue(now: base) == nil)
+        #expect(heap.nearestDeadline == base + .seconds(1))
+        var popped: [String] = []
+        while let e = heap.popDue(now: base + .seconds(3)) { popped.append(e) }
+        #expect(popped == ["a", "a2", "b", "c"])
+        #expect(heap.count == 1)
+    }
+
+    @Test("an echo server on 127.0.0.1 echoes 64 KiB to each of 200 concurrent clients")
+    func echo200Clients() async throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = EchoHandler()
+        }
+        defer { listener.close() }
+        let clients = 200, size = 64 * 1024
+        let tally = Mutex((ok: 0, bad: [String]()))
+        let done = Waiter<Bool>()
+        @Sendable func report(_ problem: String?) {
+            let finished = tally.withLock { t -> Bool in
+                if let p = problem { t.bad.append(p) } else { t.ok += 1 }
+                return t.ok + t.bad.count == clients
+            }
+            if finished { done.fulfill(true) }
+        }
+        for i in 0..<clients {
+            connect(to: listener.localPort, on: group.next()) { result in
+                switch result {
+                case .failure(let e): report("client \(i): \(e)")
+                case .success(let stream):
+                    let payload = pattern(size, seed: i)
+                    stream.handler = Collector(expected: size, onComplete: { c in
+                        report(c.received == payload ? nil : "client \(i): echo differs")
+                        stream.close()
+                    }, onClose: { c in
+                        if c.received.count < size { report("client \(i): closed early \(String(describing: c.closeError))") }
+                    })
+                    stream.write(payload)
+                }
+            }
+        }
+        #expect(await done.value(timeout: 15) == true)
+        let t = tally.withLock { $0 }
+        #expect(t.ok == clients)
+        #expect(t.bad.isEmpty, "\(t.bad.prefix(3))")
+    }
+
+    @Test("8 MiB written to a slow reader arrive intact and the writer sees the drain")
+    func largeWriteToSlowReader() async throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdown() }
+        let size = 8 * 1024 * 1024
+        let drained = Waiter<Int>()  // pending bytes seen right after write
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            let pendingAfterWrite = LoopBound(Box(0))
+            let writer = Collector()
+            stream.handler = DrainNotifier(inner: writer) { drained.fulfill(pendingAfterWrite.value.value) }
+            stream.write(pattern(size))
+            pendingAfterWrite.value.value = stream.pendingWriteBytes
+        }
+        defer { listener.close() }
+        let received = Waiter<Bool>()
+        connect(to: listener.localPort, on: group.loops[1]) { result in
+            guard case .success(let stream) = result else { received.fulfill(false); return }
+            let expected = pattern(size)
+            let reader = SlowReader(expected: expected) { ok in received.fulfill(ok); stream.close() }
+            stream.handler = reader
+        }
+        #expect(await received.value(timeout: 15) == true)
+        let pending = await drained.value()
+        #expect(pending != nil)
+        #expect((pending ?? 0) > 0, "the write should have been buffered, so the drain is meaningful")
+    }
+
+    @Test("a peer's close reaches streamDidClose exactly once with no error")
+    func peerCloseOnce() async throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdown() }
+        let serverClosed = Waiter<Bool>()
+        let serverSeen = Mutex((count: 0, errorIsNil: false, received: [UInt8]()))
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = Collector(onClose: { c in
+                serverSeen.withLock { $0.count += 1; $0.errorIsNil = c.closeError == nil; $0.received = c.received }
+                serverClosed.fulfill(true)
+            })
+        }
+        defer { listener.close() }
+        let clientClosed = Waiter<(Int, Bool)>()
+        connect(to: listener.localPort, on: group.loops[0]) { result in
+            guard case .success(let stream) = result else { clientClosed.fulfill((0, false)); return }
+            let c = Collector()
+            stream.handler = c
+            stream.write(Array("bye".utf8))
+            stream.close()
+            stream.close()  // a second close is harmless
+            clientClosed.fulfill((c.closeCount, c.closeError == nil))
+        }
+        let local = await clientClosed.value()
+        #expect(local?.0 == 1)
+        #expect(local?.1 == true)
+        #expect(await serverClosed.value() == true)
+        // Give a spurious second close a chance to show up before counting.
+        for loop in group.loops {
+            let w = Waiter<Bool>()
+            loop.execute { loop.schedule(after: .milliseconds(20)) { w.fulfill(true) } }
+            _ = await w.value()
+        }
+        let seen = serverSeen.withLock { $0 }
+        #expect(seen.count == 1)
+        #expect(seen.errorIsNil)
+        #expect(seen.received == Array("bye".utf8))
+    }
+
+    @Test("connecting to a closed port fails promptly with connection refused")
+    func connectRefused() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { _ in }
+        let port = listener.localPort
+        listener.close()
+        let outcome = Waiter<SocketError?>()
+        connect(to: port, on: group.loops[0]) { result in
+            switch result {
+            case .success(let stream): stream.close(); outcome.fulfill(nil)
+            case .failure(let e): outcome.fulfill(e)
+            }
+        }
+        let error = try #require(await outcome.value())
+        #expect(error?.code == .connectionRefused)
+        #expect(error?.description.contains("connection refused") == true)
+    }
+
+    @Test("an IPv6 listener on :: accepts a client on ::1")
+    func ipv6Echo() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "::", port: 0, group: group) { $0.handler = EchoHandler() }
+        defer { listener.close() }
+        let echoed = Waiter<(String, [UInt8])>()
+        connect(to: listener.localPort, host: "::1", on: group.loops[0]) { result in
+            guard case .success(let stream) = result else { echoed.fulfill(("", [])); return }
+            let peer = stream.peerAddress?.description ?? ""
+            stream.handler = Collector(expected: 5, onComplete: { c in echoed.fulfill((peer, c.received)); stream.close() })
+            stream.write(Array("hello".utf8))
+        }
+        let result = await echoed.value()
+        #expect(result?.0 == "[::1]:\(listener.localPort)")
+        #expect(result?.1 == Array("hello".utf8))
+    }
+
+    @Test("closeAfterFlush delivers every buffered byte, then closes")
+    func closeAfterFlush() async throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdown() }
+        let size = 1024 * 1024
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = EchoHandler()
+            stream.write(pattern(size, seed: 3))
+            stream.closeAfterFlush()
+            stream.write([1, 2, 3])  // ignored after closeAfterFlush
+        }
+        defer { listener.close() }
+        let result = Waiter<(Bool, Bool)>()
+        connect(to: listener.localPort, on: group.loops[1]) { r in
+            guard case .success(let stream) = r else { result.fulfill((false, false)); return }
+            stream.handler = Collector(onClose: { c in
+                result.fulfill((c.received == pattern(size, seed: 3), c.closeError == nil))
+            })
+        }
+        let r = await result.value()
+        #expect(r?.0 == true)
+        #expect(r?.1 == true)
+    }
+
+    @Test("500 connect/close cycles leave no socket fd and no loop registration behind")
+    func noFdLeak() async throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdown() }
+        let cycles = 500
+        let serverCloses = Mutex(0)
+        let serverDone = Waiter<Bool>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = Collector(onClose: { _ in
+                if serverCloses.withLock({ $0 += 1; return $0 }) == cycles { serverDone.fulfill(true) }
+            })
+        }
+        defer { listener.close() }
+        let before = openSocketCount()
+        let clientDone = Waiter<Int>()
+        // Ten chains of 50 sequential cycles each.
+        let failures = Mutex(0)
+        let finishedChains = Mutex(0)
+        @Sendable func cycle(_ remaining: Int, on loop: EventLoop) {
+            if remaining == 0 {
+                if finishedChains.withLock({ $0 += 1; return $0 }) == 10 { clientDone.fulfill(failures.withLock { $0 }) }
+                return
+            }
+            connect(to: listener.localPort, on: loop) { result in
+                switch result {
+                case .success(let stream): stream.close()
+                case .failure: failures.withLock { $0 += 1 }
+                }
+                cycle(remaining - 1, on: loop)
+            }
+        }
+        for i in 0..<10 { cycle(cycles / 10, on: group.loops[i % 2]) }
+        #expect(await clientDone.value(timeout: 15) == 0)
+        #expect(await serverDone.value(timeout: 15) == true)
+        #expect(openSocketCount() == before)
+        var registrations = 0
+        for loop in group.loops {
+            let w = Waiter<Int>()
+            loop.execute { w.fulfill(loop.registrationCount) }
+            registrations += await w.value() ?? -1
+        }
+        #expect(registrations == 1, "only the listener stays registered")
+        listener.close()
+        #expect(openSocketCount() == before - 1)
+    }
+
+    @Test("shutdown runs queued work, closes open streams and joins the thread")
+    func shutdownJoins() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { $0.handler = EchoHandler() }
+        defer { listener.close() }
+        let loop = try EventLoop(name: "el-joincheck")
+        #expect(threadNames().contains("el-joincheck"))
+        let connected = Waiter<Bool>()
+        let closeCode = Mutex<SocketError.Code?>(nil)
+        connect(to: listener.localPort, on: loop) { result in
+            guard case .success(let stream) = result else { connected.fulfill(false); return }
+            stream.handler = Collector(onClose: { c in closeCode.withLock { $0 = c.closeError?.code } })
+            connected.fulfill(true)
+        }
+        #expect(await connected.value() == true)
+        let ran = Atomic(false)
+        loop.execute { usleep(20_000); ran.store(true, ordering: .relaxed) }
+        loop.shutdown()
+        let didRun = ran.load(ordering: .relaxed)
+        #expect(didRun)
+        #expect(closeCode.withLock { $0 } == .loopShutDown)
+        #expect(!threadNames().contains("el-joincheck"))
+        let accepted = loop.submit {}
+        #expect(!accepted, "work after shutdown is refused")
+        loop.shutdown()  // twice is harmless
+    }
+}
+
+/// Names of this process's threads.
+func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// A mutable cell for loop-confined closures.
+final class Box<T> {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Forwards to `inner` and reports the first drain.
+final class DrainNotifier: TCPStreamHandler {
+    let inner: TCPStreamHandler
+    let onDrain: () -> Void
+    init(inner: TCPStreamHandler, onDrain: @escaping () -> Void) { self.inner = inner; self.onDrain = onDrain }
+    func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) { inner.streamDidRead(stream, bytes) }
+    func streamDidDrainWrites(_ stream: TCPStream) { onDrain() }
+    func streamDidClose(_ stream: TCPStream, error: SocketError?) { inner.streamDidClose(stream, error: error) }
+}
+
+/// Reads one buffer, pauses, and resumes 1 ms later: a reader slower than the writer.
+final class SlowReader: TCPStreamHandler {
+    let expected: [UInt8]
+    var offset = 0
+    var intact = true
+    let done: (Bool) -> Void
+    init(expected: [UInt8], done: @escaping (Bool) -> Void) { self.expected = expected; self.done = done }
+    func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
+        if offset + bytes.count > expected.count {
+            intact = false
+        } else if expected.withUnsafeBytes({ memcmp($0.baseAddress! + offset, bytes.baseAddress!, bytes.count) }) != 0 {
+            intact = false
+        }
+        offset += bytes.count
+        if offset >= expected.count { done(intact && offset == expected.count); return }
+        stream.pauseReading()
+        stream.loop.schedule(after: .milliseconds(1)) { stream.resumeReading() }
+    }
+    func streamDidDrainWrites(_ stream: TCPStream) {}
+    func streamDidClose(_ stream: TCPStream, error: SocketError?) {
+        if offset < expected.count { done(false) }
+    }
+}

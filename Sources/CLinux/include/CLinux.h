@@ -2,6 +2,7 @@
 #define CLINUX_H
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 /* An unpacked copy of struct epoll_event (the kernel's is packed on x86_64). */
 typedef struct {
@@ -16,6 +17,18 @@ int clinux_eventfd(void);
 int clinux_eventfd_signal(int fd);
 int clinux_eventfd_drain(int fd);
 int clinux_accept4(int fd, struct sockaddr *addr, socklen_t *len);
+
+/* A non-blocking, close-on-exec TCP socket of the given family (AF_INET / AF_INET6). */
+int clinux_socket(int family);
+int clinux_set_nodelay(int fd);
+int clinux_set_reuseaddr(int fd);
+/* SO_ERROR of the socket (0 when none); errno when getsockopt itself fails. */
+int clinux_socket_error(int fd);
+/* send() with MSG_NOSIGNAL so a closed peer yields EPIPE, never SIGPIPE. */
+ssize_t clinux_send(int fd, const void *buf, size_t len);
+void clinux_ignore_sigpipe(void);
+/* Names the calling thread (truncated to 15 bytes) so loops show up in top/gdb. */
+void clinux_set_thread_name(const char *name);
 
 extern const uint32_t CLINUX_EPOLLIN;
 extern const uint32_t CLINUX_EPOLLOUT;

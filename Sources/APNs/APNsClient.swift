@@ -1,0 +1,143 @@
+import Foundation
+import Synchronization
+import EventLoop
+
+/// Sends pushes to Apple over a small pool of long-lived HTTP/2 connections per environment.
+///
+/// Every push ends exactly once: Apple's answer, or an `APNsError` saying why there was none
+/// (`timeout` at the push deadline, `overloaded` when the bounded queue is full, `unavailable`
+/// after bounded retries, `shuttingDown`). Retryable failures (500/503/`Shutdown`, refused
+/// streams, GOAWAY, lost connections) are retried on another connection; a stream whose
+/// connection died may already have reached Apple, and is retried anyway, because a duplicate
+/// notification beats a lost one.
+public final class APNsClient: APNsSending, Sendable {
+    public let configuration: APNsClientConfiguration
+    private let production: APNsPool
+    private let loops: [EventLoop]
+    private let observer: (any APNsClientObserver)?
+    private let unixTime: @Sendable () -> Int64
+    /// The sandbox pool is made on the first sandbox push: most relays never need it.
+    private let sandbox = Mutex<SandboxState>(SandboxState())
+
+    private struct SandboxState {
+        var pool: APNsPool?
+        var shutDown = false
+    }
+
+    /// Opens the production connections at once (so `isReady` soon turns true).
+    ///
+    /// - Parameters:
+    ///   - group: the loops the connections live on; connection i goes to loop i % count.
+    ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
+    /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
+    public init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
+                unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+        _ = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: unixTime(),
+                              signer: configuration.signer)
+        self.configuration = configuration
+        self.loops = group.loops
+        self.observer = observer
+        self.unixTime = unixTime
+        self.production = APNsPool(environment: .production, endpoint: configuration.production,
+                                   configuration: configuration, loops: group.loops, observer: observer, unixTime: unixTime)
+        production.start()
+    }
+
+    private func pool(for environment: APNsEnvironment) -> APNsPool? {
+        if environment == .production { return production }
+        return sandbox.withLock { state -> APNsPool? in
+            if let pool = state.pool { return pool }
+            if state.shutDown { return nil }
+            let pool = APNsPool(environment: .sandbox, endpoint: configuration.sandbox, configuration: configuration,
+                                loops: loops, observer: observer, unixTime: unixTime)
+            pool.start()
+            state.pool = pool
+            return pool
+        }
+    }
+
+    /// The hot-path form: no Task, the completion runs once on an event-loop thread (or the
+    /// caller's, for an immediate refusal); keep it short.
+    public func send(_ notification: APNsNotification, environment: APNsEnvironment,
+                     completion: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
+        guard let pool = pool(for: environment) else {
+            completion(.failure(APNsError(code: .shuttingDown, message: "the APNs client is shut down; send the push to another instance")))
+            return
+        }
+        pool.send(notification, completion: completion)
+    }
+
+    public func send(_ notification: APNsNotification, environment: APNsEnvironment = .production) async -> Result<APNsResponse, APNsError> {
+        await withCheckedContinuation { continuation in
+            send(notification, environment: environment) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Sends one payload to many devices, a bounded number at a time so the queue never overflows.
+    /// Pushes that got no answer from Apple count as failed and have no entry in `results`.
+    public func sendMany(payload: APNsPayload, topic: String, pushType: APNsPushType? = nil, priority: Int? = nil,
+                         to tokens: [DeviceToken], environment: APNsEnvironment = .production) async -> SendManyResult {
+        let window = max(1, min(configuration.queueCapacity / 2, 500))
+        var responses: [Int: APNsResponse] = [:]
+        var failed = 0
+        await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                let token = tokens[index]
+                group.addTask {
+                    do throws(APNsError) {
+                        let notification = try APNsNotification(token: token, topic: topic, payload: payload,
+                                                                 pushType: pushType, priority: priority)
+                        return (index, await self.send(notification, environment: environment))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            while next < tokens.count && next < window { add() }
+            for await (index, result) in group {
+                switch result {
+                case .success(let response): responses[index] = response
+                case .failure: failed += 1
+                }
+                if next < tokens.count { add() }
+            }
+        }
+        var results: [APNsResponse] = []
+        var remove: [String] = []
+        for index in tokens.indices {
+            guard let response = responses[index] else { continue }
+            results.append(response)
+            if response.removeToken { remove.append(tokens[index].hex) }
+            if !response.ok { failed += 1 }
+        }
+        return SendManyResult(sent: results.count(where: { $0.ok }), failed: failed, remove: remove, results: results)
+    }
+
+    /// True when a production connection can take a push now (the relay's readiness probe).
+    public var isReady: Bool { production.isReady }
+
+    /// Production and sandbox together: ready connections, pushes on the wire, pushes waiting.
+    public func connectionStats() -> (open: Int, inFlight: Int, queued: Int) {
+        var total = production.stats
+        if let sandboxPool = sandbox.withLock({ $0.pool }) {
+            let more = sandboxPool.stats
+            total = (total.open + more.open, total.inFlight + more.inFlight, total.queued + more.queued)
+        }
+        return total
+    }
+
+    /// Stops taking pushes and fails the queued ones (`shuttingDown`); pushes already sent get
+    /// their answer or their deadline; then every connection is closed. The group stays running.
+    public func shutdown() async {
+        let sandboxPool = sandbox.withLock { state -> APNsPool? in
+            state.shutDown = true
+            return state.pool
+        }
+        async let sandboxDone: Void = { if let sandboxPool { await sandboxPool.shutdown() } }()
+        await production.shutdown()
+        await sandboxDone
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import OpenSSLSupport
+
+/// Lets the OpenSSL key sign provider tokens directly; the model only knows the protocol.
+extension ES256PrivateKey: ProviderTokenSigner {}
+
+/// Which of Apple's two services a push goes to: a development build's token only works on sandbox.
+public struct APNsEnvironment: Sendable, Hashable, CustomStringConvertible {
+    let raw: String
+    public static let production = APNsEnvironment(raw: "production")
+    public static let sandbox = APNsEnvironment(raw: "sandbox")
+    public var description: String { raw }
+}
+
+/// Where a pool connects. Custom hosts point the client at the emulator in tests and the demo.
+public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    /// The name the certificate must carry (and SNI); nil means `host`.
+    public var serverName: String?
+
+    public init(host: String, port: Int = 443, serverName: String? = nil) {
+        self.host = host
+        self.port = port
+        self.serverName = serverName
+    }
+
+    public static let production = APNsEndpoint(host: "api.push.apple.com")
+    public static let sandbox = APNsEndpoint(host: "api.sandbox.push.apple.com")
+
+    /// Reads `host`, `host:port` or `[v6]:port` (APNS_HOST style); nil when the port is not a number.
+    public static func parse(_ text: String) -> APNsEndpoint? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return nil }
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.isEmpty { return APNsEndpoint(host: host) }
+            guard rest.hasPrefix(":"), let port = Int(rest.dropFirst()), (1...65535).contains(port) else { return nil }
+            return APNsEndpoint(host: host, port: port)
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count == 1 { return APNsEndpoint(host: text) }
+        guard parts.count == 2, let port = Int(parts[1]), (1...65535).contains(port), !parts[0].isEmpty else { return nil }
+        return APNsEndpoint(host: String(parts[0]), port: port)
+    }
+
+    public var description: String { "\(host):\(port)" }
+}
+
+/// Everything the client needs to reach Apple. The defaults follow Apple's guidance and the
+/// lessons in DESIGN.md §5; tests shrink the timings.
+public struct APNsClientConfiguration: Sendable {
+    public var keyID: String
+    public var teamID: String
+    /// Signs provider tokens; an `ES256PrivateKey` loaded from the `.p8` file in production.
+    public var signer: any ProviderTokenSigner
+    public var production: APNsEndpoint = .production
+    public var sandbox: APNsEndpoint = .sandbox
+    /// Client TLS with ALPN h2; keep the system store (never pin Apple's CA) plus any test CA.
+    public var tls: TLSContext
+    /// Connections per environment: Apple prefers a few long-lived ones to many short ones.
+    public var poolSize = 2
+    /// Pushes waiting for a free stream per environment; beyond it we answer `overloaded` at once.
+    public var queueCapacity = 1000
+    /// Below Mastodon's 10 s read timeout, so the relay can still answer 504 itself.
+    public var pushTimeout: Duration = .seconds(8)
+    public var connectTimeout: Duration = .seconds(10)
+    /// An idle connection is PINGed this often; NAT boxes and Apple drop silent ones.
+    public var idlePingInterval: Duration = .seconds(60)
+    /// No PING ACK within this time means the connection is dead: replace it.
+    public var pingTimeout: Duration = .seconds(5)
+    /// First reconnect delay; Apple treats rapid reconnects as an attack, so it doubles to `backoffMax`.
+    public var backoffBase: Duration = .seconds(1)
+    public var backoffMax: Duration = .seconds(60)
+    /// Extra attempts on another connection after 500/503/lost connections.
+    public var maxRetries = 2
+    /// How often the pool looks for expired queued pushes, stalled streams and due reconnects.
+    public var tickInterval: Duration = .seconds(1)
+    /// An unanswered stream this long past its deadline marks its connection as stalled.
+    public var stallGrace: Duration = .seconds(2)
+    public var tokenPolicy = ProviderTokenPolicy()
+
+    public init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.signer = signer
+        self.tls = tls
+    }
+
+    /// The common case: Apple's `.p8` key, the system trust store, plus an optional extra CA
+    /// (the emulator's) for tests and the demo.
+    public init(keyID: String, teamID: String, signingKey: ES256PrivateKey, extraCAFile: String? = nil,
+                extraCAPEM: String? = nil) throws {
+        let tls = try TLSContext.client(alpn: ["h2"], trustSystemStore: true, extraCAFile: extraCAFile, extraCAPEM: extraCAPEM)
+        self.init(keyID: keyID, teamID: teamID, signer: signingKey, tls: tls)
+    }
+}
+
+/// What the relay's metrics and logs hear about connections. Called on event-loop threads:
+/// keep it short and never block. Every method has an empty default.
+public protocol APNsClientObserver: Sendable {
+    func connectionOpened(environment: APNsEnvironment, connection: Int)
+    /// `error` is nil for a close we asked for (drained, shutdown).
+    func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?)
+    func connectFailed(environment: APNsEnvironment, error: String)
+    func tokenRenewed(environment: APNsEnvironment, connection: Int)
+    func reconnectScheduled(environment: APNsEnvironment, after delay: Duration)
+    /// A push is sent again (another connection, a fresh token); a duplicate may reach the device.
+    func pushRetried(environment: APNsEnvironment)
+}
+
+extension APNsClientObserver {
+    public func connectionOpened(environment: APNsEnvironment, connection: Int) {}
+    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) {}
+    public func connectFailed(environment: APNsEnvironment, error: String) {}
+    public func tokenRenewed(environment: APNsEnvironment, connection: Int) {}
+    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
+    public func pushRetried(environment: APNsEnvironment) {}
+}
+
+/// The seam the relay talks to Apple through, so its tests can inject a fake.
+public protocol APNsSending: Sendable {
+    /// Ends exactly once: Apple's answer (accepted or not), or why there was none.
+    func send(_ notification: APNsNotification, environment: APNsEnvironment) async -> Result<APNsResponse, APNsError>
+}

@@ -1,0 +1,214 @@
+import EventLoop
+import HTTP2
+import Transport
+
+/// One connection to Apple with its own provider token: carries out the pool's `.send`s and
+/// reports every stream's end, GOAWAY, limit change and close back as pool events.
+///
+/// `@unchecked Sendable` only so the pool can hand it to its loop: every mutable member is
+/// touched on `loop` alone (the pool reaches it through `loop.execute`).
+final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
+    let id: ConnectionID
+    let loop: EventLoop
+    private weak var pool: APNsPool?
+    private let environment: APNsEnvironment
+    private let configuration: APNsClientConfiguration
+    private let endpoint: APNsEndpoint
+    private let observer: (any APNsClientObserver)?
+    private let unixTime: @Sendable () -> Int64
+
+    private var h2: HTTP2ClientConnection?
+    /// The pool asked us to close; nothing we do afterwards matters to it.
+    private var closing = false
+    private var ended = false
+    private var token: ProviderToken?
+    private var streams: [Int32: (push: PushID, notification: APNsNotification)] = [:]
+    private var streamOf: [PushID: Int32] = [:]
+    private var deadlineTimers: [PushID: EventLoop.Timer] = [:]
+    private var lastActivity = ContinuousClock.now
+    private var pingTimer: EventLoop.Timer?
+    private var pingTimeoutTimer: EventLoop.Timer?
+
+    init(id: ConnectionID, loop: EventLoop, pool: APNsPool) {
+        self.id = id
+        self.loop = loop
+        self.pool = pool
+        self.environment = pool.environment
+        self.configuration = pool.configuration
+        self.endpoint = pool.endpoint
+        self.observer = pool.observer
+        self.unixTime = pool.unixTime
+    }
+
+    private var number: Int { Int(truncatingIfNeeded: id.value) }
+
+    // MARK: Pool's orders (on loop)
+
+    func connect() {
+        HTTP2ClientConnection.connect(
+            host: endpoint.host, port: endpoint.port, serverName: endpoint.serverName, tls: configuration.tls,
+            on: loop, timeout: configuration.connectTimeout, id: number, delegate: self
+        ) { [self] result in
+            switch result {
+            case .failure(let error):
+                ended = true
+                observer?.connectFailed(environment: environment, error: "\(error)")
+                pool?.handle(.connectionFailed(id))
+            case .success(let connection):
+                h2 = connection
+                if closing { connection.close(); return }
+                do {
+                    try renewTokenIfDue()
+                } catch {
+                    // The key was checked at start-up, so this is rare; the pool backs off and retries.
+                    connection.close(TransportError(.protocolError, "could not make a provider token: \(error)"))
+                    return
+                }
+                observer?.connectionOpened(environment: environment, connection: number)
+                pool?.handle(.connectionEstablished(id))
+                pool?.handle(.maxConcurrentStreamsChanged(id, Int(connection.remoteMaxConcurrentStreams)))
+                armPing()
+            }
+        }
+    }
+
+    func send(_ push: PushID, _ notification: APNsNotification, deadline: ContinuousClock.Instant) {
+        guard let h2, !h2.isClosed, !closing else {
+            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("the connection to APNs closed before the push went out"))))
+            return
+        }
+        do {
+            try renewTokenIfDue()
+        } catch {
+            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
+            return
+        }
+        let jwt = token?.jwt ?? ""
+        let headers = notification.headers(authorization: jwt).map { name, value in
+            // apns-id changes per push: indexing it would only evict authorization and the topic.
+            HTTP2Header(name: name, value: value, neverIndex: name == "apns-id")
+        }
+        let stream: Int32
+        do {
+            stream = try h2.submitRequest(path: notification.path, headers: headers, body: notification.payload)
+        } catch {
+            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
+            return
+        }
+        streams[stream] = (push, notification)
+        streamOf[push] = stream
+        lastActivity = .now
+        deadlineTimers[push] = loop.schedule(after: deadline - .now) { [weak self] in self?.deadlinePassed(push) }
+    }
+
+    func close() {
+        closing = true
+        cancelTimers()
+        h2?.close()
+    }
+
+    // MARK: Internals
+
+    /// One token per connection, made when it opens and replaced around 50 minutes; never
+    /// sooner than Apple's 20-minute limit (`TooManyProviderTokenUpdates`).
+    private func renewTokenIfDue() throws {
+        let now = unixTime()
+        if let token {
+            let policy = configuration.tokenPolicy
+            guard policy.needsRenewal(now: now, issuedAt: token.issuedAt),
+                  policy.mayRenew(now: now, lastIssuedAt: token.issuedAt) else { return }
+        }
+        let renewal = token != nil
+        token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: now,
+                                  signer: configuration.signer)
+        if renewal { observer?.tokenRenewed(environment: environment, connection: number) }
+    }
+
+    /// The caller hears `.timeout` now; the stream is reset so Apple's late answer cannot arrive.
+    private func deadlinePassed(_ push: PushID) {
+        deadlineTimers[push] = nil
+        pool?.handle(.deadlinePassed(push))
+        if let stream = streamOf[push] { h2?.cancel(stream: stream) }
+    }
+
+    private func armPing() {
+        pingTimer = loop.schedule(after: configuration.idlePingInterval) { [weak self] in
+            guard let self, !self.closing, let h2 = self.h2, !h2.isClosed else { return }
+            if ContinuousClock.now - self.lastActivity >= self.configuration.idlePingInterval, self.pingTimeoutTimer == nil {
+                h2.ping()
+                self.pingTimeoutTimer = self.loop.schedule(after: self.configuration.pingTimeout) { [weak self] in
+                    guard let self else { return }
+                    self.pingTimeoutTimer = nil
+                    self.h2?.close(TransportError(.timedOut, "APNs did not answer a PING within \(self.configuration.pingTimeout)"))
+                }
+            }
+            self.armPing()
+        }
+    }
+
+    private func cancelTimers() {
+        pingTimer?.cancel(); pingTimer = nil
+        pingTimeoutTimer?.cancel(); pingTimeoutTimer = nil
+        for timer in deadlineTimers.values { timer.cancel() }
+        deadlineTimers.removeAll()
+    }
+
+    private func forget(stream: Int32) -> (push: PushID, notification: APNsNotification)? {
+        guard let entry = streams.removeValue(forKey: stream) else { return nil }
+        streamOf[entry.push] = nil
+        deadlineTimers.removeValue(forKey: entry.push)?.cancel()
+        return entry
+    }
+
+    // MARK: HTTP2ClientConnectionDelegate
+
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+        lastActivity = .now
+        guard let (push, notification) = forget(stream: id) else { return }
+        let outcome: PoolStateMachine.StreamOutcome
+        switch result {
+        case .success(let response):
+            let headers = response.headers.map { ($0.name, $0.value) }
+            outcome = .classify(APNsResponse.parse(status: response.status, headers: headers, body: response.body,
+                                                   device: notification.token, sentID: notification.apnsID))
+        case .failure(let error):
+            // A lost connection is reported once, by didClose: the pool retries its streams then.
+            if error.reason == .connectionClosed { return }
+            let processed = error.wasProcessed ? "may have been processed" : "was not processed"
+            outcome = .retryable(.unavailable("APNs ended the stream (\(error.reason), code \(error.errorCode)); it \(processed)"))
+        }
+        pool?.handle(.streamCompleted(self.id, push, outcome))
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {
+        guard h2 != nil else { return }  // the first SETTINGS is reported with connectionEstablished
+        pool?.handle(.maxConcurrentStreamsChanged(id, Int(value)))
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        // Streams above last_stream_id were never processed: the pool moves them without using a retry.
+        var unprocessed: [PushID] = []
+        for stream in streams.keys.sorted() where stream > lastStreamID {
+            if let entry = forget(stream: stream) { unprocessed.append(entry.push) }
+        }
+        pool?.handle(.goAwayReceived(id, unprocessed: unprocessed))
+    }
+
+    func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection) {
+        pingTimeoutTimer?.cancel()
+        pingTimeoutTimer = nil
+        lastActivity = .now
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?) {
+        cancelTimers()
+        streams.removeAll()
+        streamOf.removeAll()
+        guard !ended else { return }
+        ended = true
+        observer?.connectionClosed(environment: environment, connection: number, error: error.map { "\($0)" })
+        // Streams still open when a connection dies may have reached Apple; the pool retries them
+        // anyway: a duplicate notification beats a lost one.
+        pool?.handle(error == nil ? .connectionClosed(id) : .connectionFailed(id))
+    }
+}

@@ -1,0 +1,435 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+internal import CLinux
+
+/// Receives a stream's events. Every call happens on the stream's loop, and the handler
+/// may write to, pause, or close the stream from inside any of them.
+public protocol TCPStreamHandler: AnyObject {
+    /// `bytes` is valid only during the call (it is the loop's shared read buffer).
+    func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer)
+    /// The write buffer became empty after having held bytes: the moment to produce more
+    /// (backpressure). Not called when a write went out whole without buffering.
+    func streamDidDrainWrites(_ stream: TCPStream)
+    /// Called exactly once; `error` is nil on orderly EOF or a local `close()`.
+    func streamDidClose(_ stream: TCPStream, error: SocketError?)
+}
+
+/// A connected, non-blocking TCP socket (TCP_NODELAY set) owned by one loop.
+///
+/// `@unchecked Sendable` so it can be handed to its loop's thread (e.g. from `onAccept`);
+/// every member is confined to `loop`: call it from that thread only (hop with
+/// `loop.execute`). Reads stop after EAGAIN or 16 × 64 KiB per wake-up, for fairness;
+/// level-triggered epoll wakes the stream again for the rest.
+public final class TCPStream: @unchecked Sendable, LoopRegistered {
+    static let readsPerWakeup = 16
+
+    public let loop: EventLoop
+    /// Strongly held until `streamDidClose`, then released to break the usual cycle.
+    public var handler: TCPStreamHandler?
+    public var peerAddress: SocketAddress?
+
+    private var fd: Int32
+    private var registrationID: UInt64 = 0
+    private var registeredEvents: UInt32 = 0
+    private var writeBuffer: [UInt8] = []
+    private var writeHead = 0
+    private var readingPaused = false
+    private var closeWhenFlushed = false
+    /// A write failed; the stream closes with this error on the next loop turn.
+    private var pendingError: SocketError?
+    public private(set) var isOpen = true
+
+    init(fd: Int32, loop: EventLoop, peer: SocketAddress?) {
+        self.fd = fd
+        self.loop = loop
+        self.peerAddress = peer
+    }
+
+    deinit {
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// The socket's fd, for tests that check the kernel's view.
+    var fileDescriptor: Int32 { fd }
+
+    private var peerText: String { peerAddress?.description ?? "peer" }
+
+    /// Registers a fresh socket for reading; closes the fd and returns false on failure.
+    func attach() -> Bool {
+        registrationID = loop.track(self)
+        registeredEvents = CLINUX_EPOLLIN
+        if loop.watch(fd: fd, id: registrationID, events: registeredEvents) != 0 {
+            loop.untrack(registrationID)
+            isOpen = false
+            Glibc.close(fd)
+            fd = -1
+            return false
+        }
+        return true
+    }
+
+    /// Takes over an fd already in epoll (a finished connect) under a new id.
+    func adoptWatched(oldID: UInt64) -> Bool {
+        loop.untrack(oldID)
+        registrationID = loop.track(self)
+        registeredEvents = CLINUX_EPOLLIN
+        if loop.rewatch(fd: fd, id: registrationID, events: registeredEvents) != 0 {
+            loop.untrack(registrationID)
+            loop.unwatch(fd: fd)
+            isOpen = false
+            Glibc.close(fd)
+            fd = -1
+            return false
+        }
+        return true
+    }
+
+    /// Accepted sockets start here, on their target loop.
+    static func adopt(fd: Int32, peer: SocketAddress?, on loop: EventLoop,
+                      onAccept: @Sendable (TCPStream) -> Void) {
+        _ = clinux_set_nodelay(fd)
+        let stream = TCPStream(fd: fd, loop: loop, peer: peer)
+        guard stream.attach() else { return }
+        onAccept(stream)
+    }
+
+    // MARK: - Writing
+
+    /// Bytes accepted by `write` but not yet taken by the kernel; producers stop above
+    /// their own limit and resume on `streamDidDrainWrites`.
+    public var pendingWriteBytes: Int { writeBuffer.count - writeHead }
+
+    /// Sends what the kernel takes now and buffers the rest (EPOLLOUT until drained).
+    /// Ignored once the stream is closed or `closeAfterFlush` was called.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        precondition(loop.inEventLoop, "TCPStream.write must be called on its loop")
+        guard isOpen, pendingError == nil, !closeWhenFlushed, bytes.count > 0 else { return }
+        var offset = 0
+        if pendingWriteBytes == 0 {
+            while offset < bytes.count {
+                let n = clinux_send(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n >= 0 { offset += n; continue }
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                fail(.fromErrno(e, "writing to \(peerText)"))
+                return
+            }
+        }
+        if offset < bytes.count {
+            writeBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]).assumingMemoryBound(to: UInt8.self))
+            updateInterest()
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    /// On EPOLLOUT: push the buffer out, then report the drain (or finish a deferred close).
+    private func flushBuffered() {
+        while writeHead < writeBuffer.count {
+            let n = writeBuffer.withUnsafeBytes { raw in
+                clinux_send(fd, raw.baseAddress! + writeHead, raw.count - writeHead)
+            }
+            if n >= 0 { writeHead += n; continue }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { break }
+            fail(.fromErrno(e, "writing to \(peerText)"))
+            return
+        }
+        if writeHead < writeBuffer.count {
+            // Compact once the sent prefix dominates, so memmoves stay amortised O(1).
+            if writeHead >= 1 << 20 && writeHead * 2 >= writeBuffer.count {
+                writeBuffer.removeFirst(writeHead)
+                writeHead = 0
+            }
+            return
+        }
+        writeBuffer = []
+        writeHead = 0
+        updateInterest()
+        if closeWhenFlushed {
+            close(error: nil)
+            return
+        }
+        handler?.streamDidDrainWrites(self)
+    }
+
+    /// A write failed: drop the buffer and close on the next loop turn, so a handler that
+    /// wrote from inside a callback isn't re-entered with `streamDidClose` mid-call.
+    private func fail(_ error: SocketError) {
+        guard pendingError == nil else { return }
+        pendingError = error
+        writeBuffer = []
+        writeHead = 0
+        let me = LoopBound(self)
+        if !loop.submit({ me.value.close(error: error) }) { close(error: error) }
+    }
+
+    // MARK: - Reading
+
+    /// Stops delivering reads (the kernel buffer fills and TCP slows the peer down).
+    public func pauseReading() {
+        precondition(loop.inEventLoop, "TCPStream.pauseReading must be called on its loop")
+        readingPaused = true
+        updateInterest()
+    }
+
+    public func resumeReading() {
+        precondition(loop.inEventLoop, "TCPStream.resumeReading must be called on its loop")
+        readingPaused = false
+        updateInterest()
+    }
+
+    private func readAvailable(ignorePause: Bool) {
+        let buffer = loop.readBuffer
+        var budget = ignorePause ? Int.max : Self.readsPerWakeup
+        while isOpen && (ignorePause || !readingPaused) && budget > 0 {
+            budget -= 1
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 {
+                handler?.streamDidRead(self, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            } else if n == 0 {
+                close(error: pendingError)
+                return
+            } else {
+                let e = errno
+                if e == EAGAIN || e == EWOULDBLOCK { return }
+                if e == EINTR { continue }
+                close(error: .fromErrno(e, "reading from \(peerText)"))
+                return
+            }
+        }
+    }
+
+    // MARK: - Events
+
+    func handleEvents(_ events: UInt32) {
+        guard isOpen else { return }
+        if events & CLINUX_EPOLLERR != 0 {
+            let err = clinux_socket_error(fd)
+            if err != 0 {
+                close(error: .fromErrno(err, "connection to \(peerText)"))
+                return
+            }
+        }
+        if events & CLINUX_EPOLLOUT != 0 && pendingWriteBytes > 0 {
+            flushBuffered()
+            guard isOpen else { return }
+        }
+        // HUP means the connection is gone both ways (reset, in practice): read what is
+        // left even when paused, or level-triggered HUP would spin the loop.
+        let hangUp = events & CLINUX_EPOLLHUP != 0
+        if events & CLINUX_EPOLLIN != 0 || hangUp {
+            readAvailable(ignorePause: hangUp)
+            guard isOpen else { return }
+        }
+        if hangUp { close(error: pendingError) }
+    }
+
+    private func updateInterest() {
+        guard isOpen else { return }
+        var wanted: UInt32 = readingPaused ? 0 : CLINUX_EPOLLIN
+        if pendingWriteBytes > 0 { wanted |= CLINUX_EPOLLOUT }
+        if wanted != registeredEvents {
+            registeredEvents = wanted
+            _ = loop.rewatch(fd: fd, id: registrationID, events: wanted)
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Closes now, dropping unsent bytes; `streamDidClose` runs before this returns.
+    /// Safe to call twice and from inside any handler callback.
+    public func close() {
+        precondition(loop.inEventLoop, "TCPStream.close must be called on its loop")
+        close(error: pendingError)
+    }
+
+    /// Closes once every buffered byte is out (e.g. HTTP `Connection: close`); further
+    /// writes are ignored. Closes now when nothing is buffered.
+    public func closeAfterFlush() {
+        precondition(loop.inEventLoop, "TCPStream.closeAfterFlush must be called on its loop")
+        guard isOpen else { return }
+        if pendingWriteBytes == 0 {
+            close(error: pendingError)
+        } else {
+            closeWhenFlushed = true
+        }
+    }
+
+    func close(error: SocketError?) {
+        guard isOpen else { return }
+        isOpen = false
+        loop.unwatch(fd: fd)
+        loop.untrack(registrationID)
+        Glibc.close(fd)
+        fd = -1
+        writeBuffer = []
+        writeHead = 0
+        let h = handler
+        handler = nil
+        h?.streamDidClose(self, error: error)
+    }
+
+    func closeForShutdown() {
+        close(error: SocketError(code: .loopShutDown, message:
+            "the event loop \(loop.name) shut down; the connection to \(peerText) was closed"))
+    }
+
+    // MARK: - Connecting
+
+    /// Opens a connection; `completion` runs once, on `loop`. Call on `loop`'s thread (hop
+    /// with `loop.execute`). Host names resolve with getaddrinfo on a Dispatch thread,
+    /// never on the loop; each address is tried in turn until one answers. `timeout`
+    /// covers resolution and all attempts.
+    public static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
+                               completion: @escaping (Result<TCPStream, SocketError>) -> Void) {
+        precondition(loop.inEventLoop, "TCPStream.connect must be called on the loop's thread")
+        let connector = Connector(host: host, port: port, loop: loop, timeout: timeout, completion: completion)
+        connector.start()
+    }
+}
+
+/// One connect operation: resolve, try each address, hand the socket to a `TCPStream`.
+/// Confined to its loop.
+final class Connector: LoopRegistered {
+    let host: String
+    let port: Int
+    let loop: EventLoop
+    let timeout: Duration
+    private var completion: ((Result<TCPStream, SocketError>) -> Void)?
+    private var id: UInt64 = 0
+    private var fd: Int32 = -1
+    private var watched = false
+    private var addresses: [SocketAddress] = []
+    private var index = 0
+    private var current: SocketAddress?
+    private var lastError: SocketError?
+    private var timer: EventLoop.Timer?
+
+    init(host: String, port: Int, loop: EventLoop, timeout: Duration,
+         completion: @escaping (Result<TCPStream, SocketError>) -> Void) {
+        self.host = host
+        self.port = port
+        self.loop = loop
+        self.timeout = timeout
+        self.completion = completion
+    }
+
+    func start() {
+        id = loop.track(self)
+        timer = loop.schedule(after: timeout) { [self] in
+            finish(.failure(SocketError(code: .timedOut, errno: ETIMEDOUT, message:
+                "connect to \(host):\(port) timed out after \(timeout); check that the peer is reachable and listening")))
+        }
+        if Self.isNumeric(host) {
+            // Numeric addresses resolve without I/O, so no thread hop is needed.
+            resolved(SocketAddress.resolve(host: host, port: port, passive: false))
+            return
+        }
+        let me = LoopBound(self)
+        let (name, number, target) = (host, port, loop)
+        DispatchQueue.global().async {
+            let result = SocketAddress.resolve(host: name, port: number, passive: false)
+            target.execute { me.value.resolved(result) }
+        }
+    }
+
+    private static func isNumeric(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    private func resolved(_ result: Result<[SocketAddress], SocketError>) {
+        guard completion != nil else { return }
+        switch result {
+        case .failure(let error): finish(.failure(error))
+        case .success(let list):
+            addresses = list
+            tryNext()
+        }
+    }
+
+    private func tryNext() {
+        while index < addresses.count {
+            let address = addresses[index]
+            index += 1
+            current = address
+            let s = clinux_socket(address.family)
+            if s < 0 {
+                lastError = .fromErrno(errno, "socket for \(address)")
+                continue
+            }
+            _ = clinux_set_nodelay(s)
+            let rc = address.withSockAddr { Glibc.connect(s, $0, $1) }
+            let e = rc == 0 ? 0 : errno
+            if rc == 0 || e == EINPROGRESS {
+                fd = s
+                let w = loop.watch(fd: s, id: id, events: CLINUX_EPOLLOUT)
+                if w == 0 {
+                    watched = true
+                    return  // rc == 0 also reports EPOLLOUT at once; one success path.
+                }
+                lastError = .fromErrno(w, "epoll_ctl for \(address)")
+                Glibc.close(s)
+                fd = -1
+                continue
+            }
+            Glibc.close(s)
+            lastError = .fromErrno(e, "connect to \(address)")
+        }
+        finish(.failure(lastError ?? SocketError(code: .hostNotFound, message:
+            "\(host) has no address to connect to; check the host name")))
+    }
+
+    func handleEvents(_ events: UInt32) {
+        guard completion != nil, fd >= 0 else { return }
+        var err = clinux_socket_error(fd)
+        if err == 0 && events & (CLINUX_EPOLLERR | CLINUX_EPOLLHUP) != 0 { err = ECONNREFUSED }
+        if err == 0 {
+            let stream = TCPStream(fd: fd, loop: loop, peer: current)
+            fd = -1
+            watched = false
+            let oldID = id
+            id = 0
+            if stream.adoptWatched(oldID: oldID) {
+                finish(.success(stream))
+            } else {
+                finish(.failure(SocketError(code: .system, message:
+                    "registering the connection to \(host):\(port) failed; retry")))
+            }
+            return
+        }
+        loop.unwatch(fd: fd)
+        watched = false
+        Glibc.close(fd)
+        fd = -1
+        lastError = .fromErrno(err, "connect to \(current?.description ?? "\(host):\(port)")")
+        tryNext()
+    }
+
+    func closeForShutdown() {
+        finish(.failure(SocketError(code: .loopShutDown, message:
+            "the event loop \(loop.name) shut down while connecting to \(host):\(port)")))
+    }
+
+    private func finish(_ result: Result<TCPStream, SocketError>) {
+        guard let done = completion else { return }
+        completion = nil
+        timer?.cancel()
+        timer = nil
+        if fd >= 0 {
+            if watched { loop.unwatch(fd: fd) }
+            Glibc.close(fd)
+            fd = -1
+        }
+        if id != 0 { loop.untrack(id); id = 0 }
+        done(result)
+    }
+}

@@ -1,0 +1,60 @@
+/// A binary min-heap of deadlines. Pure: the caller passes `now`, so ordering and expiry
+/// are tested without sleeping. Ties fire in scheduling order (a sequence number breaks them).
+struct TimerHeap<Element> {
+    typealias Instant = ContinuousClock.Instant
+    private struct Entry { let deadline: Instant; let seq: UInt64; let element: Element }
+    private var entries: [Entry] = []
+    private var nextSeq: UInt64 = 0
+
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.isEmpty }
+    /// The earliest deadline, which bounds how long the loop may sleep in epoll_wait.
+    var nearestDeadline: Instant? { entries.first?.deadline }
+
+    mutating func insert(_ element: Element, deadline: Instant) {
+        entries.append(Entry(deadline: deadline, seq: nextSeq, element: element))
+        nextSeq &+= 1
+        siftUp(entries.count - 1)
+    }
+
+    /// Removes and returns the earliest element if its deadline is at or before `now`.
+    mutating func popDue(now: Instant) -> Element? {
+        guard let first = entries.first, first.deadline <= now else { return nil }
+        let last = entries.removeLast()
+        if !entries.isEmpty {
+            entries[0] = last
+            siftDown(0)
+        }
+        return first.element
+    }
+
+    mutating func removeAll() { entries.removeAll() }
+
+    private func less(_ a: Int, _ b: Int) -> Bool {
+        let x = entries[a], y = entries[b]
+        return x.deadline < y.deadline || (x.deadline == y.deadline && x.seq < y.seq)
+    }
+
+    private mutating func siftUp(_ index: Int) {
+        var i = index
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard less(i, parent) else { return }
+            entries.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func siftDown(_ index: Int) {
+        var i = index
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var smallest = i
+            if l < entries.count && less(l, smallest) { smallest = l }
+            if r < entries.count && less(r, smallest) { smallest = r }
+            if smallest == i { return }
+            entries.swapAt(i, smallest)
+            i = smallest
+        }
+    }
+}

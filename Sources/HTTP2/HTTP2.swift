@@ -1,1 +1,0 @@
-// HTTP2 — see README.md for what this module holds.

@@ -1,0 +1,342 @@
+internal import CNghttp2
+
+/// The request or response body a data provider hands to nghttp2, chunk by chunk.
+final class OutgoingBody {
+    let bytes: [UInt8]
+    var offset = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// Owns one `nghttp2_session` and the parts both roles share: I/O through `mem_recv`/`mem_send`,
+/// body providers, header packing, and the record of a connection-level failure.
+///
+/// Subclasses override the `on…` hooks, which the file-scope trampolines call. Hooks never
+/// throw and never call the delegate: they record events that the public session delivers after
+/// nghttp2 has returned, so a delegate may call back into the session (even `terminate()`).
+class SessionCore {
+    private(set) var session: OpaquePointer?
+    /// Bytes already serialized by `mem_send` but not yet taken by the owner. Bounded by what
+    /// nghttp2 may emit: flow-control windows, SETTINGS/PING acks and the owner's own submissions.
+    var outbox: [UInt8] = []
+    var outgoing: [Int32: OutgoingBody] = [:]
+    /// Set once the session can no longer be trusted: every later `receive` throws it.
+    var failure: HTTP2Error?
+    /// The text of nghttp2's last error callback, appended to protocol errors for the logs.
+    var lastLibraryMessage: String?
+    /// A GOAWAY with a non-zero code that nghttp2 sent on our behalf (the peer broke the protocol).
+    var sentErrorGoAway: (code: UInt32, debug: String)?
+    var goAwaySent = false
+    /// The code of a GOAWAY the owner itself submitted, so it is not mistaken for a protocol error.
+    var ownerGoAwayCode: UInt32?
+    var goAwayReceived = false
+
+    init(server: Bool, configure: (OpaquePointer) -> Void) throws {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            throw HTTP2Error(code: .internalError, message: "nghttp2 could not allocate callbacks (out of memory)")
+        }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        installTrampolines(callbacks)
+
+        var option: OpaquePointer?
+        guard nghttp2_option_new(&option) == 0, let option else {
+            throw HTTP2Error(code: .internalError, message: "nghttp2 could not allocate options (out of memory)")
+        }
+        defer { nghttp2_option_del(option) }
+        configure(option)
+
+        var created: OpaquePointer?
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        let rv = server
+            ? nghttp2_session_server_new2(&created, callbacks, user, option)
+            : nghttp2_session_client_new2(&created, callbacks, user, option)
+        guard rv == 0, let created else {
+            throw HTTP2Error(code: .internalError, message: "nghttp2 could not create a session: \(libraryText(rv))")
+        }
+        session = created
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    /// Frees the nghttp2 session now. nghttp2_session_del calls no stream-close callback:
+    /// the subclass must have ended its streams itself.
+    func destroy() {
+        if let session { nghttp2_session_del(session) }
+        session = nil
+        outbox.removeAll()
+        outgoing.removeAll()
+        failure = HTTP2Error(code: .sessionClosed, message: "the session was terminated; open a new connection")
+    }
+
+    func requireSession() throws -> OpaquePointer {
+        if let failure { throw failure }
+        guard let session else {
+            throw HTTP2Error(code: .sessionClosed, message: "the session was terminated; open a new connection")
+        }
+        return session
+    }
+
+    // MARK: I/O
+
+    func receive(_ bytes: UnsafeRawBufferPointer) throws {
+        let session = try requireSession()
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rv == ssize_t(NGHTTP2_ERR_NOMEM.rawValue) || rv == ssize_t(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) {
+            let error = HTTP2Error(code: .internalError, message: "nghttp2 failed while reading: \(libraryText(Int32(rv))); terminate the session")
+            failure = error
+            throw error
+        }
+        if rv < 0 {
+            let detail = lastLibraryMessage.map { " (\($0))" } ?? ""
+            let error = HTTP2Error(code: .protocolError,
+                                   message: "the peer did not speak valid HTTP/2: \(libraryText(Int32(rv)))\(detail); flush the output, then terminate the session")
+            failure = error
+            throw error
+        }
+        // nghttp2 answers most connection errors by queueing a GOAWAY and returning success;
+        // serializing now is how we learn of it before returning.
+        drain()
+        if let failure { throw failure }
+        if let sent = sentErrorGoAway {
+            let error = HTTP2Error(code: .protocolError,
+                                   message: "the peer broke HTTP/2 (we sent GOAWAY \(codeName(sent.code))\(sent.debug.isEmpty ? "" : ": \(sent.debug)")); flush the output, then terminate the session")
+            failure = error
+            throw error
+        }
+    }
+
+    /// Runs `mem_send` until nghttp2 has nothing more, appending everything to `outbox`.
+    func drain() {
+        guard let session else { return }
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 {
+                if failure == nil {
+                    failure = HTTP2Error(code: .internalError,
+                                         message: "nghttp2 could not serialize output: \(libraryText(Int32(n))); terminate the session")
+                }
+                return
+            }
+            guard n > 0, let data else { return }
+            outbox.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
+        }
+    }
+
+    func takeOutput(into buffer: inout [UInt8]) {
+        drain()
+        if buffer.isEmpty {
+            swap(&buffer, &outbox)
+        } else {
+            buffer.append(contentsOf: outbox)
+            outbox.removeAll(keepingCapacity: true)
+        }
+    }
+
+    var wantsWrite: Bool {
+        guard let session else { return false }
+        return !outbox.isEmpty || nghttp2_session_want_write(session) != 0
+    }
+
+    var wantsRead: Bool {
+        guard let session, failure == nil else { return false }
+        return nghttp2_session_want_read(session) != 0
+    }
+
+    // MARK: Submitting
+
+    /// Packs the fields into one scoped byte buffer and one `nghttp2_nv` array pointing into it;
+    /// nghttp2 deep-copies them during `submit`, so nothing outlives the call.
+    func withPackedHeaders<R>(_ fields: [HTTP2Header],
+                              _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
+        var storage: [UInt8] = []
+        storage.reserveCapacity(fields.reduce(1) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        var lengths: [(name: Int, value: Int)] = []
+        lengths.reserveCapacity(fields.count)
+        for field in fields {
+            let nameStart = storage.count
+            storage.append(contentsOf: field.name.utf8)
+            let valueStart = storage.count
+            storage.append(contentsOf: field.value.utf8)
+            lengths.append((valueStart - nameStart, storage.count - valueStart))
+        }
+        storage.append(0)  // never an empty buffer, so baseAddress exists
+        return try storage.withUnsafeMutableBufferPointer { raw -> R in
+            let base = raw.baseAddress!
+            var nvs: [nghttp2_nv] = []
+            nvs.reserveCapacity(fields.count)
+            var offset = 0
+            for (index, field) in fields.enumerated() {
+                let (nameLength, valueLength) = lengths[index]
+                let name = base + offset
+                let value = base + offset + nameLength
+                offset += nameLength + valueLength
+                let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
+                if !pseudo && nghttp2_check_header_name(name, nameLength) == 0 {
+                    throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: field.name)) is not a valid lower-case HTTP/2 token; rename it")
+                }
+                if nghttp2_check_header_value(value, valueLength) == 0 {
+                    throw HTTP2Error(code: .invalidHeader, message: "header \(field.name) has a value with a forbidden character (CR, LF or NUL); remove it")
+                }
+                let flags = field.neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                nvs.append(nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: flags))
+            }
+            return nvs.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+
+    /// Calls `submit` with a data provider for `body`, or with none when the body is empty
+    /// (then HEADERS carries END_STREAM).
+    func withDataProvider<R>(hasBody: Bool, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> R {
+        guard hasBody else { return submit(nil) }
+        var provider = nghttp2_data_provider()
+        provider.source.ptr = nil
+        provider.read_callback = { _, streamID, buffer, length, flags, _, user in
+            guard let user, let buffer, let flags else { return ssize_t(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            let core = Unmanaged<SessionCore>.fromOpaque(user).takeUnretainedValue()
+            return core.readBody(stream: streamID, into: buffer, length: length, flags: flags)
+        }
+        return withUnsafePointer(to: &provider) { submit($0) }
+    }
+
+    func readBody(stream id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                  flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let body = outgoing[id] else {
+            // Cancelled or torn down under nghttp2: have it reset the stream rather than trap.
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let count = min(length, body.bytes.count - body.offset)
+        body.bytes.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + body.offset, count: count)
+        }
+        body.offset += count
+        if body.offset == body.bytes.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            outgoing[id] = nil
+        }
+        return count
+    }
+
+    func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        guard let session else { return }
+        let rv = debugData.withUnsafeBufferPointer { debug in
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode,
+                                  debug.baseAddress, debug.count)
+        }
+        if rv == 0 {
+            goAwaySent = true
+            ownerGoAwayCode = errorCode
+        }
+    }
+
+    // MARK: Hooks (overridden by the roles)
+
+    func onBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 { 0 }
+    func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 { 0 }
+    func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 { 0 }
+    func onFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) { goAwayReceived = true }
+        return 0
+    }
+    func onStreamClose(stream id: Int32, errorCode: UInt32) -> Int32 {
+        outgoing[id] = nil
+        return 0
+    }
+    func onFrameSend(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+            goAwaySent = true
+            let goaway = frame.pointee.goaway
+            if goaway.error_code != 0 && goaway.error_code != ownerGoAwayCode && sentErrorGoAway == nil {
+                sentErrorGoAway = (goaway.error_code, bytesOf(goaway.opaque_data, goaway.opaque_data_len).asText)
+            }
+        }
+        return 0
+    }
+    func onFrameNotSend(_ frame: UnsafePointer<nghttp2_frame>, libraryError: Int32) -> Int32 { 0 }
+}
+
+// MARK: Trampolines: recover the core from the user data; never throw or trap across C.
+
+private func core(_ user: UnsafeMutableRawPointer?) -> SessionCore? {
+    guard let user else { return nil }
+    return Unmanaged<SessionCore>.fromOpaque(user).takeUnretainedValue()
+}
+
+private func installTrampolines(_ callbacks: OpaquePointer) {
+    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
+        guard let frame, let core = core(user) else { return 0 }
+        return core.onBeginHeaders(frame)
+    }
+    nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
+        guard let frame, let core = core(user) else { return 0 }
+        return core.onHeader(frame, name: bytesOf(name, nameLength).asText, value: bytesOf(value, valueLength).asText)
+    }
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
+        guard let core = core(user) else { return 0 }
+        return core.onDataChunk(stream: streamID, UnsafeBufferPointer(start: data, count: data == nil ? 0 : length))
+    }
+    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
+        guard let frame, let core = core(user) else { return 0 }
+        return core.onFrameRecv(frame)
+    }
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in
+        guard let core = core(user) else { return 0 }
+        return core.onStreamClose(stream: streamID, errorCode: errorCode)
+    }
+    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
+        guard let frame, let core = core(user) else { return 0 }
+        return core.onFrameSend(frame)
+    }
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, libraryError, user in
+        guard let frame, let core = core(user) else { return 0 }
+        return core.onFrameNotSend(frame, libraryError: libraryError)
+    }
+    nghttp2_session_callbacks_set_error_callback2(callbacks) { _, _, message, length, user in
+        guard let core = core(user) else { return 0 }
+        core.lastLibraryMessage = bytesOf(message.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }, length).asText
+        return 0
+    }
+}
+
+// MARK: Helpers
+
+struct ByteView {
+    let buffer: UnsafeBufferPointer<UInt8>
+    var asText: String { String(decoding: buffer, as: UTF8.self) }
+    var array: [UInt8] { Array(buffer) }
+}
+
+func bytesOf(_ pointer: UnsafePointer<UInt8>?, _ length: Int) -> ByteView {
+    ByteView(buffer: UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : length))
+}
+
+func bytesOf(_ pointer: UnsafeMutablePointer<UInt8>?, _ length: Int) -> ByteView {
+    bytesOf(pointer.map { UnsafePointer($0) }, length)
+}
+
+func libraryText(_ code: Int32) -> String {
+    String(cString: nghttp2_strerror(code))
+}
+
+func codeName(_ code: UInt32) -> String {
+    switch code {
+    case 0x0: "NO_ERROR"
+    case 0x1: "PROTOCOL_ERROR"
+    case 0x2: "INTERNAL_ERROR"
+    case 0x3: "FLOW_CONTROL_ERROR"
+    case 0x4: "SETTINGS_TIMEOUT"
+    case 0x5: "STREAM_CLOSED"
+    case 0x6: "FRAME_SIZE_ERROR"
+    case 0x7: "REFUSED_STREAM"
+    case 0x8: "CANCEL"
+    case 0x9: "COMPRESSION_ERROR"
+    case 0xa: "CONNECT_ERROR"
+    case 0xb: "ENHANCE_YOUR_CALM"
+    case 0xc: "INADEQUATE_SECURITY"
+    case 0xd: "HTTP_1_1_REQUIRED"
+    default: "0x\(String(code, radix: 16))"
+    }
+}

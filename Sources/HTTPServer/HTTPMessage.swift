@@ -1,0 +1,264 @@
+// HTTP/1.1 message values shared by the parser, the serializer and the socket server.
+// Pure Swift, no Foundation: the fuzz build compiles this file on its own.
+
+/// The protocol version of a request; the two differ in their keep-alive default.
+public enum HTTPVersion: Sendable, Hashable {
+    case http10
+    case http11
+}
+
+/// Header fields in the order they arrived, repeated fields kept.
+///
+/// Order and repeats matter: a duplicated `Content-Length` or `Host` is a smuggling
+/// attempt the parser must see, and `X-Forwarded-For` is read from its first field.
+/// Lookups ignore ASCII case because field names are case-insensitive (RFC 9110 §5.1).
+public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral {
+    public typealias Element = (name: String, value: String)
+
+    private var fields: [Element] = []
+
+    public init() {}
+
+    /// Keeps the order of `fields`, so a response's headers go out as written.
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// A dictionary literal keeps its written order here (it is a list of pairs).
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    /// The first value of `name`; the usual way to read a field that should appear once.
+    public subscript(name: String) -> String? {
+        for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
+            return field.value
+        }
+        return nil
+    }
+
+    /// Every value of `name` in arrival order, for list fields and duplicate checks.
+    public func values(_ name: String) -> [String] {
+        var result: [String] = []
+        for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
+            result.append(field.value)
+        }
+        return result
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { asciiCaseInsensitiveEquals($0.name, name) }
+    }
+
+    /// Appends a field, keeping any earlier one of the same name (repeats are legal).
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append((name: name, value: value))
+    }
+
+    /// Replaces every field named `name` with one field, for headers that must appear once.
+    public mutating func replaceOrAdd(_ name: String, _ value: String) {
+        remove(name)
+        add(name, value)
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { asciiCaseInsensitiveEquals($0.name, name) }
+    }
+
+    /// The number of fields, repeats included.
+    public var count: Int { fields.count }
+
+    public var isEmpty: Bool { fields.isEmpty }
+
+    public func makeIterator() -> IndexingIterator<[Element]> {
+        fields.makeIterator()
+    }
+
+    /// Equal when the same fields arrive in the same order with the same spelling.
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.count == rhs.fields.count
+            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+}
+
+/// One complete request, body included: the relay needs the whole encrypted body
+/// before it can build the APNs payload, so streaming would buy nothing.
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    /// The raw request-target, as sent (percent-encoding untouched).
+    public var target: String
+    /// `target` before the first `?`: what routing matches on.
+    public var path: String
+    /// `target` after the first `?`, or nil when there is no `?`.
+    public var query: String?
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// Whether the connection may carry another request after this one's response.
+    public var keepAlive: Bool
+    /// Set by the server from the socket; the parser leaves it as given at its init.
+    public var peerAddress: String?
+    /// The first `X-Forwarded-For` entry: the client as the reverse proxy saw it, for logs.
+    public var forwardedFor: String?
+    /// `X-Request-ID`, so a log line can be matched with the proxy's.
+    public var requestID: String?
+
+    public init(
+        method: String, target: String, version: HTTPVersion = .http11,
+        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], keepAlive: Bool = true,
+        peerAddress: String? = nil
+    ) {
+        self.method = method
+        self.target = target
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            self.path = String(target[..<q])
+            self.query = String(target[target.index(after: q)...])
+        } else {
+            self.path = target
+            self.query = nil
+        }
+        self.version = version
+        self.headers = headers
+        self.body = body
+        self.keepAlive = keepAlive
+        self.peerAddress = peerAddress
+        self.forwardedFor = headers["X-Forwarded-For"].flatMap(firstListElement)
+        self.requestID = headers["X-Request-ID"]
+    }
+}
+
+/// A response the server frames itself: `serialize` adds Content-Length, Date and
+/// Connection, so handlers cannot get the framing wrong.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A plain-text body, the form for one-line error reasons that humans read in logs.
+    public init(status: Int, text: String, headers: HTTPHeaders = HTTPHeaders()) {
+        var headers = headers
+        if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
+        self.init(status: status, headers: headers, body: Array(text.utf8))
+    }
+
+    /// An already-encoded JSON body (e.g. `{"reason":…,"timestamp":…}` for a 410),
+    /// so this module needs no JSON encoder.
+    public init(status: Int, json: String, headers: HTTPHeaders = HTTPHeaders()) {
+        var headers = headers
+        if !headers.contains("Content-Type") { headers.add("Content-Type", "application/json") }
+        self.init(status: status, headers: headers, body: Array(json.utf8))
+    }
+
+    /// The answer to a request the parser rejected: its status and its one-line reason.
+    public init(parseError: HTTPParseError) {
+        self.init(status: parseError.status, text: parseError.reason + "\n")
+    }
+
+    /// `HTTP/1.1 100 Continue` followed by the blank line, sent as-is on `.expectContinue`.
+    public static let continueHead: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+}
+
+/// Why the parser refused a request: the status to answer with, and a one-line reason
+/// that tells the sender what to fix. The connection answers it, then closes.
+public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let reason: String
+
+    public init(status: Int, reason: String) {
+        self.status = status
+        self.reason = reason
+    }
+
+    public var description: String { "\(status) \(reason)" }
+}
+
+/// Caps that bound the memory one connection can make the server hold.
+public struct HTTPParserLimits: Sendable, Equatable {
+    /// Longest request line (without CRLF); beyond it the answer is 414.
+    public var maxRequestLineBytes: Int
+    /// Sum of header line lengths (without CRLF); beyond it the answer is 431.
+    /// Trailers of a chunked body get a budget of the same size.
+    public var maxHeaderBytes: Int
+    /// Most header fields; beyond it the answer is 431.
+    public var maxHeaderCount: Int
+    /// Largest body; a declared length above it is refused with 413 before reading.
+    public var maxBodyBytes: Int
+
+    public init(
+        maxRequestLineBytes: Int = 8192, maxHeaderBytes: Int = 16384,
+        maxHeaderCount: Int = 100, maxBodyBytes: Int = 65536
+    ) {
+        self.maxRequestLineBytes = maxRequestLineBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderCount = maxHeaderCount
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+// MARK: - small ASCII helpers shared by the module
+
+@inline(__always)
+func asciiLower(_ b: UInt8) -> UInt8 {
+    (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+}
+
+func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
+    let au = a.utf8, bu = b.utf8
+    guard au.count == bu.count else { return false }
+    return zip(au, bu).allSatisfy { asciiLower($0) == asciiLower($1) }
+}
+
+@inline(__always)
+func isOWS(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+
+/// The first element of a comma-separated list, trimmed; nil when it is empty.
+func firstListElement(_ value: String) -> String? {
+    let utf8 = value.utf8
+    let end = utf8.firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
+    let trimmed = trimOWS(utf8[utf8.startIndex..<end])
+    return trimmed.isEmpty ? nil : String(Substring(trimmed))
+}
+
+/// Comma-separated list elements, trimmed, empty elements dropped (RFC 9110 §5.6.1).
+/// Splits bytes, not Characters, so a combining mark cannot hide a comma.
+func listElements(_ values: [String]) -> [Substring] {
+    var out: [Substring] = []
+    for value in values {
+        for part in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+            let t = trimOWS(part)
+            if !t.isEmpty { out.append(Substring(t)) }
+        }
+    }
+    return out
+}
+
+func trimOWS(_ s: Substring.UTF8View) -> Substring.UTF8View {
+    var u = s
+    while let f = u.first, isOWS(f) { u = u.dropFirst() }
+    while let l = u.last, isOWS(l) { u = u.dropLast() }
+    return u
+}
+
+/// RFC 9110 tchar: the bytes allowed in a method and a field name.
+@inline(__always)
+func isTokenChar(_ b: UInt8) -> Bool {
+    switch b {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"):
+        return true
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+        UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+        UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+        return true
+    default:
+        return false
+    }
+}

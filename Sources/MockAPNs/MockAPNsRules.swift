@@ -1,0 +1,362 @@
+import Foundation
+import Synchronization
+
+/// Apple's rules for one request, judged by the emulator's own code (never the client's), so
+/// a misunderstanding shared by both cannot make every test pass.
+///
+/// Pure: the HTTP/2 glue hands over a request head and the connection's state and carries out
+/// the returned `MockDecision`. Checks run in this order, the first failure answers:
+///
+/// | check | answer |
+/// | --- | --- |
+/// | `:path` not `/3/device/…`, or a `/` in the token | 404 `BadPath` |
+/// | `:method` not `POST` | 405 `MethodNotAllowed` |
+/// | `:path` is `/3/device/` | 400 `MissingDeviceToken` |
+/// | token not hex, odd length, under 64 or over 200 digits | 400 `BadDeviceToken` |
+/// | a header name repeated | 400 `DuplicateHeaders` |
+/// | no `authorization: bearer …` | 403 `MissingProviderToken` |
+/// | JWT malformed, wrong `alg`, unknown `kid`, wrong `iss`, `iat` not an integer, bad signature, `iat` > 5 min ahead | 403 `InvalidProviderToken` |
+/// | `iat` more than 3600 s ago | 403 `ExpiredProviderToken` |
+/// | another token accepted on this connection less than 20 min ago | 429 `TooManyProviderTokenUpdates` |
+/// | no `apns-topic` | 400 `MissingTopic` |
+/// | `apns-push-type` missing or unknown (stricter than Apple: our client always sends it) | 400 `InvalidPushType` |
+/// | topic not derived from a configured base topic | 400 `TopicDisallowed` |
+/// | topic suffix not the one the push type demands | 400 `BadTopic` |
+/// | `apns-priority` not 1/5/10, or 10 for `background` | 400 `BadPriority` |
+/// | `apns-expiration` not an integer | 400 `BadExpirationDate` |
+/// | `apns-id` not a UUID | 400 `BadMessageId` |
+/// | `apns-collapse-id` over 64 bytes | 400 `BadCollapseId` |
+/// | empty body | 400 `PayloadEmpty` |
+/// | body over 4096 bytes (5120 for `voip`) | 413 `PayloadTooLarge` |
+/// | body not a JSON object with an `aps` object | 400 `BadPayload` (Apple documents no reason for this; the name is the emulator's) |
+///
+/// Then the scripted faults (`MockFaults`), then 200.
+public final class MockAPNsRules: Sendable {
+    /// The fixed part of the emulator's behaviour.
+    public let configuration: MockAPNsConfiguration
+    private let faultState: Mutex<MockFaults>
+    private let recorder: Mutex<RecordRing>
+    private let makeID: @Sendable () -> String
+
+    /// The reason answered for a body that is not a JSON object with an `aps` object.
+    public static let badPayloadReason = "BadPayload"
+
+    /// - Parameters:
+    ///   - recordCapacity: how many records are kept (the oldest go first), so a long benchmark
+    ///     run cannot grow memory without bound.
+    ///   - makeID: makes the `apns-id` / `apns-unique-id` values; injectable for stable tests.
+    public init(
+        configuration: MockAPNsConfiguration,
+        recordCapacity: Int = 10_000,
+        makeID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+    ) {
+        self.configuration = configuration
+        self.faultState = Mutex(configuration.faults)
+        self.recorder = Mutex(RecordRing(capacity: max(1, recordCapacity)))
+        self.makeID = makeID
+    }
+
+    /// The faults in force; tests change them while the emulator runs.
+    public var faults: MockFaults {
+        get { faultState.withLock { $0 } }
+        set { faultState.withLock { $0 = newValue } }
+    }
+
+    /// Changes the faults in one step (e.g. add one prefix) without losing a concurrent change.
+    public func updateFaults(_ body: (inout MockFaults) -> Void) {
+        faultState.withLock { body(&$0) }
+    }
+
+    /// Every request decided so far, oldest first (at most `recordCapacity`).
+    public var records: [MockRecord] {
+        recorder.withLock { $0.all }
+    }
+
+    /// Forgets the records, e.g. between test phases.
+    public func clearRecords() {
+        recorder.withLock { $0.removeAll() }
+    }
+
+    /// Judges one request.
+    ///
+    /// - Parameters:
+    ///   - connection: the state of the connection it came on; updated (token accepted, request
+    ///     counted, advertised limit) so the glue keeps one per connection.
+    ///   - now: unix seconds, passed in so that token ageing is tested without sleeping.
+    public func decide(_ request: MockRequestHead, connection: inout MockConnectionState, now: Int64) -> MockDecision {
+        connection.requestCount += 1
+        let faults = self.faults
+
+        let requestID = request.headers.first { $0.name == "apns-id" }.map(\.value)
+        let answerID = requestID.flatMap { Self.isUUID($0) ? $0 : nil } ?? makeID()
+
+        var action: MockDecision.Action
+        var status: Int?
+        var reason: String?
+        switch check(request, connection: &connection, now: now) {
+        case .failure(let rejection):
+            action = .respond(errorResponse(rejection, apnsID: answerID, now: now))
+            status = rejection.status
+            reason = rejection.reason
+        case .success(let token):
+            switch faults.fault(forToken: token) {
+            case .reject(let s, let r)?:
+                let rejection = Rejection(s, r)
+                action = .respond(errorResponse(rejection, apnsID: answerID, now: now))
+                status = s
+                reason = r
+            case .delay(let d)?:
+                action = .delay(d, successResponse(apnsID: answerID))
+                status = 200
+            case .neverAnswer?:
+                action = .neverAnswer
+            case .refuseStream?:
+                action = .refuseStream
+            case nil:
+                action = .respond(successResponse(apnsID: answerID))
+                status = 200
+            }
+        }
+
+        if let extra = faults.globalDelay {
+            switch action {
+            case .respond(let r): action = .delay(extra, r)
+            case .delay(let d, let r): action = .delay(d + extra, r)
+            case .neverAnswer, .refuseStream: break
+            }
+        }
+
+        var newLimit: UInt32?
+        if status == 200 {
+            if connection.advertisedMaxConcurrentStreams != configuration.maxConcurrentStreams {
+                newLimit = configuration.maxConcurrentStreams
+            }
+        } else if status != nil, configuration.dropToOneAfterRejection, connection.advertisedMaxConcurrentStreams != 1 {
+            newLimit = 1
+        }
+        if let newLimit { connection.advertisedMaxConcurrentStreams = newLimit }
+
+        let goAway = faults.goAwayAfterRequests.map { connection.requestCount >= $0 } ?? false
+
+        let record = MockRecord(
+            connectionID: connection.connectionID,
+            streamID: request.streamID,
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            payload: request.body,
+            status: status,
+            reason: reason,
+            apnsID: status == nil ? nil : answerID
+        )
+        recorder.withLock { $0.append(record) }
+
+        return MockDecision(action: action, goAwayAfter: goAway, newMaxConcurrentStreams: newLimit)
+    }
+
+    // MARK: - Answers
+
+    private func successResponse(apnsID: String) -> MockResponse {
+        var headers: [(name: String, value: String)] = [("apns-id", apnsID)]
+        if configuration.sandbox { headers.append(("apns-unique-id", makeID())) }
+        return MockResponse(status: 200, headers: headers, body: [])
+    }
+
+    private func errorResponse(_ rejection: Rejection, apnsID: String, now: Int64) -> MockResponse {
+        var json = #"{"reason":""# + rejection.reason + "\""
+        if rejection.status == 410 {
+            // Apple: when the token stopped being valid, in milliseconds.
+            json += #","timestamp":"# + String(now * 1000)
+        }
+        json += "}"
+        return MockResponse(
+            status: rejection.status,
+            headers: [("apns-id", apnsID), ("content-type", "application/json")],
+            body: Array(json.utf8)
+        )
+    }
+
+    // MARK: - Checks
+
+    struct Rejection: Error {
+        let status: Int
+        let reason: String
+        init(_ status: Int, _ reason: String) {
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// Runs every check; on success returns the device token, lower-cased.
+    private func check(_ request: MockRequestHead, connection: inout MockConnectionState, now: Int64) -> Result<String, Rejection> {
+        do throws(Rejection) {
+            let token = try Self.checkPathAndMethod(method: request.method, path: request.path)
+
+            var headers: [String: String] = [:]
+            for (name, value) in request.headers {
+                if headers.updateValue(value, forKey: name) != nil { throw Rejection(400, "DuplicateHeaders") }
+            }
+
+            try checkProviderToken(headers["authorization"], connection: &connection, now: now)
+
+            guard let topic = headers["apns-topic"] else { throw Rejection(400, "MissingTopic") }
+            guard let pushType = headers["apns-push-type"], let suffix = Self.topicSuffix[pushType] else {
+                throw Rejection(400, "InvalidPushType")
+            }
+            try checkTopic(topic, suffix: suffix)
+
+            if let priority = headers["apns-priority"] {
+                guard priority == "1" || priority == "5" || priority == "10" else { throw Rejection(400, "BadPriority") }
+                if pushType == "background" && priority == "10" { throw Rejection(400, "BadPriority") }
+            }
+            if let expiration = headers["apns-expiration"] {
+                guard !expiration.isEmpty, expiration.utf8.allSatisfy(Self.isDigit), Int64(expiration) != nil else {
+                    throw Rejection(400, "BadExpirationDate")
+                }
+            }
+            if let id = headers["apns-id"], !Self.isUUID(id) { throw Rejection(400, "BadMessageId") }
+            if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { throw Rejection(400, "BadCollapseId") }
+
+            try Self.checkPayload(request.body, limit: pushType == "voip" ? 5120 : 4096)
+            return .success(token)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func checkPathAndMethod(method: String, path: String) throws(Rejection) -> String {
+        let prefix = "/3/device/"
+        guard path.hasPrefix(prefix) else { throw Rejection(404, "BadPath") }
+        let token = path.dropFirst(prefix.count)
+        if token.contains("/") { throw Rejection(404, "BadPath") }
+        guard method == "POST" else { throw Rejection(405, "MethodNotAllowed") }
+        if token.isEmpty { throw Rejection(400, "MissingDeviceToken") }
+        let digits = token.utf8
+        guard digits.count >= 64, digits.count <= 200, digits.count % 2 == 0, digits.allSatisfy(isHexDigit) else {
+            throw Rejection(400, "BadDeviceToken")
+        }
+        return token.lowercased()
+    }
+
+    /// The topic suffix each push type demands, after the app's bundle id.
+    static let topicSuffix: [String: String] = [
+        "alert": "",
+        "background": "",
+        "mdm": "",
+        "voip": ".voip",
+        "complication": ".complication",
+        "fileprovider": ".pushkit.fileprovider",
+        "location": ".location-query",
+        "liveactivity": ".push-type.liveactivity",
+        "pushtotalk": ".voip-ptt",
+        "widgets": ".push-type.widgets",
+    ]
+
+    private func checkTopic(_ topic: String, suffix: String) throws(Rejection) {
+        // The longest configured base topic that this topic starts with decides.
+        var base: String?
+        for candidate in configuration.topics where topic == candidate || topic.hasPrefix(candidate + ".") {
+            if base == nil || candidate.count > base!.count { base = candidate }
+        }
+        guard let base else { throw Rejection(400, "TopicDisallowed") }
+        guard topic.dropFirst(base.count) == suffix else { throw Rejection(400, "BadTopic") }
+    }
+
+    private func checkProviderToken(_ authorization: String?, connection: inout MockConnectionState, now: Int64) throws(Rejection) {
+        guard let authorization else { throw Rejection(403, "MissingProviderToken") }
+        let scheme = "bearer "
+        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty || trimmed.lowercased() == "bearer" { throw Rejection(403, "MissingProviderToken") }
+        guard authorization.prefix(scheme.count).lowercased() == scheme else { throw Rejection(403, "InvalidProviderToken") }
+        let jwt = String(authorization.dropFirst(scheme.count))
+
+        if jwt == connection.acceptedToken, let issuedAt = connection.acceptedTokenIssuedAt {
+            if now - issuedAt > 3600 { throw Rejection(403, "ExpiredProviderToken") }
+            return
+        }
+
+        guard let issuedAt = verifiedIssuedAt(jwt) else { throw Rejection(403, "InvalidProviderToken") }
+        if issuedAt > now + 300 { throw Rejection(403, "InvalidProviderToken") }
+        if now - issuedAt > 3600 { throw Rejection(403, "ExpiredProviderToken") }
+        if let previous = connection.acceptedTokenAt, now - previous < 20 * 60 {
+            throw Rejection(429, "TooManyProviderTokenUpdates")
+        }
+        connection.acceptedToken = jwt
+        connection.acceptedTokenAt = now
+        connection.acceptedTokenIssuedAt = issuedAt
+        connection.authenticated = true
+    }
+
+    /// Decodes and verifies an ES256 JWT; returns its `iat`, or nil if anything is wrong.
+    private func verifiedIssuedAt(_ jwt: String) -> Int64? {
+        let parts = jwt.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = MockBase64URL.decode(parts[0]),
+              let claimBytes = MockBase64URL.decode(parts[1]),
+              let signature = MockBase64URL.decode(parts[2]), signature.count == 64,
+              let header = MockJSON.parse(headerBytes), header.isObject,
+              let claims = MockJSON.parse(claimBytes), claims.isObject,
+              header["alg"]?.stringValue == "ES256",
+              let kid = header["kid"]?.stringValue, let key = configuration.keys[kid],
+              claims["iss"]?.stringValue == configuration.teamID,
+              let issuedAt = claims["iat"]?.integerValue
+        else { return nil }
+        let message = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
+        return key.verify(message: message, signature: signature) ? issuedAt : nil
+    }
+
+    private static func checkPayload(_ body: [UInt8], limit: Int) throws(Rejection) {
+        if body.isEmpty { throw Rejection(400, "PayloadEmpty") }
+        if body.count > limit { throw Rejection(413, "PayloadTooLarge") }
+        guard let json = MockJSON.parse(body), json["aps"]?.isObject == true else {
+            throw Rejection(400, badPayloadReason)
+        }
+    }
+
+    static func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+
+    static func isHexDigit(_ c: UInt8) -> Bool {
+        isDigit(c) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+    }
+
+    /// 8-4-4-4-12 hex digits, either case, as Apple accepts in `apns-id`.
+    static func isUUID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (i, c) in bytes.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if !isHexDigit(c) {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// The last `capacity` records; a ring so that appending stays O(1) under load.
+struct RecordRing: Sendable {
+    let capacity: Int
+    private var storage: [MockRecord] = []
+    private var start = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    mutating func append(_ record: MockRecord) {
+        if storage.count < capacity {
+            storage.append(record)
+        } else {
+            storage[start] = record
+            start = (start + 1) % capacity
+        }
+    }
+
+    var all: [MockRecord] {
+        Array(storage[start...] + storage[..<start])
+    }
+
+    mutating func removeAll() {
+        storage.removeAll()
+        start = 0
+    }
+}

@@ -1,0 +1,349 @@
+import Foundation
+import Synchronization
+import EventLoop
+import OpenSSLSupport
+import HTTP2
+import Transport
+
+extension MockKeyVerifier {
+    /// Plugs a real P-256 public key into the pure rules, so the emulator checks the relay's
+    /// signatures with OpenSSL exactly as Apple would, not with the relay's own code.
+    public static func es256(_ key: ES256PublicKey) -> MockKeyVerifier {
+        MockKeyVerifier { message, signature in key.verify(signature: signature, message: message) }
+    }
+}
+
+/// The APNs emulator on the wire: TLS (ALPN h2) + HTTP/2 on loopback, every request judged by
+/// `MockAPNsRules` and the decision carried out on the connection's event loop.
+///
+/// Besides answering, it can misbehave the way Apple's servers do (cut connections, GOAWAY,
+/// refuse connections for a while, die and come back on the same port), so the relay's
+/// recovery paths are tested against real sockets rather than a fake.
+///
+/// Control methods (`stop`, `restart`, `dropAllConnections`…) block briefly until the loops
+/// have acted; call them from a test or main thread, never from one of the emulator's loops.
+public final class MockAPNsServer: Sendable {
+    /// Judges every request; also holds the records and the faults, which tests change at run time.
+    public let rules: MockAPNsRules
+    /// The CA that signed the server certificate: what a client must trust (its only extra root).
+    public let caPEM: String
+    /// The bound port; kept across `restart` and `refuseConnections`, as clients reconnect to it.
+    public let port: Int
+
+    private let host: String
+    private let loopCount: Int
+    private let tls: TLSContext
+    private let shared: MockServerShared
+    private let listening: Mutex<ListenState>
+
+    /// What the listener side owns; guarded by its own lock, never taken on a loop thread, so
+    /// binding (which waits for a loop) cannot deadlock with a connection callback.
+    private struct ListenState {
+        var group: EventLoopGroup?
+        var server: HTTP2Server?
+        /// Bumped by every stop/refuse/restart, so a late "listen again" from an older
+        /// `refuseConnections` does nothing.
+        var generation = 0
+    }
+
+    /// Starts listening at once.
+    ///
+    /// - Parameters:
+    ///   - port: 0 picks a free port (tests); `port` then tells which.
+    ///   - certificates: the server certificate; fresh throw-away ones for "localhost" and
+    ///     127.0.0.1 by default, whose CA is `caPEM`.
+    ///   - loopCount: event loops serving connections; one is plenty for tests.
+    ///   - recordCapacity: requests kept in `records` (oldest dropped first).
+    ///   - unixTime: the current Unix time in seconds, injectable so token ageing and the 410
+    ///     `timestamp` are exact in tests.
+    ///   - onRecord: called on a loop thread after each request is decided (e.g. a log line);
+    ///     keep it short, it holds up that loop.
+    public static func start(
+        configuration: MockAPNsConfiguration,
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        certificates: TestCertificates? = nil,
+        loopCount: Int = 1,
+        recordCapacity: Int = 10_000,
+        unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        onRecord: (@Sendable (MockRecord) -> Void)? = nil
+    ) throws -> MockAPNsServer {
+        let certificates = try certificates ?? TestCertificates.make()
+        let tls = try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
+                                        privateKeyPEM: certificates.privateKeyPEM)
+        let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime, onRecord: onRecord)
+        let group = try EventLoopGroup(loopCount: max(1, loopCount))
+        let server: HTTP2Server
+        do {
+            server = try listen(host: host, port: port, tls: tls, group: group, shared: shared)
+        } catch {
+            group.shutdown()
+            throw error
+        }
+        return MockAPNsServer(host: host, port: server.port, loopCount: max(1, loopCount), tls: tls,
+                              caPEM: certificates.caPEM, shared: shared, group: group, server: server)
+    }
+
+    private init(host: String, port: Int, loopCount: Int, tls: TLSContext, caPEM: String,
+                 shared: MockServerShared, group: EventLoopGroup, server: HTTP2Server) {
+        self.host = host
+        self.port = port
+        self.loopCount = loopCount
+        self.tls = tls
+        self.caPEM = caPEM
+        self.shared = shared
+        self.rules = shared.rules
+        self.listening = Mutex(ListenState(group: group, server: server))
+    }
+
+    deinit {
+        stop()
+    }
+
+    // MARK: Observation
+
+    /// Every request decided so far (see `MockAPNsRules.records`).
+    public var records: [MockRecord] { rules.records }
+    /// Connections accepted since start, across restarts.
+    public var connectionCount: Int { shared.connectionCount.load(ordering: .relaxed) }
+    /// Connections open now.
+    public var openConnectionCount: Int { shared.openConnectionCount.load(ordering: .relaxed) }
+    /// Requests (streams) received since start, across restarts.
+    public var streamCount: Int { shared.streamCount.load(ordering: .relaxed) }
+    /// The most streams ever open at once on one connection: proves a client obeyed
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxOpenStreamsPerConnection: Int { shared.maxOpenStreams.load(ordering: .relaxed) }
+    /// The most connections ever open at once: proves a client kept to its pool size.
+    public var maxOpenConnections: Int { shared.maxOpenConnections.load(ordering: .relaxed) }
+
+    /// Waits until at least `count` records exist, for tests that must know a request reached
+    /// "Apple" before acting; false on timeout.
+    public func waitForRecords(count: Int, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while rules.records.count < count {
+            if ContinuousClock.now >= deadline { return false }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return true
+    }
+
+    // MARK: Misbehaviour
+
+    /// Cuts every open connection without GOAWAY or close_notify, as a crashed server would:
+    /// the client must fail (or retry) every stream in flight by itself.
+    public func dropAllConnections() {
+        onEveryConnection { connection, _ in connection.close(abruptly: true) }
+    }
+
+    /// Sends GOAWAY (NO_ERROR, debug data `{"reason":…}`) on every open connection, as Apple
+    /// does before a restart; the connections stay open for the streams already accepted.
+    public func goAwayAll(debugReason: String = "Shutdown") {
+        let debug = Array(#"{"reason":""#.utf8) + Array(debugReason.utf8) + Array(#""}"#.utf8)
+        onEveryConnection { connection, handler in handler.goAway(connection, lastStreamID: nil, debugData: debug) }
+    }
+
+    /// Stops listening (connects are refused) for `duration`, then listens again on the same
+    /// port; open connections are left alone. Tests the client's reconnect back-off.
+    public func refuseConnections(for duration: Duration) {
+        let generation = listening.withLock { state -> Int in
+            state.server?.close()
+            state.server = nil
+            state.generation += 1
+            return state.generation
+        }
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) { [weak self] in
+            self?.listenAgain(ifGeneration: generation, attempts: 50)
+        }
+    }
+
+    private func listenAgain(ifGeneration generation: Int, attempts: Int) {
+        let failed = listening.withLock { state -> Bool in
+            guard state.generation == generation, state.server == nil, let group = state.group else { return false }
+            do {
+                state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
+                return false
+            } catch {
+                return true
+            }
+        }
+        if failed && attempts > 1 {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [weak self] in
+                self?.listenAgain(ifGeneration: generation, attempts: attempts - 1)
+            }
+        }
+    }
+
+    /// Kills the emulator: stops listening, cuts every connection abruptly and stops its loops.
+    /// Records and counters survive, so a test can inspect them; `restart` brings it back.
+    public func stop() {
+        let (server, group) = listening.withLock { state -> (HTTP2Server?, EventLoopGroup?) in
+            state.generation += 1
+            defer { state.server = nil; state.group = nil }
+            return (state.server, state.group)
+        }
+        server?.close()
+        guard let group else { return }
+        dropAllConnections()
+        group.shutdown()
+    }
+
+    /// Starts again on the same port after `stop` (or kills and restarts a running emulator),
+    /// as when Apple's front end is restarted: clients must reconnect on their own.
+    public func restart() throws {
+        stop()
+        let group = try EventLoopGroup(loopCount: loopCount)
+        try listening.withLock { state in
+            do {
+                state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
+                state.group = group
+                state.generation += 1
+            } catch {
+                group.shutdown()
+                throw error
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    private static func listen(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, shared: MockServerShared) throws -> HTTP2Server {
+        // Apple advertises one stream until the first authenticated request; the rules raise it.
+        try HTTP2Server.start(host: host, port: port, tls: tls, group: group, maxConcurrentStreams: 1) { connection in
+            let id = shared.connectionCount.add(1, ordering: .relaxed).newValue
+            let open = shared.openConnectionCount.add(1, ordering: .relaxed).newValue
+            shared.maxOpenConnections.max(open, ordering: .relaxed)
+            let handler = MockConnectionHandler(id: id, shared: shared)
+            shared.connections.withLock { $0[id] = (connection, handler) }
+            return handler
+        }
+    }
+
+    /// Runs `body` on each open connection's loop and waits (bounded) until all have run.
+    private func onEveryConnection(_ body: @escaping @Sendable (HTTP2ServerConnection, MockConnectionHandler) -> Void) {
+        let all = shared.connections.withLock { Array($0.values) }
+        let done = DispatchGroup()
+        for (connection, handler) in all {
+            done.enter()
+            connection.loop.execute {
+                body(connection, handler)
+                done.leave()
+            }
+        }
+        // A loop already shut down drops the job; don't wait forever for it.
+        _ = done.wait(timeout: .now() + 2)
+    }
+}
+
+/// What the listener, the connections and the control methods share. Every member is either
+/// immutable or behind a Mutex/Atomic.
+final class MockServerShared: Sendable {
+    let rules: MockAPNsRules
+    let unixTime: @Sendable () -> Int64
+    let onRecord: (@Sendable (MockRecord) -> Void)?
+    let connectionCount = Atomic<Int>(0)
+    let openConnectionCount = Atomic<Int>(0)
+    let streamCount = Atomic<Int>(0)
+    let maxOpenStreams = Atomic<Int>(0)
+    let maxOpenConnections = Atomic<Int>(0)
+    /// Open connections by emulator connection id (unique across restarts).
+    let connections = Mutex<[Int: (HTTP2ServerConnection, MockConnectionHandler)]>([:])
+
+    init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?) {
+        self.rules = rules
+        self.unixTime = unixTime
+        self.onRecord = onRecord
+    }
+}
+
+/// Serves one connection: keeps its `MockConnectionState` and carries out each decision.
+///
+/// `@unchecked Sendable` only so the control methods can carry it to its loop: every mutable
+/// member is touched on the connection's loop alone.
+final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sendable {
+    private let shared: MockServerShared
+    private var state: MockConnectionState
+    /// The highest stream id received, the `last_stream_id` of a GOAWAY sent "now".
+    private var lastSeenStream: Int32 = 0
+    /// Set once a GOAWAY went out: Apple sends one per connection, and streams above it were
+    /// never processed.
+    private var goAwayLastStream: Int32?
+    /// Delayed answers waiting for their timer, so a closed stream or connection cancels them.
+    private var timers: [Int32: EventLoop.Timer] = [:]
+    /// Streams received and not yet closed on this connection.
+    private var openStreams = Set<Int32>()
+
+    init(id: Int, shared: MockServerShared) {
+        self.shared = shared
+        self.state = MockConnectionState(connectionID: id)
+    }
+
+    func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2Request, stream id: Int32) {
+        shared.streamCount.add(1, ordering: .relaxed)
+        openStreams.insert(id)
+        shared.maxOpenStreams.max(openStreams.count, ordering: .relaxed)
+        lastSeenStream = max(lastSeenStream, id)
+        if let last = goAwayLastStream, id > last {
+            // After our GOAWAY this stream does not exist for "Apple": not processed, retry elsewhere.
+            connection.reset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
+            return
+        }
+        let head = MockRequestHead(method: request.method, path: request.path,
+                                   headers: request.headers.map { (name: $0.name, value: $0.value) },
+                                   body: request.body, streamID: id)
+        let decision = shared.rules.decide(head, connection: &state, now: shared.unixTime())
+
+        if let limit = decision.newMaxConcurrentStreams {
+            connection.updateMaxConcurrentStreams(limit)
+        }
+        switch decision.action {
+        case .respond(let response):
+            send(response, on: connection, stream: id)
+        case .delay(let delay, let response):
+            timers[id] = connection.loop.schedule(after: delay) { [weak self, weak connection] in
+                guard let self, let connection else { return }
+                self.timers[id] = nil
+                self.send(response, on: connection, stream: id)
+            }
+        case .neverAnswer:
+            break
+        case .refuseStream:
+            connection.reset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
+        }
+        if decision.goAwayAfter {
+            goAway(connection, lastStreamID: id, debugData: MockDecision.goAwayDebugData)
+        }
+        if let onRecord = shared.onRecord {
+            let response = decision.response
+            onRecord(MockRecord(connectionID: state.connectionID, streamID: id, method: head.method, path: head.path,
+                                headers: head.headers, payload: head.body, status: response?.status,
+                                reason: response?.reason, apnsID: response?.header("apns-id")))
+        }
+    }
+
+    /// Sends the one GOAWAY of this connection; later calls do nothing.
+    func goAway(_ connection: HTTP2ServerConnection, lastStreamID: Int32?, debugData: [UInt8]) {
+        guard goAwayLastStream == nil else { return }
+        let last = lastStreamID ?? lastSeenStream
+        goAwayLastStream = last
+        connection.goAway(lastStreamID: last, debugData: debugData)
+    }
+
+    private func send(_ response: MockResponse, on connection: HTTP2ServerConnection, stream id: Int32) {
+        let headers = response.headers.map { HTTP2Header(name: $0.name, value: $0.value) }
+        connection.respond(stream: id, status: response.status, headers: headers, body: response.body)
+    }
+
+    func connection(_ connection: HTTP2ServerConnection, streamDidClose id: Int32, errorCode: UInt32) {
+        timers.removeValue(forKey: id)?.cancel()
+        openStreams.remove(id)
+    }
+
+    func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?) {
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        shared.openConnectionCount.subtract(1, ordering: .relaxed)
+        let id = state.connectionID
+        shared.connections.withLock { $0[id] = nil }
+    }
+}

@@ -1,1 +1,0 @@
-// Observability — see README.md for what this module holds.

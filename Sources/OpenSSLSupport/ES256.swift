@@ -1,0 +1,262 @@
+internal import COpenSSL
+
+/// Why a key could not be loaded or used, with a message that says which file to use.
+public struct KeyError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The text is not a PEM key at all (or is encrypted).
+        public static let notAKey = Code("notAKey")
+        /// A valid key of the wrong kind: RSA, or EC on a curve other than P-256.
+        public static let wrongKeyType = Code("wrongKeyType")
+        /// OpenSSL failed while signing or encoding (out of memory, broken provider).
+        public static let operationFailed = Code("operationFailed")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "key \(code): \(message)" }
+}
+
+/// The P-256 private key that signs APNs provider tokens (ES256).
+///
+/// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after `init`, and OpenSSL 3
+/// allows concurrent signing with one key (each signature gets its own `EVP_MD_CTX`).
+public final class ES256PrivateKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+    /// Derived once: verifying our own tokens (tests, the emulator) is common.
+    public let publicKey: ES256PublicKey
+
+    static let p8Message = "the key must be the text of the .p8 file from Apple (-----BEGIN PRIVATE KEY----- …)"
+
+    /// Loads the text of Apple's `.p8` file (PKCS#8 "BEGIN PRIVATE KEY"), or a SEC1
+    /// "BEGIN EC PRIVATE KEY". Environment variables often carry the key with literal
+    /// `\n` sequences, surrounding quotes or whitespace, or on one line; all are accepted.
+    public init(pem: String) throws {
+        OpenSSLError.clearQueue()
+        let text = normalizePEM(pem)
+        let key: OpaquePointer? = try withReadBIO(text) { copenssl_PEM_read_bio_PrivateKey($0) }
+        OpenSSLError.clearQueue()
+        guard let key else { throw KeyError(.notAKey, Self.p8Message) }
+        do {
+            try requireP256(key, what: "private key")
+            publicKey = try ES256PublicKey(pem: publicKeyPEM(key))
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        pkey = key
+    }
+
+    private init(owning key: OpaquePointer) throws {
+        do {
+            publicKey = try ES256PublicKey(pem: publicKeyPEM(key))
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        pkey = key
+    }
+
+    deinit {
+        EVP_PKEY_free(pkey)
+    }
+
+    /// A fresh random key, for tests and the demo (Apple issues real ones).
+    public static func generate() throws -> ES256PrivateKey {
+        try ES256PrivateKey(owning: generateP256Key())
+    }
+
+    /// The key as PKCS#8 PEM ("BEGIN PRIVATE KEY"), the same format as Apple's `.p8`.
+    /// Secret: never log it.
+    public var pemPKCS8: String {
+        (try? encodePrivateKeyPEM(pkey)) ?? ""
+    }
+
+    /// Signs with ECDSA P-256 / SHA-256 and returns the JWS form: raw r‖s, exactly 64
+    /// bytes. OpenSSL produces DER; each half is left-padded to 32 bytes, because a
+    /// plain conversion drops leading zeros about once in 128 signatures and Apple
+    /// then rejects the token.
+    public func sign(_ message: UnsafeRawBufferPointer) throws -> [UInt8] {
+        OpenSSLError.clearQueue()
+        guard let md = EVP_MD_CTX_new() else {
+            throw KeyError(.operationFailed, OpenSSLError.message("out of memory"))
+        }
+        defer { EVP_MD_CTX_free(md) }
+        let data = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        guard EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey) == 1 else {
+            throw KeyError(.operationFailed, OpenSSLError.message("could not start signing"))
+        }
+        var derLength = 0
+        guard EVP_DigestSign(md, nil, &derLength, data, message.count) == 1, derLength > 0 else {
+            throw KeyError(.operationFailed, OpenSSLError.message("could not size the signature"))
+        }
+        var der = [UInt8](repeating: 0, count: derLength)
+        guard EVP_DigestSign(md, &der, &derLength, data, message.count) == 1 else {
+            throw KeyError(.operationFailed, OpenSSLError.message("could not sign"))
+        }
+        return try der.withUnsafeBufferPointer { buffer -> [UInt8] in
+            // d2i advances the pointer it is given: hand it a copy.
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            guard let signature = d2i_ECDSA_SIG(nil, &cursor, derLength) else {
+                throw KeyError(.operationFailed, OpenSSLError.message("could not decode the DER signature"))
+            }
+            defer { ECDSA_SIG_free(signature) }
+            var raw = [UInt8](repeating: 0, count: 64)
+            let ok = raw.withUnsafeMutableBufferPointer { out -> Bool in
+                BN_bn2binpad(ECDSA_SIG_get0_r(signature), out.baseAddress!, 32) == 32
+                    && BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + 32, 32) == 32
+            }
+            guard ok else {
+                throw KeyError(.operationFailed, OpenSSLError.message("a signature half did not fit in 32 bytes"))
+            }
+            return raw
+        }
+    }
+
+    /// Signs `message`; see `sign(_: UnsafeRawBufferPointer)`.
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        try message.withUnsafeBytes { try sign($0) }
+    }
+}
+
+/// The public half of an ES256 key: what the APNs emulator checks tokens with.
+///
+/// `@unchecked Sendable`: immutable after `init`; verification only reads the key.
+public final class ES256PublicKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+
+    /// Loads a "BEGIN PUBLIC KEY" (SubjectPublicKeyInfo) PEM of a P-256 key.
+    public init(pem: String) throws {
+        OpenSSLError.clearQueue()
+        let key: OpaquePointer? = try withReadBIO(normalizePEM(pem)) { copenssl_PEM_read_bio_PUBKEY($0) }
+        OpenSSLError.clearQueue()
+        guard let key else {
+            throw KeyError(.notAKey, "the public key must be PEM text starting with -----BEGIN PUBLIC KEY-----")
+        }
+        do {
+            try requireP256(key, what: "public key")
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        pkey = key
+    }
+
+    deinit {
+        EVP_PKEY_free(pkey)
+    }
+
+    /// The key as "BEGIN PUBLIC KEY" PEM, to hand to whoever verifies our tokens.
+    public var pem: String {
+        (try? publicKeyPEM(pkey)) ?? ""
+    }
+
+    /// Checks a JWS-style raw r‖s signature (64 bytes) over `message` with SHA-256.
+    /// Any other length, or any garbage, is simply `false`: input comes from the network.
+    public func verify(signature raw: [UInt8], message: [UInt8]) -> Bool {
+        guard raw.count == 64 else { return false }
+        defer { OpenSSLError.clearQueue() }
+        guard let signature = ECDSA_SIG_new() else { return false }
+        defer { ECDSA_SIG_free(signature) }
+        let (r, s) = raw.withUnsafeBufferPointer { buffer in
+            (BN_bin2bn(buffer.baseAddress!, 32, nil), BN_bin2bn(buffer.baseAddress! + 32, 32, nil))
+        }
+        guard let r, let s, ECDSA_SIG_set0(signature, r, s) == 1 else {  // set0 takes ownership on success
+            BN_free(r)
+            BN_free(s)
+            return false
+        }
+        let derLength = i2d_ECDSA_SIG(signature, nil)
+        guard derLength > 0 else { return false }
+        var der = [UInt8](repeating: 0, count: Int(derLength))
+        let encoded = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress  // i2d advances it
+            return i2d_ECDSA_SIG(signature, &cursor)
+        }
+        guard encoded == derLength else { return false }
+        guard let md = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(md) }
+        guard EVP_DigestVerifyInit(md, nil, EVP_sha256(), nil, pkey) == 1 else { return false }
+        return message.withUnsafeBufferPointer { data in
+            EVP_DigestVerify(md, der, der.count, data.baseAddress, data.count) == 1
+        }
+    }
+}
+
+// MARK: - Helpers shared with TestCertificates
+
+/// Undoes what environment variables and copy-paste do to PEM: literal `\n`, CRLF,
+/// quotes, surrounding whitespace, everything on one line. The body is re-wrapped at
+/// 64 columns; text without PEM markers is returned trimmed (and fails to parse).
+func normalizePEM(_ input: String) -> String {
+    var text = input.replacing("\\r", with: "").replacing("\\n", with: "\n").replacing("\r", with: "")
+    text = trimmed(text)
+    if text.count >= 2, let first = text.first, first == text.last, first == "\"" || first == "'" {
+        text = trimmed(String(text.dropFirst().dropLast()))
+    }
+    guard let begin = text.firstRange(of: "-----BEGIN "),
+          let beginEnd = text[begin.upperBound...].firstRange(of: "-----"),
+          let end = text[beginEnd.upperBound...].firstRange(of: "-----END ") else {
+        return text
+    }
+    let label = text[begin.upperBound..<beginEnd.lowerBound]
+    let body = text[beginEnd.upperBound..<end.lowerBound]
+    // Encrypted legacy PEM carries "Proc-Type:" headers; leave it for OpenSSL to refuse.
+    guard !body.contains(":") else { return text }
+    let base64 = body.filter { !$0.isWhitespace }
+    var lines = ["-----BEGIN \(label)-----"]
+    var rest = Substring(base64)
+    while !rest.isEmpty {
+        lines.append(String(rest.prefix(64)))
+        rest = rest.dropFirst(64)
+    }
+    lines.append("-----END \(label)-----")
+    return lines.joined(separator: "\n") + "\n"
+}
+
+private func trimmed(_ text: String) -> String {
+    String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+}
+
+/// Refuses anything but an EC P-256 key, naming what was found, because an ES256
+/// token signed with another key is refused by Apple with an unhelpful 403.
+func requireP256(_ key: OpaquePointer, what: String) throws {
+    guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+        throw KeyError(.wrongKeyType, "the \(what) is not an EC key; APNs tokens need the P-256 (ES256) key from Apple's .p8 file")
+    }
+    var name = [CChar](repeating: 0, count: 80)
+    var length = 0
+    guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else {
+        throw KeyError(.wrongKeyType, OpenSSLError.message("the \(what) is an EC key on an unknown curve; APNs tokens need P-256"))
+    }
+    let curve = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard curve == "prime256v1" || curve == "P-256" else {
+        throw KeyError(.wrongKeyType, "the \(what) is an EC key on curve \(curve); APNs tokens (ES256) need a P-256 key, the .p8 file from Apple")
+    }
+}
+
+/// A new EC P-256 key; the caller owns it.
+func generateP256Key() throws -> OpaquePointer {
+    OpenSSLError.clearQueue()
+    guard let key = copenssl_EVP_EC_gen("P-256") else {
+        throw KeyError(.operationFailed, OpenSSLError.message("could not generate a P-256 key"))
+    }
+    return key
+}
+
+func encodePrivateKeyPEM(_ key: OpaquePointer) throws -> String {
+    try stringFromBIO { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) == 1 }
+}
+
+func publicKeyPEM(_ key: OpaquePointer) throws -> String {
+    try stringFromBIO { PEM_write_bio_PUBKEY($0, key) == 1 }
+}

@@ -1,0 +1,158 @@
+internal import COpenSSL
+
+/// Shared TLS configuration: trust, certificates, ALPN. Build one per role and create
+/// many `TLSSession`s from it, since loading a trust store per connection is slow.
+///
+/// `@unchecked Sendable`: the `SSL_CTX` is only mutated inside the factory methods,
+/// before the object escapes; afterwards OpenSSL only reads it (with its own locking
+/// for reference counts), so sessions on several event loops may share it.
+public final class TLSContext: @unchecked Sendable {
+    let ctx: OpaquePointer
+    /// Protocols the client requires one of; empty when a missing ALPN is acceptable.
+    let requiredALPN: [String]
+    let isServer: Bool
+    /// The server's ALPN list in wire format; the select callback points into it, so it
+    /// lives exactly as long as the `SSL_CTX`.
+    private let alpnWire: UnsafeMutableBufferPointer<UInt8>?
+    private let alpnList: UnsafeMutablePointer<copenssl_alpn_list>?
+
+    private init(ctx: OpaquePointer, requiredALPN: [String], isServer: Bool,
+                 alpnWire: UnsafeMutableBufferPointer<UInt8>?, alpnList: UnsafeMutablePointer<copenssl_alpn_list>?) {
+        self.ctx = ctx
+        self.requiredALPN = requiredALPN
+        self.isServer = isServer
+        self.alpnWire = alpnWire
+        self.alpnList = alpnList
+    }
+
+    deinit {
+        SSL_CTX_free(ctx)
+        alpnList?.deallocate()
+        alpnWire?.deallocate()
+    }
+
+    /// A client context for talking to APNs (or the emulator): TLS ≥ 1.2, the peer's
+    /// certificate verified, ALPN offered.
+    ///
+    /// - Parameters:
+    ///   - alpn: protocols to offer; when non-empty, a handshake that negotiates none of
+    ///     them fails with `.noALPN`, because APNs only speaks HTTP/2.
+    ///   - trustSystemStore: trust Debian's CA bundle. Keep it on for Apple: pinning
+    ///     Apple's CA broke relays when Apple changed it.
+    ///   - extraCAFile: a PEM file of extra roots (the emulator's CA in tests and the demo).
+    ///   - extraCAPEM: the same, as text.
+    public static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
+                              extraCAFile: String? = nil, extraCAPEM: String? = nil) throws -> TLSContext {
+        OpenSSLError.clearQueue()
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS client context"))
+        }
+        var owned = true
+        defer { if owned { SSL_CTX_free(ctx) } }
+        try configureCommon(ctx)
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        if trustSystemStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not load the system trust store; install ca-certificates"))
+        }
+        if let extraCAFile {
+            if SSL_CTX_load_verify_locations(ctx, extraCAFile, nil) != 1 {
+                throw TLSError(.badConfiguration, OpenSSLError.message("could not load the CA file \(extraCAFile); it must exist and hold PEM certificates"))
+            }
+        }
+        if let extraCAPEM {
+            let certificates = try readCertificates(pem: extraCAPEM, what: "the extra CA text")
+            defer { certificates.forEach { X509_free($0) } }
+            let store = SSL_CTX_get_cert_store(ctx)
+            for certificate in certificates where X509_STORE_add_cert(store, certificate) != 1 {
+                throw TLSError(.badConfiguration, OpenSSLError.message("could not add an extra CA certificate to the trust store"))
+            }
+        }
+        if !alpn.isEmpty {
+            let wire = try alpnWireFormat(alpn)
+            if SSL_CTX_set_alpn_protos(ctx, wire, UInt32(wire.count)) != 0 {  // 0 is success here
+                throw TLSError(.badConfiguration, OpenSSLError.message("could not set the ALPN protocols \(alpn)"))
+            }
+        }
+        owned = false
+        return TLSContext(ctx: ctx, requiredALPN: alpn, isServer: false, alpnWire: nil, alpnList: nil)
+    }
+
+    /// A server context (the APNs emulator, tests): presents the given chain and picks
+    /// the first of `alpn` the client offers.
+    ///
+    /// A client that offers ALPN but none of `alpn` fails the handshake with a
+    /// `no_application_protocol` alert (RFC 7301), which that client reports as
+    /// `.noALPN`. A client offering no ALPN at all completes the handshake with
+    /// `negotiatedALPN == nil`; the server decides what to do with it. An empty `alpn`
+    /// negotiates nothing.
+    ///
+    /// - Parameters:
+    ///   - certificateChainPEM: the leaf first, then any intermediates.
+    ///   - privateKeyPEM: the leaf's key (PKCS#8 or traditional).
+    public static func server(certificateChainPEM: String, privateKeyPEM: String,
+                              alpn: [String] = ["h2"]) throws -> TLSContext {
+        OpenSSLError.clearQueue()
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS server context"))
+        }
+        var owned = true
+        defer { if owned { SSL_CTX_free(ctx) } }
+        try configureCommon(ctx)
+
+        let certificates = try readCertificates(pem: certificateChainPEM, what: "the certificate chain")
+        defer { certificates.forEach { X509_free($0) } }
+        guard SSL_CTX_use_certificate(ctx, certificates[0]) == 1 else {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not use the server certificate"))
+        }
+        for intermediate in certificates.dropFirst() where copenssl_SSL_CTX_add1_chain_cert(ctx, intermediate) != 1 {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not add an intermediate certificate"))
+        }
+        let key = try withReadBIO(privateKeyPEM) { bio -> OpaquePointer in
+            guard let key = copenssl_PEM_read_bio_PrivateKey(bio) else {
+                throw TLSError(.badConfiguration, OpenSSLError.message("the server private key is not an unencrypted PEM key"))
+            }
+            return key
+        }
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+            throw TLSError(.badConfiguration, OpenSSLError.message("the server private key does not match its certificate"))
+        }
+
+        var wireBuffer: UnsafeMutableBufferPointer<UInt8>?
+        var list: UnsafeMutablePointer<copenssl_alpn_list>?
+        if !alpn.isEmpty {
+            let wire = try alpnWireFormat(alpn)
+            let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: wire.count)
+            _ = buffer.initialize(from: wire)
+            let entry = UnsafeMutablePointer<copenssl_alpn_list>.allocate(capacity: 1)
+            entry.initialize(to: copenssl_alpn_list(protos: UnsafePointer(buffer.baseAddress), length: UInt32(wire.count)))
+            copenssl_SSL_CTX_set_alpn_server(ctx, entry)
+            wireBuffer = buffer
+            list = entry
+        }
+        owned = false
+        return TLSContext(ctx: ctx, requiredALPN: [], isServer: true, alpnWire: wireBuffer, alpnList: list)
+    }
+
+    private static func configureCommon(_ ctx: OpaquePointer) throws {
+        guard copenssl_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 else {
+            throw TLSError(.badConfiguration, OpenSSLError.message("could not require TLS 1.2"))
+        }
+        // Renegotiation is a source of surprises over memory BIOs and APNs never uses it.
+        copenssl_SSL_CTX_set_no_renegotiation(ctx)
+    }
+
+    /// Length-prefixed protocol names, as ALPN puts them on the wire.
+    private static func alpnWireFormat(_ protocols: [String]) throws -> [UInt8] {
+        var wire: [UInt8] = []
+        for name in protocols {
+            let bytes = Array(name.utf8)
+            guard !bytes.isEmpty, bytes.count <= 255 else {
+                throw TLSError(.badConfiguration, "ALPN protocol name \"\(name)\" must be 1 to 255 bytes")
+            }
+            wire.append(UInt8(bytes.count))
+            wire += bytes
+        }
+        return wire
+    }
+}

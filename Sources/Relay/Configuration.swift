@@ -1,0 +1,455 @@
+// The relay's settings, read once at start-up from the environment (and optionally an env file).
+// Variable names follow metatext-apns, so an existing deployment switches by changing its image.
+import Foundation
+import Observability
+
+/// Everything the relay needs to start. Built only by `load`, which validates every value, so
+/// the rest of the relay never re-checks a setting or meets a half-configured state.
+public struct RelayConfiguration: Sendable {
+    /// Text of Apple's `.p8` signing key (PEM). Kept as text: the APNs module parses it, and
+    /// this type never prints it (see `loggableSummary`).
+    public var authKey: String
+    /// The 10-character key ID Apple shows next to the key; it becomes the JWT's `kid`.
+    public var keyID: String
+    /// The 10-character team ID; it becomes the JWT's `iss`.
+    public var teamID: String
+    /// The app's bundle ID, sent as `apns-topic`.
+    public var topic: String
+    /// Kept HTTP/2 connections to each APNs host.
+    public var connectionPoolSize: Int
+    /// The inbound HTTP/1.1 port.
+    public var port: Int
+    /// The address the inbound listener binds (an IPv4 or IPv6 literal).
+    public var bindAddress: String
+    /// Apple's production host, overridable so tests and staging can point at an emulator.
+    public var apnsHost: Endpoint
+    /// Apple's development host, used for `?sandbox=true`.
+    public var apnsSandboxHost: Endpoint
+    /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
+    public var caFile: String?
+    /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
+    /// read timeout so the sender hears a status instead of timing out.
+    public var pushTimeout: Duration
+    /// The inbound body cap; bigger bodies answer 413.
+    public var maxBodyBytes: Int
+    /// The alert's `loc-key`: the app's fallback text when it cannot decrypt.
+    public var alertLocKey: String
+    public var logLevel: LogLevel
+    public var logFormat: LogFormat
+    /// Pushes waiting for an APNs stream; past this the relay answers 503 instead of queuing forever.
+    public var maxQueuedPushes: Int
+    /// Inbound connections held open at once; past this new ones are refused.
+    public var maxConnections: Int
+
+    /// For tests and the demo, which build a configuration in code; every default is the one
+    /// `load` uses when the variable is unset.
+    public init(
+        authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = 2,
+        port: Int = 3000, bindAddress: String = "0.0.0.0", apnsHost: Endpoint = defaultAPNsHost,
+        apnsSandboxHost: Endpoint = defaultAPNsSandboxHost, caFile: String? = nil,
+        pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
+        alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
+        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000
+    ) {
+        self.authKey = authKey
+        self.keyID = keyID
+        self.teamID = teamID
+        self.topic = topic
+        self.connectionPoolSize = connectionPoolSize
+        self.port = port
+        self.bindAddress = bindAddress
+        self.apnsHost = apnsHost
+        self.apnsSandboxHost = apnsSandboxHost
+        self.caFile = caFile
+        self.pushTimeout = pushTimeout
+        self.maxBodyBytes = maxBodyBytes
+        self.alertLocKey = alertLocKey
+        self.logLevel = logLevel
+        self.logFormat = logFormat
+        self.maxQueuedPushes = maxQueuedPushes
+        self.maxConnections = maxConnections
+    }
+
+    public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
+    public static let defaultAPNsSandboxHost = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+
+    /// How log lines are written.
+    public enum LogFormat: String, Sendable, CaseIterable {
+        /// One JSON object per line, for log shippers (the default).
+        case json
+        /// Human-readable lines, for a terminal.
+        case text
+    }
+
+    /// A host and port, as `host[:port]` in the environment.
+    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// Every variable the relay reads, in the order the example env file documents them.
+    public static let variableNames: [String] = [
+        Variable.authKey, Variable.authKeyFile, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
+        Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
+        Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
+        Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
+        Variable.maxConnections,
+    ]
+
+    /// The settings without secrets, for the start-up log line.
+    public var loggableSummary: [String: String] {
+        [
+            "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
+            "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
+            "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
+            "listen": Endpoint(host: bindAddress, port: port).description,
+            "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
+            "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
+            "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
+            "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
+        ]
+    }
+}
+
+/// Why start-up stopped. The message is one line naming the variable and what it should hold,
+/// so an operator can fix the deployment from the log alone. Equality is on code and variable.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+        /// A required variable is unset or empty.
+        public static let missing = Code(name: "missing")
+        /// A variable holds a value the relay cannot use.
+        public static let invalid = Code(name: "invalid")
+        /// Two variables that mean the same thing disagree, or both of two exclusive ones are set.
+        public static let conflict = Code(name: "conflict")
+        /// A file named by a variable (or `--env-file`) cannot be read.
+        public static let unreadableFile = Code(name: "unreadable-file")
+        /// A line of the env file is not `KEY=VALUE`.
+        public static let envFileSyntax = Code(name: "env-file-syntax")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    /// The variable at fault (or the env file's path for env-file errors).
+    public let variable: String
+    public let message: String
+
+    init(_ code: Code, _ variable: String, _ message: String) {
+        self.code = code
+        self.variable = variable
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
+        lhs.code == rhs.code && lhs.variable == rhs.variable
+    }
+}
+
+/// The names, in one place so the deploy check can find every variable read here.
+enum Variable {
+    static let authKey = "APNS_AUTH_KEY"
+    static let authKeyFile = "APNS_AUTH_KEY_FILE"
+    static let keyID = "APNS_KEY_ID"
+    static let teamID = "APPLE_TEAM_ID"
+    static let teamIDAlias = "APNS_TEAM_ID"
+    static let topic = "TOPIC"
+    static let topicAlias = "APNS_TOPIC"
+    static let connectionPoolSize = "CONNECTION_POOL_SIZE"
+    static let port = "PORT"
+    static let bindAddress = "BIND_ADDRESS"
+    static let apnsHost = "APNS_HOST"
+    static let apnsSandboxHost = "APNS_SANDBOX_HOST"
+    static let caFile = "APNS_CA_FILE"
+    static let pushTimeout = "PUSH_TIMEOUT_MS"
+    static let maxBodyBytes = "MAX_BODY_BYTES"
+    static let alertLocKey = "ALERT_LOC_KEY"
+    static let logLevel = "LOG_LEVEL"
+    static let logFormat = "LOG_FORMAT"
+    static let maxQueuedPushes = "MAX_QUEUED_PUSHES"
+    static let maxConnections = "MAX_CONNECTIONS"
+}
+
+extension RelayConfiguration {
+    /// Reads and validates every setting.
+    ///
+    /// - Parameters:
+    ///   - environment: usually `ProcessInfo.processInfo.environment`.
+    ///   - envFile: the path given with `--env-file`. Its `KEY=VALUE` lines fill in only the
+    ///     variables the real environment leaves unset, so an operator can override one
+    ///     setting of a shared file with `VAR=… apns-relay --env-file …`, as with Docker and systemd.
+    public static func load(
+        environment: [String: String], envFile: String? = nil
+    ) throws(ConfigurationError) -> RelayConfiguration {
+        var merged = [String: String]()
+        if let envFile {
+            merged = try parseEnvFile(at: envFile)
+        }
+        for (key, value) in environment { merged[key] = value }
+        return try Reader(values: merged).configuration()
+    }
+
+    /// Parses env-file text: `KEY=VALUE` lines, `#` comments and blank lines skipped, an optional
+    /// `export ` prefix, and values optionally wrapped in single quotes (literal) or double quotes
+    /// (where `\"` and `\\` are unescaped). Unquoted values are taken as written (surrounding spaces
+    /// trimmed); a `#` inside a value is part of it, as Docker and systemd read it.
+    static func parseEnvFile(text: String, path: String) throws(ConfigurationError) -> [String: String] {
+        var values = [String: String]()
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            var line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)[...]
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("export ") || line.hasPrefix("export\t") {
+                line = line.dropFirst(7).drop(while: { $0 == " " || $0 == "\t" })
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigurationError(
+                    .envFileSyntax, path,
+                    "--env-file \(path) line \(lineNumber) must be KEY=VALUE, got \(quoted(String(line.prefix(40))))")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard isVariableName(key) else {
+                throw ConfigurationError(
+                    .envFileSyntax, path,
+                    "--env-file \(path) line \(lineNumber) must start with a variable name (letters, digits, _), got \(quoted(key))")
+            }
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("'"), value.hasSuffix("'") {
+                value = String(value.dropFirst().dropLast())
+            } else if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                var unescaped = ""
+                var escaping = false
+                for c in value.dropFirst().dropLast() {
+                    if escaping {
+                        if c != "\"" && c != "\\" { unescaped.append("\\") }
+                        unescaped.append(c)
+                        escaping = false
+                    } else if c == "\\" {
+                        escaping = true
+                    } else {
+                        unescaped.append(c)
+                    }
+                }
+                if escaping { unescaped.append("\\") }
+                value = unescaped
+            }
+            values[key] = value
+        }
+        return values
+    }
+
+    static func parseEnvFile(at path: String) throws(ConfigurationError) -> [String: String] {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(
+                .unreadableFile, path, "--env-file must name a readable UTF-8 file of KEY=VALUE lines, could not read \(quoted(path))")
+        }
+        return try parseEnvFile(text: text, path: path)
+    }
+
+    static func isVariableName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, !(first >= "0" && first <= "9") else { return false }
+        return s.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "_" }
+    }
+}
+
+/// Shows a value inside a message so an empty or space-padded one is visible.
+private func quoted(_ s: String) -> String {
+    "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r") + "\""
+}
+
+/// Validation, one variable at a time; each throws a message that says what the variable should hold.
+private struct Reader {
+    let values: [String: String]
+
+    /// A set-but-blank variable counts as unset: Docker passes `VAR=` through as empty.
+    func value(_ name: String) -> String? {
+        guard let raw = values[name] else { return nil }
+        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    func required(_ name: String, _ what: String) throws(ConfigurationError) -> String {
+        guard let value = value(name) else {
+            throw ConfigurationError(.missing, name, "\(name) must be set to \(what)")
+        }
+        return value
+    }
+
+    /// A variable and its alias must agree when both are set, or the relay would silently pick one.
+    func aliased(_ name: String, _ alias: String, _ what: String) throws(ConfigurationError) -> String {
+        switch (value(name), value(alias)) {
+        case (let a?, let b?) where a != b:
+            throw ConfigurationError(
+                .conflict, name, "\(name) and \(alias) must not disagree (set only one to \(what)), got \(quoted(a)) and \(quoted(b))")
+        case (let a?, _): return a
+        case (nil, let b?): return b
+        case (nil, nil):
+            throw ConfigurationError(.missing, name, "\(name) (or \(alias)) must be set to \(what)")
+        }
+    }
+
+    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>, _ what: String) throws(ConfigurationError) -> Int {
+        guard let text = value(name) else { return defaultValue }
+        guard let number = Int(text), range.contains(number) else {
+            throw ConfigurationError(
+                .invalid, name, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)\(what), got \(quoted(text))")
+        }
+        return number
+    }
+
+    func appleID(_ name: String, _ text: String, _ what: String) throws(ConfigurationError) -> String {
+        let valid = text.unicodeScalars.count == 10
+            && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
+        guard valid else {
+            throw ConfigurationError(
+                .invalid, name, "\(name) must be \(what): 10 characters, capital letters A-Z and digits, got \(quoted(text))")
+        }
+        return text
+    }
+
+    func endpoint(_ name: String, default defaultValue: RelayConfiguration.Endpoint) throws(ConfigurationError) -> RelayConfiguration.Endpoint {
+        guard let text = value(name) else { return defaultValue }
+        let invalid = ConfigurationError(
+            .invalid, name, "\(name) must be host[:port] with a port from 1 to 65535 and no scheme (e.g. api.push.apple.com:443), got \(quoted(text))")
+        if text.contains("/") || text.contains(where: { $0.isWhitespace }) { throw invalid }
+        var host: Substring
+        var portText: Substring?
+        if text.hasPrefix("[") {
+            // An IPv6 literal: [::1] or [::1]:2197.
+            guard let close = text.firstIndex(of: "]") else { throw invalid }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { throw invalid }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = text.firstIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if portText!.contains(":") { throw invalid }  // A bare IPv6 literal needs brackets.
+        } else {
+            host = text[...]
+        }
+        if host.isEmpty { throw invalid }
+        var port = defaultValue.port
+        if let portText {
+            guard let p = Int(portText), (1...65535).contains(p) else { throw invalid }
+            port = p
+        }
+        return RelayConfiguration.Endpoint(host: String(host), port: port)
+    }
+
+    func authKey() throws(ConfigurationError) -> String {
+        let inline = value(Variable.authKey)
+        let path = value(Variable.authKeyFile)
+        var text: String
+        var source: String
+        switch (inline, path) {
+        case (_?, _?):
+            throw ConfigurationError(
+                .conflict, Variable.authKey, "\(Variable.authKey) and \(Variable.authKeyFile) must not both be set: keep the key text or the path to the .p8 file, not both")
+        case (nil, nil):
+            throw ConfigurationError(
+                .missing, Variable.authKey,
+                "\(Variable.authKey) must be set to the text of Apple's .p8 key (or \(Variable.authKeyFile) to its path)")
+        case (let t?, nil):
+            text = t
+            source = Variable.authKey
+        case (nil, let p?):
+            do {
+                text = try String(contentsOfFile: p, encoding: .utf8)
+            } catch {
+                throw ConfigurationError(
+                    .unreadableFile, Variable.authKeyFile,
+                    "\(Variable.authKeyFile) must name a readable .p8 file, could not read \(quoted(p))")
+            }
+            source = Variable.authKeyFile
+        }
+        // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
+        // write the key on one line with literal \n.
+        text = text.replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\r\n", with: "\n")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // The message never repeats the key: it is a secret and would land in logs.
+        guard text.hasPrefix("-----BEGIN "), text.contains("PRIVATE KEY-----"), text.hasSuffix("-----") else {
+            let what = source == Variable.authKey ? "the text of" : "a path to"
+            throw ConfigurationError(
+                .invalid, source,
+                "\(source) must hold \(what) Apple's .p8 key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----), got \(text.count) characters that are not a PEM key")
+        }
+        return text + "\n"
+    }
+
+    func configuration() throws(ConfigurationError) -> RelayConfiguration {
+        let authKey = try authKey()
+        let keyID = try appleID(Variable.keyID, try required(Variable.keyID, "the 10-character key ID of the .p8 key"), "the key ID of the .p8 key")
+        let teamText = try aliased(Variable.teamID, Variable.teamIDAlias, "the 10-character Apple team ID")
+        let teamID = try appleID(value(Variable.teamID) != nil ? Variable.teamID : Variable.teamIDAlias, teamText, "the Apple team ID")
+        let topicName = value(Variable.topic) != nil ? Variable.topic : Variable.topicAlias
+        let topic = try aliased(Variable.topic, Variable.topicAlias, "the app's bundle ID (e.g. com.example.app)")
+        let topicValid = topic.unicodeScalars.allSatisfy {
+            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
+        } && !topic.hasPrefix(".") && !topic.hasSuffix(".")
+        guard topicValid else {
+            throw ConfigurationError(
+                .invalid, topicName, "\(topicName) must be the app's bundle ID (letters, digits, '.' and '-', e.g. com.example.app), got \(quoted(topic))")
+        }
+
+        let pool = try integer(Variable.connectionPoolSize, default: 2, in: 1...64, "")
+        let port = try integer(Variable.port, default: 3000, in: 1...65535, "")
+        let bindAddress = value(Variable.bindAddress) ?? "0.0.0.0"
+        guard Self.isIPAddress(bindAddress) else {
+            throw ConfigurationError(
+                .invalid, Variable.bindAddress,
+                "\(Variable.bindAddress) must be an IPv4 or IPv6 address to listen on (0.0.0.0, ::, 127.0.0.1), got \(quoted(bindAddress))")
+        }
+        let apnsHost = try endpoint(Variable.apnsHost, default: RelayConfiguration.defaultAPNsHost)
+        let sandboxHost = try endpoint(Variable.apnsSandboxHost, default: RelayConfiguration.defaultAPNsSandboxHost)
+
+        let caFile = value(Variable.caFile)
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ConfigurationError(
+                .unreadableFile, Variable.caFile, "\(Variable.caFile) must name a readable PEM file of CA certificates, could not read \(quoted(caFile))")
+        }
+        let timeoutMS = try integer(Variable.pushTimeout, default: 8000, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
+        let maxBody = try integer(Variable.maxBodyBytes, default: 65536, in: 4096...16_777_216, " bytes")
+        let locKey = value(Variable.alertLocKey) ?? "apns-default-message"
+        let levelText = value(Variable.logLevel) ?? "info"
+        guard let level = LogLevel(rawValue: levelText.lowercased()) else {
+            throw ConfigurationError(
+                .invalid, Variable.logLevel,
+                "\(Variable.logLevel) must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(levelText))")
+        }
+        let formatText = value(Variable.logFormat) ?? "json"
+        guard let format = RelayConfiguration.LogFormat(rawValue: formatText.lowercased()) else {
+            throw ConfigurationError(.invalid, Variable.logFormat, "\(Variable.logFormat) must be json or text, got \(quoted(formatText))")
+        }
+        let maxQueued = try integer(Variable.maxQueuedPushes, default: 10_000, in: 1...1_000_000, "")
+        let maxConnections = try integer(Variable.maxConnections, default: 10_000, in: 1...1_000_000, "")
+
+        return RelayConfiguration(
+            authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
+            bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
+            pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
+            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections)
+    }
+
+    /// inet_pton parses without touching the network, so this stays free of I/O.
+    static func isIPAddress(_ s: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, s, &v4) == 1 || inet_pton(AF_INET6, s, &v6) == 1
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import WebPush
+
+/// Everything the APNs request needs from one WebPush message, decided without I/O.
+public struct APNsPushPlan: Sendable, Equatable {
+    /// The JSON body, byte for byte (DESIGN §3).
+    public var payload: [UInt8]
+    /// `apns-priority`: 5 for `very-low`/`low` urgency (Apple may batch them to save power), else 10.
+    public var priority: Int
+    /// `apns-expiration` in unix seconds; 0 means "deliver once, don't store" (TTL 0); nil: send no header.
+    public var expiration: Int?
+    /// `apns-collapse-id` from the WebPush `Topic`, so a newer message replaces the older one.
+    public var collapseID: String?
+    /// True when the message did not fit and only the alert and `i` go out: the user still gets
+    /// "a new notification" instead of losing the subscription to a 413.
+    public var degraded: Bool
+
+    public init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool) {
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.degraded = degraded
+    }
+}
+
+/// Maps a parsed WebPush message to the APNs payload and headers.
+///
+/// The JSON is written by hand: the key order is fixed (`aps`, `i`, `m`, `s`, `k`, `e`), the
+/// size is known before a byte is written, and it is several times faster than a serializer.
+public enum PayloadMapper {
+    /// Apple's limit for a regular (non-VoIP) notification payload.
+    public static let maxPayloadBytes = 4096
+
+    /// What the app shows when it cannot decrypt; iOS only runs the extension for a visible alert.
+    public static let defaultAlertLocKey = "apns-default-message"
+
+    /// Builds the plan for one message.
+    ///
+    /// When the full payload would exceed `maxPayloadBytes`, the degraded form (same `aps`, `i`
+    /// only) is returned. Nothing is ever truncated: the route caps the id at
+    /// `PushRoute.maxIDBytes` so the degraded form fits whenever `alertLocKey` is a sane
+    /// configuration value (under ~900 bytes); past that, the degraded payload is returned as is
+    /// and Apple's own size check decides.
+    public static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
+                            now: Int) -> APNsPushPlan {
+        let priority: Int
+        switch message.urgency {
+        case .veryLow?, .low?: priority = 5
+        case .normal?, .high?, nil: priority = 10
+        }
+
+        var expiration: Int?
+        if let ttl = message.ttl {
+            if ttl <= 0 {
+                expiration = 0
+            } else {
+                let (sum, overflow) = now.addingReportingOverflow(ttl)
+                expiration = overflow ? Int.max : sum
+            }
+        }
+
+        let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
+        let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
+        let baseSize = head.count + jsonEscapedCount(alertLocKey) + afterLoc.count + jsonEscapedCount(id) + 1
+
+        // The full form's size, computed before anything is written.
+        var fullSize = baseSize
+        fullSize += #","m":""#.utf8.count + base64PaddedCount(message.body.count) + 1
+        if message.encoding == .aesgcm {
+            if let s = message.salt { fullSize += #","s":""#.utf8.count + jsonEscapedCount(s) + 1 }
+            if let k = message.dh { fullSize += #","k":""#.utf8.count + jsonEscapedCount(k) + 1 }
+        }
+        fullSize += #","e":""#.utf8.count + message.encoding.rawValue.utf8.count + 2 // `"}`
+
+        let degraded = fullSize > maxPayloadBytes
+        var out: [UInt8] = []
+        out.reserveCapacity(degraded ? baseSize + 1 : fullSize)
+        out.append(contentsOf: head)
+        appendJSONEscaped(alertLocKey, to: &out)
+        out.append(contentsOf: afterLoc)
+        appendJSONEscaped(id, to: &out)
+        out.append(UInt8(ascii: "\""))
+        if !degraded {
+            out.append(contentsOf: #","m":""#.utf8)
+            appendBase64URLPadded(message.body, to: &out)
+            out.append(UInt8(ascii: "\""))
+            if message.encoding == .aesgcm {
+                if let s = message.salt {
+                    out.append(contentsOf: #","s":""#.utf8)
+                    appendJSONEscaped(s, to: &out)
+                    out.append(UInt8(ascii: "\""))
+                }
+                if let k = message.dh {
+                    out.append(contentsOf: #","k":""#.utf8)
+                    appendJSONEscaped(k, to: &out)
+                    out.append(UInt8(ascii: "\""))
+                }
+            }
+            out.append(contentsOf: #","e":""#.utf8)
+            out.append(contentsOf: message.encoding.rawValue.utf8)
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+
+        return APNsPushPlan(payload: out, priority: priority, expiration: expiration,
+                            collapseID: message.topic, degraded: degraded)
+    }
+
+    // MARK: - Encoding helpers (internal for tests)
+
+    static func base64PaddedCount(_ n: Int) -> Int { (n + 2) / 3 * 4 }
+
+    static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func appendBase64URLPadded(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let table = base64URLAlphabet
+        var i = 0
+        let n = bytes.count
+        while i + 3 <= n {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(table[Int(v >> 18 & 63)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 6 & 63)])
+            out.append(table[Int(v & 63)])
+            i += 3
+        }
+        switch n - i {
+        case 1:
+            let v = UInt32(bytes[i]) << 16
+            out.append(table[Int(v >> 18 & 63)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(UInt8(ascii: "="))
+            out.append(UInt8(ascii: "="))
+        case 2:
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out.append(table[Int(v >> 18 & 63)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 6 & 63)])
+            out.append(UInt8(ascii: "="))
+        default:
+            break
+        }
+    }
+
+    /// Bytes `s` takes inside a JSON string: `"` and `\` take 2, control bytes 6 (`\u00XX`),
+    /// everything else (UTF-8 included) is passed through.
+    static func jsonEscapedCount(_ s: String) -> Int {
+        var n = 0
+        for b in s.utf8 {
+            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { n += 2 }
+            else if b < 0x20 { n += 6 }
+            else { n += 1 }
+        }
+        return n
+    }
+
+    static func appendJSONEscaped(_ s: String, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        for b in s.utf8 {
+            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+                out.append(UInt8(ascii: "\\"))
+                out.append(b)
+            } else if b < 0x20 {
+                out.append(contentsOf: #"\u00"#.utf8)
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 15)])
+            } else {
+                out.append(b)
+            }
+        }
+    }
+}

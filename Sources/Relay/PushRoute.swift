@@ -1,0 +1,124 @@
+import Foundation
+
+/// Where one push goes, read from `POST /push/{device_token}/{id}[?sandbox=true]`.
+public struct PushRoute: Sendable, Equatable {
+    /// The token exactly as sent (case kept), so logs and replies match what the sender holds.
+    public var deviceToken: String
+    /// One percent-decoded path segment, echoed to the device as `"i"` so the app can find its keys.
+    public var id: String
+    /// `?sandbox=true` (only that literal) selects Apple's development host, as metatext-apns does.
+    public var sandbox: Bool
+
+    public init(deviceToken: String, id: String, sandbox: Bool) {
+        self.deviceToken = deviceToken
+        self.id = id
+        self.sandbox = sandbox
+    }
+
+    /// Apple wants the token in lower case in `/3/device/<token>`.
+    public var apnsDeviceToken: String { deviceToken.lowercased() }
+
+    /// The decoded id is capped so the degraded payload (alert + `i` only, each id byte at most
+    /// six once JSON-escaped) always fits Apple's 4096 bytes; real ids are a few dozen bytes.
+    public static let maxIDBytes = 512
+
+    /// Apple's device tokens are 32 bytes today; DESIGN §2 allows up to 100 in case they grow.
+    public static let tokenHexDigits = 64 ... 200
+
+    /// Matches a request target (path plus optional `?query`).
+    public static func match(target: String) -> RouteMatch {
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            return match(path: String(target[..<q]),
+                         query: String(target[target.utf8.index(after: q)...]))
+        }
+        return match(path: target, query: nil)
+    }
+
+    /// Matches `/push/{token}/{id}` with an optional trailing slash.
+    ///
+    /// Anything that is not that shape (a missing or empty id, an extra segment, `//`) is
+    /// `.notFound`. A path of the right shape whose token is not hex or whose id does not
+    /// percent-decode to UTF-8 (or is over `maxIDBytes`) is `.badRequest`: both are 4xx, both
+    /// drop the subscription — right, since the URL never changes and can never work.
+    /// The query's last `sandbox` parameter decides; other parameters are ignored.
+    public static func match(path: String, query: String?) -> RouteMatch {
+        let prefix = "/push/"
+        guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
+        let rest = path.utf8.dropFirst(prefix.utf8.count)
+        var segments = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if segments.count == 3, segments[2].isEmpty { segments.removeLast() }
+        guard segments.count == 2, !segments[0].isEmpty, !segments[1].isEmpty else { return .notFound }
+
+        let token = segments[0]
+        guard tokenHexDigits.contains(token.count), token.count % 2 == 0,
+              token.allSatisfy(isHexDigit)
+        else {
+            return .badRequest(reason: "device token is not an even number of hex digits, 64 to 200 long")
+        }
+
+        guard let decoded = percentDecode(segments[1]) else {
+            return .badRequest(reason: "push id has a malformed percent-escape")
+        }
+        guard decoded.count <= maxIDBytes else {
+            return .badRequest(reason: "push id is \(decoded.count) bytes, over the \(maxIDBytes)-byte limit")
+        }
+        guard let id = String(validating: decoded, as: UTF8.self) else {
+            return .badRequest(reason: "push id is not UTF-8 once percent-decoded")
+        }
+
+        var sandbox = false
+        if let query {
+            for pair in query.utf8.split(separator: UInt8(ascii: "&")) {
+                let eq = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
+                guard pair[..<eq].elementsEqual("sandbox".utf8) else { continue }
+                sandbox = eq < pair.endIndex && pair[pair.index(after: eq)...].elementsEqual("true".utf8)
+            }
+        }
+        return .push(PushRoute(deviceToken: String(decoding: token, as: UTF8.self), id: id, sandbox: sandbox))
+    }
+
+    static func isHexDigit(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
+    }
+
+    static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30 ... 0x39: return b - 0x30
+        case 0x41 ... 0x46: return b - 0x41 + 10
+        case 0x61 ... 0x66: return b - 0x61 + 10
+        default: return nil
+        }
+    }
+
+    /// RFC 3986 path-segment decoding: `%XX` only; `+` stays a plus.
+    static func percentDecode(_ raw: Substring.UTF8View.SubSequence) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(raw.count)
+        var i = raw.startIndex
+        while i < raw.endIndex {
+            let b = raw[i]
+            if b == UInt8(ascii: "%") {
+                let h = raw.index(after: i)
+                guard h < raw.endIndex else { return nil }
+                let l = raw.index(after: h)
+                guard l < raw.endIndex, let hi = hexValue(raw[h]), let lo = hexValue(raw[l]) else { return nil }
+                out.append(hi << 4 | lo)
+                i = raw.index(after: l)
+            } else {
+                out.append(b)
+                i = raw.index(after: i)
+            }
+        }
+        return out
+    }
+}
+
+/// The outcome of matching a request path against the push route.
+public enum RouteMatch: Sendable, Equatable {
+    /// A well-formed push route.
+    case push(PushRoute)
+    /// Not the push route at all: answer 404 (the server may try its other routes first).
+    case notFound
+    /// The push route's shape with a token or id that can never work: answer 400 with `reason`.
+    case badRequest(reason: String)
+}

@@ -1,0 +1,181 @@
+import EventLoop
+import OpenSSLSupport
+import HTTP2
+
+/// What the owner of a client connection hears, on the connection's loop.
+public protocol HTTP2ClientConnectionDelegate: AnyObject {
+    /// Exactly once per stream that `submitRequest` returned, including when the connection is lost.
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
+    /// Every SETTINGS from the server, with the live stream limit.
+    func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32)
+    /// The server is going away: stop sending here; streams above `lastStreamID` complete as not processed.
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection)
+    /// Once, after every open stream has completed. `error` is nil when we closed it ourselves.
+    func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?)
+}
+
+/// A TLS + HTTP/2 client connection on an event loop: TCP, TLS (ALPN h2, SNI, host-name
+/// verification), then an nghttp2 session whose output is flushed in one TLS write per loop turn.
+///
+/// `@unchecked Sendable` so it can be handed across threads; every member except `loop` and `id`
+/// is confined to `loop` (hop with `loop.execute`).
+public final class HTTP2ClientConnection: @unchecked Sendable {
+    public let loop: EventLoop
+    /// Tells connections apart in logs and pools.
+    public let id: Int
+    public let authority: String
+    private let channel: TLSChannel
+    private var h2: HTTP2ClientSession!
+    private weak var delegate: HTTP2ClientConnectionDelegate?
+    private var onReady: ((Result<HTTP2ClientConnection, TransportError>) -> Void)?
+    private var closeReason: TransportError?
+    public private(set) var isClosed = false
+
+    private init(id: Int, authority: String, channel: TLSChannel, delegate: HTTP2ClientConnectionDelegate) {
+        self.loop = channel.loop
+        self.id = id
+        self.authority = authority
+        self.channel = channel
+        self.delegate = delegate
+    }
+
+    /// Connects, shakes hands and waits for the server's first SETTINGS (Apple's stream limit)
+    /// before `completion` runs, once, on `loop`. Call on `loop`'s thread.
+    ///
+    /// - Parameters:
+    ///   - serverName: the name the certificate must carry (and SNI); usually `host`.
+    ///   - timeout: for the whole of TCP, TLS and the first SETTINGS.
+    public static func connect(host: String, port: Int, serverName: String? = nil, tls: TLSContext,
+                               on loop: EventLoop, timeout: Duration, id: Int = 0,
+                               delegate: HTTP2ClientConnectionDelegate,
+                               completion: @escaping (Result<HTTP2ClientConnection, TransportError>) -> Void) {
+        let start = ContinuousClock.now
+        TCPStream.connect(host: host, port: port, on: loop, timeout: timeout) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(TransportError(error, while: "connecting to \(host):\(port)")))
+            case .success(let stream):
+                let session: TLSSession
+                do {
+                    session = try TLSSession(context: tls, serverName: serverName ?? host)
+                } catch {
+                    stream.close()
+                    completion(.failure(TransportError(.tls, "\(error)")))
+                    return
+                }
+                let authority = port == 443 ? host : "\(host):\(port)"
+                let channel = TLSChannel(stream: stream, tls: session)
+                let connection = HTTP2ClientConnection(id: id, authority: authority, channel: channel, delegate: delegate)
+                do {
+                    connection.h2 = try HTTP2ClientSession(delegate: connection)
+                } catch {
+                    stream.close()
+                    completion(.failure(TransportError(.protocolError, "\(error)")))
+                    return
+                }
+                connection.onReady = completion
+                let remaining = timeout - (ContinuousClock.now - start)
+                channel.start(upper: connection, handshakeTimeout: max(remaining, .milliseconds(1)), isClient: true)
+                loop.schedule(after: max(remaining, .milliseconds(1))) { [weak connection] in
+                    guard let connection, connection.onReady != nil else { return }
+                    connection.close(TransportError(.timedOut, "\(host):\(port) did not send its HTTP/2 SETTINGS within \(timeout)"))
+                }
+            }
+        }
+    }
+
+    // MARK: State
+
+    /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS. Never have more streams open.
+    public var remoteMaxConcurrentStreams: UInt32 { h2.remoteMaxConcurrentStreams }
+    public var openStreamCount: Int { h2.openStreamCount }
+    public var goAwayReceived: Bool { h2.goAwayReceived }
+    /// True while new streams may be submitted.
+    public var isUsable: Bool { !isClosed && !h2.goAwayReceived }
+
+    // MARK: Operations
+
+    /// Queues a request; its frames go out at the end of this loop turn, batched with others.
+    public func submitRequest(method: String = "POST", path: String, headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+        guard !isClosed else {
+            throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
+        }
+        let id = try h2.submitRequest(method: method, authority: authority, path: path, headers: headers, body: body)
+        channel.scheduleFlush()
+        return id
+    }
+
+    /// Resets a stream (its deadline passed); its completion reports `.cancelled`.
+    public func cancel(stream id: Int32) {
+        guard !isClosed else { return }
+        h2.cancel(stream: id)
+        channel.scheduleFlush()
+    }
+
+    public func ping() {
+        guard !isClosed else { return }
+        h2.ping()
+        channel.scheduleFlush()
+    }
+
+    /// Closes now: every open stream completes with `.connectionClosed`, then `didClose(error)`.
+    public func close(_ error: TransportError? = nil) {
+        guard !isClosed else { return }
+        if error == nil { h2.goAway() }
+        closeReason = error
+        channel.closeGracefully(error ?? TransportError(.closedLocally, "closed by us"))
+    }
+}
+
+extension HTTP2ClientConnection: TLSChannelUpper {
+    func channelDidEstablish(_ channel: TLSChannel) {}
+
+    func channel(_ channel: TLSChannel, didRead plaintext: UnsafeRawBufferPointer) {
+        do {
+            try h2.receive(plaintext)
+        } catch {
+            channel.close(TransportError(.protocolError, "\(authority) broke HTTP/2: \(error)"))
+        }
+    }
+
+    func channelTakeOutput(_ channel: TLSChannel, into buffer: inout [UInt8]) {
+        h2.takeOutput(into: &buffer)
+    }
+
+    func channel(_ channel: TLSChannel, didClose error: TransportError?) {
+        guard !isClosed else { return }
+        isClosed = true
+        let reason = closeReason ?? error
+        h2.terminate()
+        if let ready = onReady {
+            onReady = nil
+            ready(.failure(reason ?? TransportError(.closed, "\(authority) closed the connection before its SETTINGS")))
+            return
+        }
+        let isLocal = reason?.code == .closedLocally
+        delegate?.connection(self, didClose: isLocal ? nil : reason)
+    }
+}
+
+extension HTTP2ClientConnection: HTTP2ClientDelegate {
+    public func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+        delegate?.connection(self, stream: id, didComplete: result)
+    }
+
+    public func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
+        if let ready = onReady {
+            onReady = nil
+            ready(.success(self))
+        }
+        delegate?.connection(self, didUpdateMaxConcurrentStreams: value)
+    }
+
+    public func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        delegate?.connection(self, didReceiveGoAway: lastStreamID, errorCode: errorCode, debugData: debugData)
+    }
+
+    public func sessionDidReceivePingAck(_ session: HTTP2ClientSession) {
+        delegate?.connectionDidReceivePingAck(self)
+    }
+}

@@ -1,1 +1,0 @@
-// Transport — see README.md for what this module holds.

@@ -1,0 +1,284 @@
+import Foundation
+
+/// Turns the headers and body of a WebPush POST into a `WebPushMessage`, or the exact
+/// status and reason to answer with.
+///
+/// Leniency is deliberate: every 4xx makes Mastodon delete the subscription for good, so the
+/// parser refuses only what the device could never decrypt, and shrugs off the rest:
+/// - header names are case-insensitive; parameter lists accept `;` or `,` separators, spaces
+///   and tabs around them, quoted values, parameter names in any case, and unknown parameters
+///   (`keyid=`, `rs=`, `p256ecdsa=`…); repeated `Encryption`/`Crypto-Key` headers are read as one list;
+/// - base64 values may be padded or unpadded, and in the URL-safe (`-_`) or the standard (`+/`)
+///   alphabet: the value is forwarded as sent and the device-side decoders in use map one
+///   alphabet onto the other, so refusing `+/` would only cost a subscription;
+/// - `TTL` that is not a non-negative integer is ignored (as if absent) rather than refused,
+///   since the push itself is still deliverable; a huge TTL is capped at `maxTTL`;
+/// - an unknown `Urgency` is read as `normal` (RFC 8030's default);
+/// - a `Topic` Apple would refuse as `apns-collapse-id` (over 64 bytes, or any byte outside
+///   visible ASCII) is dropped: the push goes out without collapsing instead of failing.
+///   RFC 8030 allows only 32 base64url characters; longer, Apple-acceptable topics pass.
+///
+/// Checks run in this order: encoding (415), body size (400 empty, 413 too large), then the
+/// keys and salt for the encoding (400). Every reason names the header or body and the fault.
+public enum WebPushParser {
+    /// The body cap from DESIGN §4; the server should enforce it on `Content-Length` before
+    /// reading, this is the last line of defence for chunked bodies.
+    public static let defaultMaxBodyBytes = 64 * 1024
+
+    /// Caps `TTL` so `now + ttl` can never overflow; about 68 years, far beyond what Apple stores.
+    public static let maxTTL = Int(Int32.max)
+
+    /// Apple refuses an `apns-collapse-id` longer than this.
+    public static let maxTopicBytes = 64
+
+    /// Parses one request. `headers` is read once, in a single pass, without copying names.
+    public static func parse(
+        headers: some Sequence<(name: String, value: String)>,
+        body: [UInt8],
+        maxBodyBytes: Int = defaultMaxBodyBytes
+    ) throws(WebPushError) -> WebPushMessage {
+        var contentEncoding: String?
+        var encryption: String?
+        var cryptoKey: String?
+        var ttlValue: String?
+        var urgencyValue: String?
+        var topicValue: String?
+
+        for (name, value) in headers {
+            switch name.utf8.count {
+            case 3 where asciiEqualsLowercase(name, "ttl"):
+                if ttlValue == nil { ttlValue = value }
+            case 5 where asciiEqualsLowercase(name, "topic"):
+                if topicValue == nil { topicValue = value }
+            case 7 where asciiEqualsLowercase(name, "urgency"):
+                if urgencyValue == nil { urgencyValue = value }
+            case 10 where asciiEqualsLowercase(name, "encryption"):
+                encryption = encryption.map { $0 + "," + value } ?? value
+            case 10 where asciiEqualsLowercase(name, "crypto-key"):
+                cryptoKey = cryptoKey.map { $0 + "," + value } ?? value
+            case 16 where asciiEqualsLowercase(name, "content-encoding"):
+                if contentEncoding == nil { contentEncoding = value }
+            default:
+                break
+            }
+        }
+
+        // 1. Encoding.
+        let encoding: WebPushEncoding
+        let coding = contentEncoding.map { trimmed($0[...]) } ?? ""
+        if coding.isEmpty {
+            guard encryption != nil || cryptoKey != nil else {
+                throw WebPushError(status: 415, reason: "Content-Encoding header is missing; send aes128gcm or aesgcm")
+            }
+            encoding = .aesgcm
+        } else if asciiEqualsLowercase(coding, "aesgcm") {
+            encoding = .aesgcm
+        } else if asciiEqualsLowercase(coding, "aes128gcm") {
+            encoding = .aes128gcm
+        } else {
+            throw WebPushError(status: 415, reason: "Content-Encoding \(printable(coding)) is not supported; send aes128gcm or aesgcm")
+        }
+
+        // 2. Body size.
+        if body.isEmpty { throw .bad("body is empty") }
+        if body.count > maxBodyBytes {
+            throw WebPushError(status: 413, reason: "body is \(body.count) bytes, over the \(maxBodyBytes)-byte limit")
+        }
+
+        var message = WebPushMessage(encoding: encoding, body: body)
+
+        // 3. Keys and salt.
+        switch encoding {
+        case .aesgcm:
+            guard let encryption else { throw .bad("Encryption header is missing") }
+            guard let salt = parameter("salt", in: encryption) else { throw .bad("Encryption header has no salt") }
+            guard let saltInfo = base64Info(salt) else { throw .bad("Encryption salt is not base64url") }
+            guard saltInfo.count == 16 else { throw .bad("Encryption salt is \(saltInfo.count) bytes, not 16") }
+            guard let cryptoKey else { throw .bad("Crypto-Key header is missing") }
+            guard let dh = parameter("dh", in: cryptoKey) else { throw .bad("Crypto-Key header has no dh") }
+            guard let dhInfo = base64Info(dh) else { throw .bad("Crypto-Key dh is not base64url") }
+            guard dhInfo.count == 65, dhInfo.first == 0x04 else {
+                throw .bad("Crypto-Key dh is not a 65-byte uncompressed P-256 point")
+            }
+            message.salt = String(salt)
+            message.dh = String(dh)
+        case .aes128gcm:
+            // RFC 8188 §2.1: salt(16) ‖ rs(4, big-endian) ‖ idlen(1) ‖ keyid(idlen); RFC 8291 §4 fixes keyid to the 65-byte key.
+            guard body.count >= 21 else {
+                throw .bad("aes128gcm body is \(body.count) bytes, shorter than its 21-byte header")
+            }
+            let rs = UInt32(body[16]) << 24 | UInt32(body[17]) << 16 | UInt32(body[18]) << 8 | UInt32(body[19])
+            guard rs >= 18 else { throw .bad("aes128gcm header record size \(rs) is below 18") }
+            let idlen = Int(body[20])
+            guard idlen == 65 else { throw .bad("aes128gcm header key id length is \(idlen), not 65") }
+            guard body.count > 21 + idlen else {
+                throw .bad("aes128gcm body has no record after its \(21 + idlen)-byte header")
+            }
+            guard body[21] == 0x04 else {
+                throw .bad("aes128gcm header key id is not an uncompressed P-256 point")
+            }
+            message.recordSize = rs
+            message.keyID = Array(body[21 ..< 21 + idlen])
+        }
+
+        // 4. Delivery hints: never a reason to refuse.
+        if let ttlValue { message.ttl = parseTTL(trimmed(ttlValue[...])) }
+        if let urgencyValue {
+            let u = trimmed(urgencyValue[...])
+            if !u.isEmpty {
+                if asciiEqualsLowercase(u, "very-low") { message.urgency = .veryLow }
+                else if asciiEqualsLowercase(u, "low") { message.urgency = .low }
+                else if asciiEqualsLowercase(u, "high") { message.urgency = .high }
+                else { message.urgency = .normal }
+            }
+        }
+        if let topicValue {
+            let t = trimmed(topicValue[...])
+            if !t.isEmpty, t.utf8.count <= maxTopicBytes, t.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                message.topic = String(t)
+            }
+        }
+        return message
+    }
+
+    // MARK: - Helpers (internal for tests)
+
+    /// Digits only; saturates at `maxTTL`; anything else → nil.
+    static func parseTTL(_ s: Substring) -> Int? {
+        guard !s.isEmpty else { return nil }
+        var value = 0
+        for byte in s.utf8 {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = min(maxTTL, value * 10 + Int(byte - 0x30))
+        }
+        return value
+    }
+
+    /// The value of the first parameter called `name` (case-insensitive) in a `;`/`,`-separated
+    /// list, unquoted. Quoted values may contain separators; a backslash escapes the next byte.
+    static func parameter(_ name: String, in header: String) -> Substring? {
+        let utf8 = header.utf8
+        var i = utf8.startIndex
+        while i < utf8.endIndex {
+            // One item: up to an unquoted separator.
+            var nameEnd: String.Index?
+            var valueStart: String.Index?
+            var valueEnd: String.Index?
+            var quoted = false
+            var hadQuote = false
+            let itemStart = i
+            while i < utf8.endIndex {
+                let byte = utf8[i]
+                if quoted {
+                    if byte == UInt8(ascii: "\\") {
+                        i = utf8.index(after: i)
+                        if i == utf8.endIndex { break }
+                    } else if byte == UInt8(ascii: "\"") {
+                        quoted = false
+                        valueEnd = i
+                    }
+                } else if byte == UInt8(ascii: ";") || byte == UInt8(ascii: ",") {
+                    break
+                } else if byte == UInt8(ascii: "=") && nameEnd == nil {
+                    nameEnd = i
+                } else if byte == UInt8(ascii: "\"") && nameEnd != nil && !hadQuote {
+                    quoted = true
+                    hadQuote = true
+                    valueStart = utf8.index(after: i)
+                }
+                i = utf8.index(after: i)
+            }
+            let itemEnd = i
+            if i < utf8.endIndex { i = utf8.index(after: i) }
+
+            guard let nameEnd else { continue }
+            let itemName = trimmed(header[itemStart ..< nameEnd])
+            guard asciiEqualsLowercase(itemName, name) else { continue }
+            if hadQuote, let valueStart {
+                let raw = header[valueStart ..< (valueEnd ?? itemEnd)]
+                // Base64 never holds a backslash; unescape only when one is there.
+                if raw.utf8.contains(UInt8(ascii: "\\")) {
+                    var out = ""
+                    var escaping = false
+                    for c in raw {
+                        if !escaping && c == "\\" { escaping = true; continue }
+                        escaping = false
+                        out.append(c)
+                    }
+                    return out[...]
+                }
+                return raw
+            }
+            return trimmed(header[utf8.index(after: nameEnd) ..< itemEnd])
+        }
+        return nil
+    }
+
+    /// Validates base64 (either alphabet, padded or not) and returns the decoded length and
+    /// first byte, without decoding: the relay forwards the text, it only needs to know it is sound.
+    static func base64Info(_ s: Substring) -> (count: Int, first: UInt8)? {
+        var symbols = 0
+        var padding = 0
+        var v0: UInt8 = 0
+        var v1: UInt8 = 0
+        for byte in s.utf8 {
+            if byte == UInt8(ascii: "=") {
+                padding += 1
+                continue
+            }
+            guard padding == 0, let v = base64Value(byte) else { return nil }
+            if symbols == 0 { v0 = v } else if symbols == 1 { v1 = v }
+            symbols += 1
+        }
+        guard symbols > 0, symbols % 4 != 1 else { return nil }
+        if padding > 0 {
+            guard padding <= 2, (symbols + padding) % 4 == 0 else { return nil }
+        }
+        return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
+    }
+
+    static func base64Value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "A") ... UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
+        case UInt8(ascii: "a") ... UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0") ... UInt8(ascii: "9"): return byte - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"), UInt8(ascii: "+"): return 62
+        case UInt8(ascii: "_"), UInt8(ascii: "/"): return 63
+        default: return nil
+        }
+    }
+
+    /// ASCII case-insensitive equality against an already lower-case literal, without allocating.
+    static func asciiEqualsLowercase<S: StringProtocol>(_ s: S, _ lower: String) -> Bool {
+        var a = s.utf8.makeIterator()
+        var b = lower.utf8.makeIterator()
+        while true {
+            switch (a.next(), b.next()) {
+            case (nil, nil): return true
+            case let (x?, y?):
+                let folded = (x >= 0x41 && x <= 0x5A) ? x | 0x20 : x
+                if folded != y { return false }
+            default: return false
+            }
+        }
+    }
+
+    static func trimmed(_ s: Substring) -> Substring {
+        var start = s.utf8.startIndex
+        var end = s.utf8.endIndex
+        while start < end, s.utf8[start] == 0x20 || s.utf8[start] == 0x09 { start = s.utf8.index(after: start) }
+        while end > start {
+            let before = s.utf8.index(before: end)
+            guard s.utf8[before] == 0x20 || s.utf8[before] == 0x09 else { break }
+            end = before
+        }
+        return s[start ..< end]
+    }
+
+    /// Keeps a reflected header value to one short, safe line.
+    static func printable(_ s: Substring) -> String {
+        let clipped = s.utf8.prefix(40)
+        let text = String(decoding: clipped.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        return "\"" + text + (s.utf8.count > 40 ? "…" : "") + "\""
+    }
+}

@@ -1,0 +1,269 @@
+import Testing
+import Foundation
+import OpenSSLSupport
+import MockAPNs
+@testable import APNs
+
+private func base64urlDecode(_ text: Substring) -> [UInt8]? {
+    var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+    while s.count % 4 != 0 { s += "=" }
+    return Data(base64Encoded: s).map { Array($0) }
+}
+
+@Suite("APNsClient against the emulator over TLS + HTTP/2", .serialized)
+struct ClientTests {
+    @Test("a push reaches Apple with exactly the right headers and a valid JWT")
+    func headersAndJWT() async throws {
+        let harness = try ClientHarness()
+        let notification = Fixture.notification("", 1, expiration: 0, collapseID: "thread-1")
+        let result = await harness.client.send(notification, environment: .production)
+        let response = try result.get()
+        #expect(response.ok)
+        #expect(response.apnsID == notification.apnsID)
+
+        let record = try #require(harness.records(for: notification.token).first)
+        #expect(record.method == "POST")
+        #expect(record.path == "/3/device/" + Fixture.token("", 1).hex)
+        #expect(record.header("apns-topic") == Fixture.topic)
+        #expect(record.header("apns-push-type") == "alert")
+        #expect(record.header("apns-priority") == "10")
+        #expect(record.header("apns-id") == notification.apnsID)
+        #expect(record.header("apns-expiration") == "0")
+        #expect(record.header("apns-collapse-id") == "thread-1")
+        #expect(record.headers.filter { $0.name == "authorization" }.count == 1)
+
+        let authorization = try #require(record.header("authorization"))
+        #expect(authorization.hasPrefix("bearer "))
+        let parts = authorization.dropFirst(7).split(separator: ".")
+        try #require(parts.count == 3)
+        let header = try #require(base64urlDecode(parts[0]))
+        let claims = try #require(base64urlDecode(parts[1]))
+        #expect(String(decoding: header, as: UTF8.self) == #"{"alg":"ES256","kid":"\#(Fixture.kid)"}"#)
+        let claimsText = String(decoding: claims, as: UTF8.self)
+        #expect(claimsText.hasPrefix(#"{"iss":"\#(Fixture.team)","iat":"#))
+        #expect(!claimsText.contains(#""iat":""#))  // an integer, never a string
+        let signature = try #require(base64urlDecode(parts[2]))
+        #expect(signature.count == 64)
+        #expect(Fixture.key.publicKey.verify(signature: signature, message: Array("\(parts[0]).\(parts[1])".utf8)))
+        await harness.close()
+    }
+
+    @Test("10,000 pushes over 4 connections: none lost, none duplicated, never more than 4 connections")
+    func tenThousand() async throws {
+        let count = 10_000
+        let harness = try ClientHarness(poolSize: 4, faults: .none, recordCapacity: 20_000) {
+            $0.queueCapacity = count
+            $0.pushTimeout = .seconds(60)  // a correctness test on a busy 2-core machine, not a speed test
+        }
+        let ledger = Ledger()
+        var ids: [String] = []
+        ids.reserveCapacity(count)
+        for i in 0..<count {
+            let notification = Fixture.notification("", i)
+            ids.append(notification.apnsID)
+            harness.client.send(notification, environment: .production, completion: ledger.completion(i))
+        }
+        #expect(ledger.wait(for: count, timeout: .seconds(60)))
+        #expect(ledger.eachEndedOnce(count))
+        let okCount = ledger.results.values.count { (try? $0.get().ok) == true }
+        #expect(okCount == count)
+        if okCount != count {
+            var codes: [String: Int] = [:]
+            for r in ledger.results.values { if case .failure(let e) = r { codes[e.message, default: 0] += 1 } }
+            print("failures:", codes)
+        }
+        var seen: [String: Int] = [:]
+        for record in harness.server.records where record.status == 200 { seen[record.header("apns-id") ?? "", default: 0] += 1 }
+        #expect(seen.count == count)
+        #expect(ids.allSatisfy { seen[$0] == 1 })
+        #expect(harness.server.maxOpenConnections <= 4)
+        #expect(harness.server.connectionCount == 4)
+        await harness.close()
+    }
+
+    @Test("a live MAX_CONCURRENT_STREAMS of 1 is never exceeded")
+    func oneStream() async throws {
+        let harness = try ClientHarness(poolSize: 1, maxStreams: 1, faults: MockFaults(globalDelay: .milliseconds(5)))
+        let ledger = Ledger()
+        for i in 0..<40 {
+            harness.client.send(Fixture.notification("", i), environment: .production, completion: ledger.completion(i))
+        }
+        #expect(ledger.wait(for: 40))
+        #expect(ledger.eachEndedOnce(40))
+        #expect(ledger.results.values.allSatisfy { (try? $0.get().ok) == true })
+        #expect(harness.server.maxOpenStreamsPerConnection == 1)
+        await harness.close()
+    }
+
+    @Test("GOAWAY mid-flight loses nothing and duplicates nothing")
+    func goAwayMidFlight() async throws {
+        let harness = try ClientHarness(poolSize: 2, faults: MockFaults(globalDelay: .milliseconds(2), goAwayAfterRequests: 25))
+        let ledger = Ledger()
+        var ids: [String] = []
+        for i in 0..<300 {
+            let notification = Fixture.notification("", i)
+            ids.append(notification.apnsID)
+            harness.client.send(notification, environment: .production, completion: ledger.completion(i))
+        }
+        #expect(ledger.wait(for: 300))
+        #expect(ledger.eachEndedOnce(300))
+        #expect(ledger.results.values.allSatisfy { (try? $0.get().ok) == true })
+        #expect(ids.allSatisfy { harness.delivered($0) == 1 })
+        #expect(harness.server.connectionCount > 2)
+        await harness.close()
+    }
+
+    @Test("a dead token answers 410 with removeToken and the time it died")
+    func deadToken() async throws {
+        let harness = try ClientHarness()
+        let response = try await harness.client.send(Fixture.notification(MockFaults.Prefix.unregistered, 1), environment: .production).get()
+        #expect(response.status == 410)
+        #expect(response.reason == .unregistered)
+        #expect(response.removeToken)
+        let gone = try #require(response.goneSinceMs)
+        #expect(abs(gone - Int64(Date().timeIntervalSince1970) * 1000) < 60_000)
+        await harness.close()
+    }
+
+    @Test("500 and 503 are retried on another connection, at most twice", arguments: [
+        MockFaults.Prefix.internalServerError, MockFaults.Prefix.serviceUnavailable, MockFaults.Prefix.shutdown,
+    ])
+    func serverErrorsRetried(prefix: String) async throws {
+        let harness = try ClientHarness(poolSize: 2)
+        #expect(harness.waitUntilReady())
+        let notification = Fixture.notification(prefix, 1)
+        let result = await harness.client.send(notification, environment: .production)
+        #expect(throws: APNsError(code: .unavailable, message: "")) { try result.get() }
+        let records = harness.records(for: notification.token)
+        #expect(records.count == 3)
+        #expect(Set(records.map(\.connectionID)).count >= 2)
+        await harness.close()
+    }
+
+    @Test("429 TooManyRequests is answered, not retried")
+    func tooManyRequests() async throws {
+        let harness = try ClientHarness()
+        let notification = Fixture.notification(MockFaults.Prefix.tooManyRequests, 1)
+        let response = try await harness.client.send(notification, environment: .production).get()
+        #expect(response.status == 429)
+        #expect(!response.removeToken)
+        #expect(harness.records(for: notification.token).count == 1)
+        await harness.close()
+    }
+
+    @Test("ExpiredProviderToken: a fresh connection with a fresh token, and one retry")
+    func expiredProviderToken() async throws {
+        let harness = try ClientHarness(poolSize: 1)
+        #expect(try await harness.client.send(Fixture.notification("", 1), environment: .production).get().ok)
+        // Apple's clock says the connection's token is 61 minutes old; ours has moved on 17 minutes,
+        // so the fresh token is young enough and the old one not yet due for renewal.
+        harness.clocks.server.store(61 * 60, ordering: .relaxed)
+        harness.clocks.client.store(17 * 60, ordering: .relaxed)
+        let notification = Fixture.notification("", 2)
+        let response = try await harness.client.send(notification, environment: .production).get()
+        #expect(response.ok)
+        let records = harness.records(for: notification.token)
+        #expect(records.map(\.status) == [403, 200])
+        #expect(records.first?.reason == "ExpiredProviderToken")
+        #expect(records[0].connectionID != records[1].connectionID)
+        #expect(records[0].header("authorization") != records[1].header("authorization"))
+        await harness.close()
+    }
+
+    @Test("the emulator killed and restarted mid-run: every push answered as delivered reached it")
+    func killAndRestart() async throws {
+        let harness = try ClientHarness(poolSize: 2, faults: MockFaults(globalDelay: .milliseconds(5)))
+        let count = 300
+        let ledger = Ledger()
+        for i in 0..<count {
+            harness.client.send(Fixture.notification("", i), environment: .production, completion: ledger.completion(i))
+        }
+        _ = harness.server.waitForRecords(count: 60, timeout: .seconds(10))
+        harness.server.stop()
+        try await Task.sleep(for: .milliseconds(200))
+        try harness.server.restart()
+        #expect(ledger.wait(for: count))
+        #expect(ledger.eachEndedOnce(count))
+        var delivered = 0
+        for result in ledger.results.values {
+            switch result {
+            case .success(let response):
+                #expect(response.ok)
+                #expect(harness.delivered(response.apnsID) >= 1)
+                delivered += 1
+            case .failure(let error):
+                #expect(error.code == .unavailable || error.code == .timeout)
+            }
+        }
+        #expect(delivered > 0)
+        await harness.close()
+    }
+
+    @Test("a never-answered stream ends with timeout at the deadline, and its slot is freed")
+    func neverAnswered() async throws {
+        let harness = try ClientHarness(poolSize: 1, maxStreams: 1) { $0.pushTimeout = .milliseconds(300) }
+        let result = await harness.client.send(Fixture.notification(MockFaults.Prefix.neverAnswer, 1), environment: .production)
+        #expect(throws: APNsError(code: .timeout, message: "")) { try result.get() }
+        // One stream allowed: the next push only goes out if the cancelled stream gave its slot back.
+        let next = await harness.client.send(Fixture.notification("", 2), environment: .production)
+        #expect((try? next.get().ok) == true)
+        await harness.close()
+    }
+
+    @Test("a full queue answers overloaded at once")
+    func queueFull() async throws {
+        let harness = try ClientHarness(poolSize: 1, maxStreams: 1, faults: MockFaults(globalDelay: .milliseconds(300))) {
+            $0.queueCapacity = 3
+        }
+        #expect(harness.waitUntilReady())
+        let ledger = Ledger()
+        for i in 0..<4 {  // one on the wire, three queued
+            harness.client.send(Fixture.notification("", i), environment: .production, completion: ledger.completion(i))
+        }
+        harness.client.send(Fixture.notification("", 4), environment: .production, completion: ledger.completion(4))
+        // Answered before send returned: nothing waited.
+        let refused = try #require(ledger.results[4])
+        #expect(throws: APNsError(code: .overloaded, message: "")) { try refused.get() }
+        #expect(ledger.wait(for: 5))
+        #expect(ledger.eachEndedOnce(5))
+        #expect((0..<4).allSatisfy { (try? ledger.results[$0]?.get().ok) == true })
+        await harness.close()
+    }
+
+    @Test("shutdown fails queued pushes, lets the in-flight one finish, then refuses new ones")
+    func shutdown() async throws {
+        let harness = try ClientHarness(poolSize: 1, maxStreams: 1, faults: MockFaults(globalDelay: .milliseconds(300)))
+        #expect(harness.waitUntilReady())
+        let ledger = Ledger()
+        for i in 0..<3 {
+            harness.client.send(Fixture.notification("", i), environment: .production, completion: ledger.completion(i))
+        }
+        #expect(harness.server.waitForRecords(count: 1, timeout: .seconds(5)))
+        await harness.client.shutdown()
+        #expect(ledger.eachEndedOnce(3))
+        let results = ledger.results
+        #expect((try? results[0]?.get().ok) == true)
+        for i in 1..<3 {
+            #expect(throws: APNsError(code: .shuttingDown, message: "")) { try results[i]?.get() }
+        }
+        let late = await harness.client.send(Fixture.notification("", 9), environment: .sandbox)
+        #expect(throws: APNsError(code: .shuttingDown, message: "")) { try late.get() }
+        #expect(harness.client.connectionStats().open == 0)
+        await harness.close()
+    }
+
+    @Test("the sandbox pool opens on the first sandbox push; sendMany lists dead tokens")
+    func sandboxAndSendMany() async throws {
+        let harness = try ClientHarness(poolSize: 1)
+        #expect(harness.waitUntilReady())
+        #expect(harness.server.connectionCount == 1)
+        let payload = try APNsPayload(json: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+        let tokens = [Fixture.token("", 1), Fixture.token(MockFaults.Prefix.unregistered, 2), Fixture.token("", 3)]
+        let result = await harness.client.sendMany(payload: payload, topic: Fixture.topic, to: tokens, environment: .sandbox)
+        #expect(result.sent == 2)
+        #expect(result.failed == 1)
+        #expect(result.remove == [tokens[1].hex])
+        #expect(harness.server.connectionCount == 2)
+        await harness.close()
+    }
+}

@@ -1,0 +1,96 @@
+import HTTPServer
+import Testing
+
+@Suite("HTTP headers")
+struct HTTPHeadersTests {
+    @Test("lookups ignore case and keep repeated fields in arrival order")
+    func caseInsensitive() {
+        var headers: HTTPHeaders = ["Content-Type": "text/plain", "X-Forwarded-For": "1.1.1.1"]
+        headers.add("x-forwarded-for", "2.2.2.2")
+        #expect(headers["content-type"] == "text/plain")
+        #expect(headers["CONTENT-TYPE"] == "text/plain")
+        #expect(headers["X-FORWARDED-FOR"] == "1.1.1.1")
+        #expect(headers.values("X-Forwarded-For") == ["1.1.1.1", "2.2.2.2"])
+        #expect(headers["Missing"] == nil)
+        #expect(headers.values("Missing") == [])
+        #expect(headers.map(\.name) == ["Content-Type", "X-Forwarded-For", "x-forwarded-for"])
+        headers.replaceOrAdd("X-FORWARDED-FOR", "3.3.3.3")
+        #expect(headers.values("x-forwarded-for") == ["3.3.3.3"])
+        #expect(headers.count == 2)
+    }
+
+    @Test("parsed header names keep their spelling and answer any case")
+    func parsedLookup() throws {
+        var parser = HTTPParser()
+        let events = parser.feed(Array("GET / HTTP/1.1\r\ncOnTeNt-EnCoDiNg: aes128gcm\r\n\r\n".utf8))
+        guard case .request(let r) = try #require(events.first) else { return }
+        #expect(r.headers["Content-Encoding"] == "aes128gcm")
+        #expect(r.headers.map(\.name) == ["cOnTeNt-EnCoDiNg"])
+    }
+}
+
+@Suite("response serialization")
+struct HTTPSerializerTests {
+    let date = "Tue, 14 Nov 2023 22:13:20 GMT"
+
+    @Test("a response is framed with Content-Length and Date after its own headers")
+    func exactBytes() {
+        var out: [UInt8] = []
+        serialize(HTTPResponse(status: 201, headers: ["apns-id": "abc"]), date: date, close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self)
+            == "HTTP/1.1 201 Created\r\napns-id: abc\r\nContent-Length: 0\r\nDate: \(date)\r\n\r\n")
+    }
+
+    @Test("closing adds Connection: close; a text body carries its type and length")
+    func closing() {
+        var out: [UInt8] = Array("prefix|".utf8)
+        serialize(HTTPResponse(status: 400, text: "bad token"), date: date, close: true, into: &out)
+        #expect(String(decoding: out, as: UTF8.self)
+            == "prefix|HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 9\r\nDate: \(date)\r\nConnection: close\r\n\r\nbad token")
+    }
+
+    @Test("JSON bodies, framing headers from the handler are replaced, injected CRLF is neutralised")
+    func framingOwned() {
+        var response = HTTPResponse(status: 410, json: #"{"reason":"Unregistered"}"#)
+        response.headers.add("Content-Length", "999")
+        response.headers.add("Connection", "keep-alive")
+        response.headers.add("Date", "yesterday")
+        response.headers.add("Transfer-Encoding", "chunked")
+        response.headers.add("X-Evil", "a\r\nSet-Cookie: x")
+        response.headers.add("Bad Name", "v")
+        var out: [UInt8] = []
+        serialize(response, date: date, close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self)
+            == "HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nX-Evil: a  Set-Cookie: x\r\nContent-Length: 25\r\nDate: \(date)\r\n\r\n{\"reason\":\"Unregistered\"}")
+    }
+
+    @Test("204 carries neither Content-Length nor a body; unknown statuses still get a phrase")
+    func noContent() {
+        var out: [UInt8] = []
+        serialize(HTTPResponse(status: 204, body: [1, 2, 3]), date: date, close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 204 No Content\r\nDate: \(date)\r\n\r\n")
+        out = []
+        serialize(HTTPResponse(status: 599), date: date, close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 599 Status\r\nContent-Length: 0\r\nDate: \(date)\r\n\r\n")
+    }
+
+    @Test("a parse error becomes its status with the reason as the body")
+    func parseErrorResponse() {
+        let response = HTTPResponse(parseError: HTTPParseError(status: 431, reason: "too many headers"))
+        #expect(response.status == 431)
+        #expect(response.body == Array("too many headers\n".utf8))
+        #expect(String(decoding: HTTPResponse.continueHead, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")
+    }
+
+    @Test("httpDate gives the IMF-fixdate of a Unix second", arguments: [
+        (784_111_777, "Sun, 06 Nov 1994 08:49:37 GMT"),
+        (0, "Thu, 01 Jan 1970 00:00:00 GMT"),
+        (951_782_400, "Tue, 29 Feb 2000 00:00:00 GMT"),
+        (-1, "Wed, 31 Dec 1969 23:59:59 GMT"),
+        (1_700_000_000, "Tue, 14 Nov 2023 22:13:20 GMT"),
+        (253_402_300_799, "Fri, 31 Dec 9999 23:59:59 GMT"),
+    ])
+    func date(_ c: (Int, String)) {
+        #expect(httpDate(c.0) == c.1)
+    }
+}

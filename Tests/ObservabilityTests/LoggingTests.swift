@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+@testable import Observability
+
+/// 2024-02-29T12:34:56.789Z
+private let fixedDate = Date(timeIntervalSince1970: 1_709_210_096.789)
+
+private func record(
+    _ message: String = "hello", level: LogLevel = .info, metadata: [String: LogValue] = [:]
+) -> LogRecord {
+    LogRecord(timestamp: fixedDate, level: level, label: "relay", message: message, metadata: metadata)
+}
+
+/// Reads everything `body` wrote to a real file descriptor (a temporary file, so a large
+/// output cannot block the writer as a full pipe would).
+private func capture(_ body: (Int32) -> Void) throws -> String {
+    var template = Array("/tmp/observability-test-XXXXXX".utf8CString)
+    let fd = mkstemp(&template)
+    try #require(fd >= 0)
+    let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    defer { unlink(path) }
+    body(fd)
+    close(fd)
+    return try String(contentsOfFile: path, encoding: .utf8)
+}
+
+@Suite("Log levels")
+struct LogLevelTests {
+    @Test("levels order by severity, not alphabetically")
+    func ordering() {
+        #expect(LogLevel.trace < .debug)
+        #expect(LogLevel.debug < .info)
+        #expect(LogLevel.info < .notice)
+        #expect(LogLevel.notice < .warning)
+        #expect(LogLevel.warning < .error)
+        #expect(LogLevel.error < .critical)
+        #expect(LogLevel(rawValue: "warning") == .warning)
+    }
+
+    @Test("a logger drops lines below its level without building the message")
+    func threshold() {
+        let sink = InMemoryLogSink()
+        let logger = Logger(label: "t", level: .warning, sink: sink)
+        var built = false
+        func expensive() -> String { built = true; return "x" }
+        logger.info(expensive())
+        #expect(!built)
+        #expect(sink.records.isEmpty)
+        logger.error("boom")
+        #expect(sink.records.map(\.message) == ["boom"])
+        #expect(sink.records.first?.level == .error)
+    }
+}
+
+@Suite("Logger metadata")
+struct LoggerMetadataTests {
+    @Test("with(_:_:) adds context to a copy and leaves the original alone")
+    func withCopies() {
+        let sink = InMemoryLogSink()
+        let base = Logger(label: "relay", level: .trace, sink: sink)
+        let scoped = base.with("request.id", "abc").with("attempt", 2)
+        scoped.info("one")
+        base.info("two")
+        let records = sink.records
+        #expect(records[0].metadata == ["request.id": "abc", "attempt": "2"])
+        #expect(records[1].metadata.isEmpty)
+        #expect(records[0].label == "relay")
+    }
+
+    @Test("call metadata overrides the logger's on the same key")
+    func callWins() {
+        let sink = InMemoryLogSink()
+        let logger = Logger(label: "relay", sink: sink).with("apns.reason", "old")
+        logger.warning("m", ["apns.reason": "BadTopic", "status": 502])
+        #expect(sink.records.first?.metadata == ["apns.reason": .string("BadTopic"), "status": .int(502)])
+    }
+
+    @Test("the in-memory sink keeps only the newest records past its capacity")
+    func bounded() {
+        let sink = InMemoryLogSink(capacity: 3)
+        let logger = Logger(label: "t", sink: sink)
+        for i in 0..<5 { logger.info("\(i)") }
+        #expect(sink.records.map(\.message) == ["2", "3", "4"])
+        sink.clear()
+        #expect(sink.records.isEmpty)
+    }
+}
+
+@Suite("JSON log lines")
+struct JSONLogSinkTests {
+    @Test("fixed fields come first, then metadata keys in order, typed")
+    func layout() {
+        let line = JSONLogSink().format(record(metadata: [
+            "request.id": "r1", "status": 410, "degraded": true, "latency": 0.25,
+        ]))
+        #expect(line == #"{"ts":"2024-02-29T12:34:56.789Z","level":"info","label":"relay","msg":"hello","degraded":true,"latency":0.25,"request.id":"r1","status":410}"#)
+    }
+
+    @Test("quotes, backslashes and control characters are escaped so every line parses")
+    func escaping() throws {
+        let nasty = "a\"b\\c\nd\re\tf\u{01}g\u{7F}h\u{2028}é🙂"
+        let line = JSONLogSink().format(record(nasty, metadata: ["k\"ey": .string(nasty)]))
+        #expect(!line.contains("\n"))
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["msg"] as? String == nasty)
+        #expect(object["k\"ey"] as? String == nasty)
+    }
+
+    @Test("metadata cannot shadow the fixed fields")
+    func reserved() throws {
+        let line = JSONLogSink().format(record(metadata: ["msg": "sneaky", "level": "x"]))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["msg"] as? String == "hello")
+        #expect(object["level"] as? String == "info")
+        #expect(object["metadata.msg"] as? String == "sneaky")
+    }
+
+    @Test("non-finite numbers become strings so the line stays valid JSON")
+    func nonFinite() throws {
+        let line = JSONLogSink().format(record(metadata: ["x": .double(.nan), "y": .double(.infinity)]))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["x"] as? String == "nan")
+        #expect(object["y"] as? String == "inf")
+    }
+
+    @Test("timestamps are UTC with milliseconds, zero-padded, also before 1970")
+    func timestamps() {
+        #expect(formatTimestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(formatTimestamp(Date(timeIntervalSince1970: 1.007)) == "1970-01-01T00:00:01.007Z")
+        #expect(formatTimestamp(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
+        #expect(formatTimestamp(fixedDate) == "2024-02-29T12:34:56.789Z")
+    }
+
+    @Test("lines written from many threads never interleave")
+    func concurrentLines() throws {
+        let output = try capture { fd in
+            let logger = Logger(label: "load", sink: JSONLogSink(fileDescriptor: fd))
+            let padding = String(repeating: "x", count: 300)
+            DispatchQueue.concurrentPerform(iterations: 8) { thread in
+                for i in 0..<25 { logger.info("line", ["thread": .int(thread), "i": .int(i), "pad": .string(padding)]) }
+            }
+        }
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "")
+        #expect(lines.count == 8 * 25 + 1)
+        for line in lines.dropLast() {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["msg"] as? String == "line")
+        }
+    }
+}
+
+@Suite("Text log lines")
+struct TextLogSinkTests {
+    @Test("a human line: time, level, label, message, then key=value pairs")
+    func layout() {
+        let line = TextLogSink().format(record("push sent", metadata: ["status": 201, "reason": "two words"]))
+        #expect(line == #"2024-02-29T12:34:56.789Z info [relay] push sent reason="two words" status=201"#)
+    }
+
+    @Test("newlines in a message cannot forge a second line")
+    func oneLine() throws {
+        let output = try capture { fd in
+            Logger(label: "t", sink: TextLogSink(fileDescriptor: fd)).error("a\nfake line", ["k": "v\nw"])
+        }
+        #expect(output.filter { $0 == "\n" }.count == 1)
+        #expect(output.contains(#"a\nfake line"#))
+    }
+}

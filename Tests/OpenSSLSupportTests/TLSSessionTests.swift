@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+import OpenSSLSupport
+
+@Suite("TLS sessions over memory BIOs")
+struct TLSSessionTests {
+    static let certificates = Result { try TestCertificates.make() }
+
+    func certificates() throws -> TestCertificates {
+        try Self.certificates.get()
+    }
+
+    func serverContext(alpn: [String] = ["h2"]) throws -> TLSContext {
+        let certificates = try certificates()
+        return try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
+                                     privateKeyPEM: certificates.privateKeyPEM, alpn: alpn)
+    }
+
+    func clientContext(alpn: [String] = ["h2"], caPEM: String? = nil) throws -> TLSContext {
+        try TLSContext.client(alpn: alpn, trustSystemStore: false, extraCAPEM: caPEM ?? certificates().caPEM)
+    }
+
+    func connectedPair() throws -> (client: TLSSession, server: TLSSession) {
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        try #require(result.client.isEstablished, "client: \(String(describing: result.client.error))")
+        try #require(result.server.isEstablished, "server: \(String(describing: result.server.error))")
+        return (client, server)
+    }
+
+    @Test("the handshake negotiates h2 on both sides")
+    func handshakeNegotiatesH2() throws {
+        let (client, server) = try connectedPair()
+        #expect(client.negotiatedALPN == "h2")
+        #expect(server.negotiatedALPN == "h2")
+    }
+
+    @Test("a certificate is verified for an IP address literal", arguments: ["127.0.0.1", "::1"])
+    func ipAddressVerifies(address: String) throws {
+        let client = try TLSSession(context: clientContext(), serverName: address)
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("data flows both ways, small and 1 MiB")
+    func dataFlowsBothWays() throws {
+        let (client, server) = try connectedPair()
+
+        let hello = Array("GET / HTTP/2 preface".utf8)
+        try hello.withUnsafeBytes { try client.writePlaintext($0) }
+        #expect(try receive(hello.count, on: server, from: client) == hello)
+
+        var generator = SystemRandomNumberGenerator()
+        let big = (0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try big.withUnsafeBytes { try server.writePlaintext($0) }
+        #expect(server.hasPendingCiphertext)
+        let back = try receive(big.count, on: client, from: server)
+        #expect(back.count == big.count)
+        #expect(back == big)
+        #expect(!server.hasPendingCiphertext)
+
+        try big.withUnsafeBytes { try client.writePlaintext($0) }
+        #expect(try receive(big.count, on: server, from: client) == big)
+    }
+
+    @Test("close_notify is reported as .closed")
+    func closeNotifyIsClosed() throws {
+        let (client, server) = try connectedPair()
+        var plaintext: [UInt8] = []
+        transfer(from: server, to: client)
+        #expect(try client.readPlaintext(into: &plaintext) == .ok)
+        let last = Array("bye".utf8)
+        try last.withUnsafeBytes { try client.writePlaintext($0) }
+        client.shutdown()
+        #expect(client.hasPendingCiphertext)
+        transfer(from: client, to: server)
+        var received: [UInt8] = []
+        #expect(try server.readPlaintext(into: &received) == .closed)
+        #expect(received == last)
+        #expect(try server.readPlaintext(into: &received) == .closed)
+    }
+
+    @Test("a client trusting a different CA fails with certificateVerificationFailed")
+    func wrongCAFails() throws {
+        let other = try TestCertificates.make()
+        let client = try TLSSession(context: clientContext(caPEM: other.caPEM), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        let error = try #require(result.client.error)
+        #expect(error.code == .certificateVerificationFailed)
+        #expect(error.message.contains("unable to get local issuer certificate"))
+        #expect(error.message.contains("APNS_CA_FILE"))
+        #expect(result.server.error != nil, "the server hears the client's alert")
+        #expect(throws: TLSError.self) { try client.handshake() }
+    }
+
+    @Test("a client trusting only the system store refuses the throw-away CA")
+    func systemStoreRefusesTestCA() throws {
+        let client = try TLSSession(context: TLSContext.client(), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.error?.code == .certificateVerificationFailed)
+    }
+
+    @Test("a wrong host name or IP address fails with hostnameMismatch", arguments: ["api.push.apple.com", "127.0.0.2"])
+    func wrongHostFails(name: String) throws {
+        let client = try TLSSession(context: clientContext(), serverName: name)
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        let error = try #require(result.client.error)
+        #expect(error.code == .hostnameMismatch)
+        #expect(error.message.contains(name))
+    }
+
+    @Test("a server without ALPN leaves the client with noALPN")
+    func serverWithoutALPN() throws {
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext(alpn: []))
+        let result = runHandshake(client: client, server: server)
+        let error = try #require(result.client.error)
+        #expect(error.code == .noALPN)
+        #expect(error.message.contains("did not offer h2"))
+        #expect(throws: TLSError.self) { try client.writePlaintext(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
+
+    @Test("a server speaking only http/1.1 refuses an h2 client: both see noALPN")
+    func serverWithOtherALPN() throws {
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext(alpn: ["http/1.1"]))
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.error?.code == .noALPN)
+        #expect(result.server.error?.code == .noALPN)
+    }
+
+    @Test("a client offering no ALPN connects to an h2 server with no protocol chosen")
+    func clientWithoutALPN() throws {
+        let client = try TLSSession(context: clientContext(alpn: []), serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished)
+        #expect(result.server.isEstablished)
+        #expect(server.negotiatedALPN == nil)
+    }
+
+    @Test("writing before the handshake is refused with notEstablished")
+    func writeBeforeHandshake() throws {
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let bytes: [UInt8] = [1, 2, 3]
+        let error = try #require(throws: TLSError.self) { try bytes.withUnsafeBytes { try client.writePlaintext($0) } }
+        #expect(error.code == .notEstablished)
+    }
+
+    @Test("garbage from the network fails the server's handshake")
+    func garbageFailsHandshake() throws {
+        let server = try TLSSession(serverContext: serverContext())
+        let garbage = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        garbage.withUnsafeBytes { server.feed($0) }
+        let error = try #require(throws: TLSError.self) { try server.handshake() }
+        #expect(error.code == .handshakeFailed)
+    }
+
+    @Test("sessions refuse a context of the wrong role")
+    func wrongRole() throws {
+        #expect(throws: TLSError.self) { try TLSSession(serverContext: clientContext()) }
+        #expect(throws: TLSError.self) { try TLSSession(context: serverContext(), serverName: "localhost") }
+    }
+
+    @Test("a CA file (as APNS_CA_FILE names it) is trusted")
+    func caFileIsTrusted() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-ca-\(UInt64.random(in: 0...UInt64.max)).pem")
+        try certificates().caPEM.write(to: url, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let context = try TLSContext.client(trustSystemStore: false, extraCAFile: url.path)
+        let client = try TLSSession(context: context, serverName: "localhost")
+        let server = try TLSSession(serverContext: serverContext())
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("a server chain with more than one certificate is accepted and verifies")
+    func chainWithIntermediate() throws {
+        let certificates = try certificates()
+        let context = try TLSContext.server(certificateChainPEM: certificates.certificatePEM + certificates.caPEM,
+                                            privateKeyPEM: certificates.privateKeyPEM)
+        let client = try TLSSession(context: clientContext(), serverName: "localhost")
+        let server = try TLSSession(serverContext: context)
+        let result = runHandshake(client: client, server: server)
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("a missing CA file is a clear configuration error")
+    func missingCAFile() throws {
+        let error = try #require(throws: TLSError.self) {
+            try TLSContext.client(extraCAFile: "/nonexistent/apns-ca.pem")
+        }
+        #expect(error.code == .badConfiguration)
+        #expect(error.message.contains("/nonexistent/apns-ca.pem"))
+    }
+
+    @Test("a key that does not match the certificate is refused")
+    func mismatchedKey() throws {
+        let a = try TestCertificates.make()
+        let b = try TestCertificates.make()
+        let error = try #require(throws: TLSError.self) {
+            try TLSContext.server(certificateChainPEM: a.certificatePEM, privateKeyPEM: b.privateKeyPEM)
+        }
+        #expect(error.code == .badConfiguration)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import Relay
+import WebPush
+
+private enum F {
+    static let salt = "XaGvK-1McJRNX-agVfElbQ"
+    static let dh = "BD6OZqyAr2BSPb2AOUTrtHAnv5p1tCSqns1oYahLko20paTQ551ZbQCQpe0r7DUcJzU9Ge4gbAcidC9ianySTXA"
+    static let vapid = "BGzoIH3r5jBnqwpY7qeCAI05NxRkU_UP1kb-FIXJnIF6-BnU7LYqhZjbnlXO3BAO3yIK_76foTfNU3LaSnFQ-uI"
+    static let body: [UInt8] = Array(0 ..< 40)
+    static let bodyBase64URLPadded = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJw=="
+    static let rfc8291Body = "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
+
+    static func decode(_ s: String) -> [UInt8] {
+        var t = s.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while t.count % 4 != 0 { t += "=" }
+        return Array(Data(base64Encoded: t)!)
+    }
+
+    static func aes128gcm(bodyBytes: Int) -> WebPushMessage {
+        var b = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04]
+        b += [UInt8](repeating: 0x5A, count: bodyBytes - b.count)
+        return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096, keyID: [0x04] + [UInt8](repeating: 0x5A, count: 64))
+    }
+}
+
+private func text(_ plan: APNsPushPlan) -> String { String(decoding: plan.payload, as: UTF8.self) }
+
+@Suite("WebPush → APNs payload")
+struct PayloadMapperTests {
+    @Test("Mastodon's aesgcm request becomes the exact metatext-compatible payload")
+    func mastodonPayload() throws {
+        let headers: [(name: String, value: String)] = [
+            ("Content-Encoding", "aesgcm"),
+            ("Encryption", "salt=\(F.salt)"),
+            ("Crypto-Key", "dh=\(F.dh);p256ecdsa=\(F.vapid)"),
+            ("TTL", "172800"),
+            ("Urgency", "normal"),
+        ]
+        let message = try WebPushParser.parse(headers: headers, body: F.body)
+        let plan = PayloadMapper.plan(message: message, id: "42", now: 1_700_000_000)
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"42","m":""#
+            + F.bodyBase64URLPadded + #"","s":""# + F.salt + #"","k":""# + F.dh + #"","e":"aesgcm"}"#)
+        #expect(plan.priority == 10)
+        #expect(plan.expiration == 1_700_172_800)
+        #expect(plan.collapseID == nil)
+        #expect(plan.degraded == false)
+    }
+
+    @Test("salt and dh travel exactly as sent, padding included")
+    func saltAsSent() {
+        let m = WebPushMessage(encoding: .aesgcm, body: [1, 2, 3], salt: F.salt + "==", dh: F.dh + "=")
+        let plan = PayloadMapper.plan(message: m, id: "x", now: 0)
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"x","m":"AQID","s":""#
+            + F.salt + #"==","k":""# + F.dh + #"=","e":"aesgcm"}"#)
+    }
+
+    @Test("the RFC 8291 aes128gcm body goes whole into m, with e aes128gcm and no s or k")
+    func rfc8291Payload() throws {
+        let body = F.decode(F.rfc8291Body)
+        let headers: [(name: String, value: String)] = [("Content-Encoding", "aes128gcm"), ("TTL", "0"), ("Urgency", "low"), ("Topic", "follows")]
+        let message = try WebPushParser.parse(headers: headers, body: body)
+        let plan = PayloadMapper.plan(message: message, id: "acct-7", now: 1_700_000_000)
+        // 144 bytes is a multiple of 3: padded base64url has no '=' here, so m equals the RFC text.
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"acct-7","m":""#
+            + F.rfc8291Body + #"","e":"aes128gcm"}"#)
+        #expect(plan.expiration == 0)
+        #expect(plan.priority == 5)
+        #expect(plan.collapseID == "follows")
+        #expect(!plan.degraded)
+    }
+
+    @Test("m is base64url with padding", arguments: [([], ""), ([0xFB], "-w=="), ([0xFB, 0xFF], "-_8="), ([0xFB, 0xFF, 0xBF], "-_-_")] as [([UInt8], String)])
+    func base64(_ bytes: [UInt8], _ expected: String) {
+        var out: [UInt8] = []
+        PayloadMapper.appendBase64URLPadded(bytes, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+        #expect(out.count == PayloadMapper.base64PaddedCount(bytes.count))
+    }
+
+    @Test("a 4000-byte body goes out degraded: the same alert and i, nothing else")
+    func degraded() {
+        let m = WebPushMessage(encoding: .aesgcm, body: [UInt8](repeating: 7, count: 4000), salt: F.salt, dh: F.dh, ttl: 60, urgency: .high, topic: "t")
+        let plan = PayloadMapper.plan(message: m, id: "42", now: 100)
+        #expect(plan.degraded)
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"42"}"#)
+        #expect(plan.priority == 10 && plan.expiration == 160 && plan.collapseID == "t")
+    }
+
+    @Test("the largest body that fits goes out whole; one more byte degrades")
+    func boundary() {
+        var lastWhole = 0
+        for n in 2800 ... 3100 {
+            let plan = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: n), id: "12345", now: 0)
+            if plan.degraded {
+                #expect(plan.payload.count < 200)
+            } else {
+                #expect(plan.payload.count <= PayloadMapper.maxPayloadBytes)
+                lastWhole = n
+            }
+        }
+        #expect(lastWhole > 2800 && lastWhole < 3100)
+        let edge = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: lastWhole), id: "12345", now: 0)
+        #expect(edge.payload.count > PayloadMapper.maxPayloadBytes - 4)  // base64 grows by 4 bytes per 3
+        #expect(PayloadMapper.plan(message: F.aes128gcm(bodyBytes: lastWhole + 1), id: "12345", now: 0).degraded)
+    }
+
+    @Test("the longest id the route allows still fits degraded, even all control characters")
+    func longestIDFits() {
+        let id = String(repeating: "\u{01}", count: PushRoute.maxIDBytes)
+        let plan = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: 3000), id: id, now: 0)
+        #expect(plan.degraded)
+        #expect(plan.payload.count <= PayloadMapper.maxPayloadBytes)
+    }
+
+    @Test("the id and loc key are JSON-escaped: quotes, backslash, control characters; UTF-8 passes through")
+    func escaping() throws {
+        let id = "a\"b\\c\nd\u{1F}e😀é"
+        let m = WebPushMessage(encoding: .aes128gcm, body: [0xFF])
+        let plan = PayloadMapper.plan(message: m, id: id, alertLocKey: "k\"\t", now: 0)
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"k\"\u0009"},"mutable-content":1},"i":"a\"b\\c\u000ad\u001fe😀é","m":"_w==","e":"aes128gcm"}"#)
+        // And a JSON parser reads back exactly what went in.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.payload)) as? [String: Any])
+        #expect(object["i"] as? String == id)
+        let alert = (object["aps"] as? [String: Any])?["alert"] as? [String: Any]
+        #expect(alert?["loc-key"] as? String == "k\"\t")
+    }
+
+    @Test("TTL maps to apns-expiration: now + TTL, 0 stays 0, absent sends none",
+          arguments: [(172800, 1_700_172_800), (0, 0), (1, 1_700_000_001), (nil, nil)] as [(Int?, Int?)])
+    func expiration(_ ttl: Int?, _ expected: Int?) {
+        let m = WebPushMessage(encoding: .aes128gcm, body: [1], ttl: ttl)
+        #expect(PayloadMapper.plan(message: m, id: "1", now: 1_700_000_000).expiration == expected)
+    }
+
+    @Test("a huge TTL never overflows the expiration")
+    func hugeTTL() {
+        let m = WebPushMessage(encoding: .aes128gcm, body: [1], ttl: Int.max)
+        #expect(PayloadMapper.plan(message: m, id: "1", now: 1_700_000_000).expiration == Int.max)
+    }
+
+    @Test("Urgency maps to apns-priority: very-low and low → 5, the rest → 10",
+          arguments: [(.veryLow, 5), (.low, 5), (.normal, 10), (.high, 10), (nil, 10)] as [(WebPushMessage.Urgency?, Int)])
+    func priority(_ urgency: WebPushMessage.Urgency?, _ expected: Int) {
+        let m = WebPushMessage(encoding: .aesgcm, body: [1], salt: F.salt, dh: F.dh, urgency: urgency)
+        #expect(PayloadMapper.plan(message: m, id: "1", now: 0).priority == expected)
+    }
+}

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Checks the deployment files against each other and against the relay's source.
+
+Run by scripts/check-deploy.sh inside a venv that has kubernetes-validate, PyYAML and
+crossplane. Prints one line per check and exits non-zero if any failed.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import crossplane
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_SWIFT = os.path.join(ROOT, "Sources/Relay/Configuration.swift")
+ENV_EXAMPLE = os.path.join(ROOT, "config/apns-relay.env.example")
+COMPOSE = os.path.join(ROOT, "deploy/docker-compose.yml")
+NGINX = os.path.join(ROOT, "deploy/nginx/nginx.conf")
+K8S_DIR = os.path.join(ROOT, "deploy/kubernetes")
+UNIT = os.path.join(ROOT, "deploy/systemd/apns-relay.service")
+DOCKERFILE = os.path.join(ROOT, "Dockerfile")
+# Kubernetes versions to validate against: the oldest still commonly run and the newest shipped.
+K8S_VERSIONS = ["1.30", "1.37"]
+# The relay's default push deadline; every timeout in front of it must be longer.
+PUSH_DEADLINE_S = 8
+
+failures = []
+
+
+def check(ok, what, detail="", quiet=False):
+    """Records one check; `quiet` ones (one per line of a file) print only when they fail."""
+    if ok:
+        if not quiet:
+            print(f"ok    {what}")
+    else:
+        print(f"FAIL  {what}" + (f": {detail}" if detail else ""))
+        failures.append(what)
+    return ok
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+# --- The variables RelayConfiguration reads ----------------------------------------------
+
+def relay_variables():
+    """Every quoted ALL_CAPS name in Configuration.swift's `enum Variable`."""
+    source = open(CONFIG_SWIFT, encoding="utf-8").read()
+    match = re.search(r"enum Variable \{(.*?)\n\}", source, re.S)
+    if not check(match is not None, "Configuration.swift declares enum Variable"):
+        return []
+    names = re.findall(r'static let \w+ = "([A-Z][A-Z0-9_]*)"', match.group(1))
+    # Every name read anywhere in the file must go through the enum, or the grep misses it.
+    strays = [n for n in re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"', source) if n not in names]
+    check(not strays, "Configuration.swift reads variables only through enum Variable", ", ".join(strays))
+    check(len(names) >= 15, f"found the relay's variables ({len(names)})", "too few: the pattern broke")
+    return names
+
+
+def check_env_example(variables):
+    lines = open(ENV_EXAMPLE, encoding="utf-8").read().splitlines()
+    documented = set()
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        m = re.match(r"#?([A-Z][A-Z0-9_]*)=", stripped)
+        if m:
+            documented.add(m.group(1))
+        if not stripped or stripped.startswith("#"):
+            continue
+        # Docker's --env-file and systemd's EnvironmentFile both take plain KEY=VALUE lines.
+        ok = re.fullmatch(r"[A-Z][A-Z0-9_]*=[^\"' ]*", stripped) is not None and line == stripped
+        check(ok, f"{rel(ENV_EXAMPLE)}:{number} is a plain KEY=VALUE line", line, quiet=True)
+    missing = [v for v in variables if v not in documented]
+    check(not missing, f"every variable the relay reads is in {rel(ENV_EXAMPLE)}", ", ".join(missing))
+    unknown = sorted(documented - set(variables))
+    check(not unknown, f"{rel(ENV_EXAMPLE)} documents no variable the relay ignores", ", ".join(unknown))
+    # Each variable is explained in a comment, not only assigned.
+    unexplained = [v for v in variables
+                   if not any(l.startswith("# ") and re.search(rf"\b{v}\b", l) for l in lines)]
+    check(not unexplained, "every variable is explained in a comment of the env example", ", ".join(unexplained))
+
+
+# --- Kubernetes -----------------------------------------------------------------------------
+
+def k8s_documents():
+    docs = []
+    for path in sorted(glob.glob(os.path.join(K8S_DIR, "*.yaml"))):
+        for doc in yaml.safe_load_all(open(path, encoding="utf-8")):
+            if doc:
+                docs.append((path, doc))
+    return docs
+
+
+def check_kubernetes(variables):
+    files = sorted(glob.glob(os.path.join(K8S_DIR, "*.yaml")))
+    check(len(files) >= 8, "the Kubernetes manifests are present", f"{len(files)} files")
+    validator = shutil.which("kubernetes-validate")
+    for version in K8S_VERSIONS:
+        result = subprocess.run(
+            [validator, "--strict", "--quiet", "-k", version, *files], capture_output=True, text=True)
+        check(result.returncode == 0, f"every manifest validates against the Kubernetes {version} schema",
+              (result.stdout + result.stderr).strip())
+
+    docs = k8s_documents()
+    by_kind = {}
+    for path, doc in docs:
+        by_kind.setdefault(doc.get("kind"), []).append(doc)
+    for kind in ["Namespace", "Secret", "ConfigMap", "Deployment", "Service",
+                 "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress"]:
+        check(kind in by_kind, f"a {kind} is defined")
+    if not all(k in by_kind for k in ["ConfigMap", "Deployment", "HorizontalPodAutoscaler"]):
+        return
+
+    config = by_kind["ConfigMap"][0].get("data", {})
+    check(not any("AUTH_KEY" in k for k in config), "the signing key is not in the ConfigMap")
+    unknown = [k for k in config if k not in variables]
+    check(not unknown, "every ConfigMap key is a variable the relay reads", ", ".join(unknown))
+
+    deployment = by_kind["Deployment"][0]
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    container = pod["containers"][0]
+    check(spec.get("replicas", 1) >= 2, "the Deployment runs 2 or more replicas")
+    check(pod.get("securityContext", {}).get("runAsNonRoot") is True, "the pod runs as non-root")
+    check(container.get("securityContext", {}).get("readOnlyRootFilesystem") is True,
+          "the container's root filesystem is read-only")
+    check(container.get("livenessProbe", {}).get("httpGet", {}).get("path") == "/health", "liveness probes /health")
+    check(container.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/ready", "readiness probes /ready")
+    check("limits" in container.get("resources", {}) and "requests" in container.get("resources", {}),
+          "the container declares resource requests and limits")
+    pre_stop = container.get("lifecycle", {}).get("preStop", {})
+    command = pre_stop.get("exec", {}).get("command", [])
+    sleep = int(command[-1]) if command and "sleep" in command[0] else pre_stop.get("sleep", {}).get("seconds", 0)
+    check(sleep > 0, "a preStop sleep lets endpoints update before SIGTERM")
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    check(grace > sleep + PUSH_DEADLINE_S, "terminationGracePeriodSeconds exceeds preStop + push deadline",
+          f"{grace} <= {sleep} + {PUSH_DEADLINE_S}")
+    env_names = [e["name"] for e in container.get("env", [])]
+    check(all(n in variables for n in env_names), "every container env name is a variable the relay reads",
+          ", ".join(env_names))
+    secret_names = {d["metadata"]["name"] for d in by_kind["Secret"]}
+    mounted = [v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v]
+    check(bool(mounted) and all(s in secret_names for s in mounted), "the key comes from the Secret, mounted as a file")
+
+    hpa = by_kind["HorizontalPodAutoscaler"][0]
+    check(hpa["apiVersion"] == "autoscaling/v2", "the HPA uses autoscaling/v2")
+    check(hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"], "the HPA targets the Deployment")
+    check(hpa["spec"].get("minReplicas", 1) >= 2, "the HPA keeps 2 or more replicas")
+    selector = spec["selector"]["matchLabels"]
+    for kind in ["Service", "PodDisruptionBudget"]:
+        doc = by_kind[kind][0]
+        sel = doc["spec"]["selector"]
+        sel = sel.get("matchLabels", sel)
+        check(sel == selector, f"the {kind} selects the Deployment's pods")
+    annotations = by_kind["Ingress"][0]["metadata"].get("annotations", {})
+    check("nginx.ingress.kubernetes.io/proxy-body-size" in annotations, "the Ingress caps the body size")
+    read_timeout = int(annotations.get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60"))
+    check(read_timeout > PUSH_DEADLINE_S, "the Ingress read timeout exceeds the push deadline")
+
+
+# --- docker compose and nginx -----------------------------------------------------------------
+
+def publishes(service, port):
+    for entry in service.get("ports", []) or []:
+        target = entry.get("target") if isinstance(entry, dict) else str(entry).split("/")[0].split(":")[-1]
+        published = entry.get("published") if isinstance(entry, dict) else str(entry).split(":")[-2] if ":" in str(entry) else target
+        if str(target) == str(port) or str(published) == str(port):
+            return True
+    return False
+
+
+def check_compose():
+    compose = yaml.safe_load(open(COMPOSE, encoding="utf-8"))
+    services = compose.get("services", {}) if isinstance(compose, dict) else {}
+    check(set(services) >= {"relay", "nginx"}, "compose defines the relay and nginx services", ", ".join(services))
+    relay, nginx = services.get("relay", {}), services.get("nginx", {})
+    check(not relay.get("ports"), "the relay publishes no port (only nginx is reachable)")
+    check(publishes(nginx, 443), "nginx publishes 443")
+    mounts = [str(v) for v in nginx.get("volumes", [])]
+    check(any("nginx.conf" in m for m in mounts), "nginx mounts deploy/nginx/nginx.conf")
+    check(any(m.startswith("./certs") for m in mounts), "nginx mounts the TLS certificates")
+    for m in mounts:
+        source = m.split(":")[0]
+        if source.startswith("./nginx"):
+            check(os.path.exists(os.path.join(os.path.dirname(COMPOSE), source)), f"{source} exists")
+    environment = relay.get("environment", {})
+    check("APNS_AUTH_KEY_FILE" in environment and "APNS_AUTH_KEY" not in environment,
+          "compose passes the key as a file, not as text")
+    grace = str(relay.get("stop_grace_period", "10s"))
+    check(grace.endswith("s") and int(grace[:-1]) > PUSH_DEADLINE_S, "the relay's stop grace period exceeds the push deadline")
+    upstream_ref = re.search(r"server\s+(\w+):(\d+)", open(NGINX, encoding="utf-8").read())
+    check(upstream_ref is not None and upstream_ref.group(1) in services, "nginx's upstream is a compose service")
+
+
+def seconds(value):
+    m = re.fullmatch(r"(\d+)(ms|s|m)?", value)
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2) or "s"
+    return n / 1000 if unit == "ms" else n * 60 if unit == "m" else n
+
+
+def check_nginx():
+    payload = crossplane.parse(NGINX, single=True, comments=False)
+    check(payload["status"] == "ok", f"{rel(NGINX)} parses", "; ".join(e["error"] for e in payload["errors"]))
+    if payload["status"] != "ok":
+        return
+    directives = []
+
+    def walk(block, context):
+        for d in block:
+            directives.append((context, d["directive"], d["args"]))
+            if "block" in d:
+                walk(d["block"], context + [d["directive"]])
+
+    walk(payload["config"][0]["parsed"], [])
+
+    def find(name):
+        return [args for _, directive, args in directives if directive == name]
+
+    check(["1.1"] in find("proxy_http_version"), "nginx speaks HTTP/1.1 to the relay")
+    check(["Connection", ""] in find("proxy_set_header"), "nginx clears the Connection header (upstream keep-alive)")
+    check(any(ctx[-1:] == ["upstream"] for ctx, d, _ in directives if d == "keepalive"), "the upstream keeps connections alive")
+    headers = [a[0].lower() for a in find("proxy_set_header")]
+    check("x-forwarded-for" in headers, "nginx passes X-Forwarded-For")
+    check("x-request-id" in headers, "nginx passes X-Request-ID")
+    check(bool(find("client_max_body_size")), "nginx caps the body size")
+    check(["off"] in find("proxy_request_buffering"), "nginx streams request bodies (proxy_request_buffering off)")
+    for name in ["proxy_read_timeout", "proxy_send_timeout"]:
+        values = [seconds(a[0]) for a in find(name)]
+        check(bool(values) and all(v is not None and v > PUSH_DEADLINE_S for v in values),
+              f"{name} exceeds the push deadline", str(values))
+    check(any("ssl" in a and a[0].endswith("443") for a in find("listen")), "nginx terminates TLS on 443")
+    check(bool(find("ssl_certificate")) and bool(find("ssl_certificate_key")), "nginx names its certificate and key")
+    check(not find("return") or all(not a[0].startswith("3") for a in find("return")), "nginx never redirects (a 3xx fails a push)")
+
+
+# --- systemd ------------------------------------------------------------------------------------
+
+def check_systemd():
+    text = open(UNIT, encoding="utf-8").read()
+    sections, current, keys = {}, None, []
+    for number, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("#") or s.startswith(";"):
+            continue
+        if re.fullmatch(r"\[[A-Za-z]+\]", s):
+            current = s[1:-1]
+            sections.setdefault(current, [])
+            continue
+        m = re.fullmatch(r"([A-Za-z][A-Za-z0-9]*)=(.*)", s)
+        ok = m is not None and current is not None
+        check(ok, f"{rel(UNIT)}:{number} is Key=Value inside a section", line, quiet=True)
+        if ok:
+            sections[current].append((m.group(1), m.group(2)))
+            keys.append(m.group(1))
+    check(set(sections) == {"Unit", "Service", "Install"}, "the unit has [Unit], [Service] and [Install]")
+    service = dict(sections.get("Service", []))
+    for key, expected in [("DynamicUser", "yes"), ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"),
+                          ("ProtectHome", "yes"), ("PrivateTmp", "yes"), ("PrivateDevices", "yes"),
+                          ("CapabilityBoundingSet", ""), ("Restart", "on-failure")]:
+        check(service.get(key) == expected, f"the unit sets {key}={expected}", f"got {service.get(key)!r}")
+    check("RestrictAddressFamilies" in service and "SystemCallFilter" in keys, "the unit restricts address families and system calls")
+    check(service.get("EnvironmentFile") == "/etc/apns-relay/env", "the unit reads /etc/apns-relay/env")
+    check(service.get("ExecStart", "").startswith("/usr/local/bin/apns-relay"), "the unit starts /usr/local/bin/apns-relay")
+    stop = seconds(service.get("TimeoutStopSec", "90s").rstrip())
+    check(stop is not None and stop > PUSH_DEADLINE_S, "TimeoutStopSec exceeds the push deadline")
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        print("note  systemd-analyze not found: only the syntax check above ran")
+        return
+    # verify also checks that ExecStart exists: point it at a binary that does, in a copy.
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "apns-relay.service")
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(text.replace("/usr/local/bin/apns-relay", shutil.which("true") or "/bin/true"))
+        result = subprocess.run([analyze, "verify", "--man=no", copy], capture_output=True, text=True)
+        output = (result.stdout + result.stderr).strip()
+        check(result.returncode == 0 and not output, "systemd-analyze verify accepts the unit", output)
+        result = subprocess.run([analyze, "security", "--offline=true", "--threshold=3", copy], capture_output=True, text=True)
+        exposure = re.search(r"Overall exposure level for \S+: ([\d.]+)", result.stdout)
+        if exposure:
+            check(float(exposure.group(1)) <= 3.0, "systemd-analyze security rates the unit at 3.0 or better",
+                  exposure.group(1))
+
+
+# --- Dockerfile -----------------------------------------------------------------------------------
+
+def check_dockerfile():
+    text = open(DOCKERFILE, encoding="utf-8").read()
+    instructions = [l.strip() for l in re.sub(r"\\\n", " ", text).splitlines() if l.strip() and not l.strip().startswith("#")]
+    froms = [l for l in instructions if l.upper().startswith("FROM ")]
+    check(len(froms) == 2 and "swift:" in froms[0] and "-slim" in froms[1], "the Dockerfile builds with swift and runs on slim Debian")
+    check(any("--static-swift-stdlib" in l and "--product apns-relay" in l for l in instructions),
+          "the image builds apns-relay with the static Swift runtime")
+    user = [l.split()[1] for l in instructions if l.upper().startswith("USER ")]
+    check(bool(user) and not user[-1].startswith(("root", "0:", "0")), "the image runs as a non-root user")
+    check("EXPOSE 3000" in instructions, "the image exposes 3000")
+    check("STOPSIGNAL SIGTERM" in instructions, "the image stops with SIGTERM")
+    check(any(l.startswith("HEALTHCHECK") and '"healthcheck"' in l for l in instructions), "the image has a HEALTHCHECK")
+    runtime = text[text.rfind("\nFROM "):]
+    for package in ["libnghttp2-14", "libssl3", "ca-certificates"]:
+        check(package in runtime, f"the runtime image installs {package}")
+    check(os.path.exists(os.path.join(ROOT, ".dockerignore")), ".dockerignore exists")
+
+
+def main():
+    variables = relay_variables()
+    check_env_example(variables)
+    check_kubernetes(variables)
+    check_compose()
+    check_nginx()
+    check_systemd()
+    check_dockerfile()
+    if failures:
+        print(f"\ndeploy-check: {len(failures)} check(s) failed")
+        sys.exit(1)
+    print("\ndeploy-check: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The checks of the container image that need no Docker engine:
+#   1. the static release binary the Dockerfile builds needs no shared library beyond the ones
+#      the Dockerfile's runtime stage installs (plus libc6, which the base image has);
+#   2. started from an env file shaped like config/apns-relay.env.example, against the APNs
+#      emulator, it answers /health and /ready and delivers one push.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SWIFT=${SWIFT:-swift}
+FLAGS=(-c release --static-swift-stdlib)
+echo "== building the static release binaries"
+"$SWIFT" build "${FLAGS[@]}" --product apns-relay
+"$SWIFT" build "${FLAGS[@]}" --product apns-mock
+BIN=$("$SWIFT" build "${FLAGS[@]}" --show-bin-path)
+RELAY="$BIN/apns-relay"
+MOCK="$BIN/apns-mock"
+
+fail() { echo "image-smoke: FAIL: $*" >&2; exit 1; }
+
+echo "== shared libraries vs. the Dockerfile's runtime stage"
+# Packages the runtime stage installs: the words of its apt-get install line(s).
+runtime_packages=$(awk '/^FROM debian/ {rt=1} rt && /^COPY --from/ {rt=0} rt && !/^#/' Dockerfile \
+  | tr ' \\' '\n\n' | grep -E '^(lib[a-z0-9.+-]+|ca-certificates)$' | sort -u)
+allowed="$runtime_packages libc6"
+echo "runtime stage installs: $(echo $runtime_packages)"
+while read -r lib path; do
+  [ -n "$path" ] || continue
+  real=$(readlink -f "$path")
+  pkg=$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || dpkg -S "/usr$real" 2>/dev/null || true)
+  pkg=${pkg%%:*}
+  [ -n "$pkg" ] || fail "$lib ($real) belongs to no Debian package: the runtime image would lack it"
+  case " $allowed " in
+    *" $pkg "*) echo "  $lib -> $pkg (installed by the Dockerfile)";;
+    *) fail "$lib comes from $pkg, which the Dockerfile's runtime stage does not install";;
+  esac
+done < <(ldd "$RELAY" | awk '/=>/ && $3 ~ /^\// {print $1, $3}')
+
+echo "== starting the emulator and the relay"
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$MOCK" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
+banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
+mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
+key_file=$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")
+team=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
+kid=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
+
+relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# The env file the operator would write: the example with the required values filled in.
+sed -e "s|^APNS_KEY_ID=.*|APNS_KEY_ID=$kid|" -e "s|^APPLE_TEAM_ID=.*|APPLE_TEAM_ID=$team|" \
+    -e "s|^TOPIC=.*|TOPIC=com.example.app|" -e "s|^PORT=.*|PORT=$relay_port|" \
+    config/apns-relay.env.example >"$work/relay.env"
+cat >>"$work/relay.env" <<ENV
+APNS_AUTH_KEY_FILE=$key_file
+APNS_HOST=localhost:$mock_port
+APNS_SANDBOX_HOST=localhost:$mock_port
+APNS_CA_FILE=$work/ca.pem
+BIND_ADDRESS=127.0.0.1
+ENV
+env -i PATH="$PATH" HOME="$work" "$RELAY" serve --env-file "$work/relay.env" >"$work/relay.out" 2>&1 &
+relay_pid=$!
+pids+=($relay_pid)
+
+http() { # METHOD PATH [BODY-FILE] -> prints the status and headers line by line
+  python3 - "$relay_port" "$@" <<'PY'
+import http.client, sys
+port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+body = open(sys.argv[4], "rb").read() if len(sys.argv) > 4 else None
+headers = {}
+if body is not None:
+    headers = {"Content-Encoding": "aesgcm", "Encryption": "salt=AAAAAAAAAAAAAAAAAAAAAA",
+               "Crypto-Key": "dh=BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA;p256ecdsa=AAAA",
+               "TTL": "60"}
+try:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request(method, path, body=body, headers=headers)
+    r = c.getresponse()
+    print(r.status)
+    for k, v in r.getheaders(): print(f"{k.lower()}: {v}")
+    print(r.read().decode(errors="replace"))
+except Exception as e:
+    print(0); print(e)
+PY
+}
+
+for _ in $(seq 100); do [ "$(http GET /health | head -1)" = 200 ] && break; sleep 0.1; done
+[ "$(http GET /health | head -1)" = 200 ] || fail "/health did not answer 200: $(cat "$work/relay.out")"
+echo "  /health 200"
+for _ in $(seq 100); do [ "$(http GET /ready | head -1)" = 200 ] && break; sleep 0.1; done
+[ "$(http GET /ready | head -1)" = 200 ] || fail "/ready did not answer 200: $(http GET /ready) $(cat "$work/relay.out")"
+echo "  /ready 200"
+
+head -c 300 /dev/urandom >"$work/body"
+token=$(printf 'ab%.0s' $(seq 32))
+answer=$(http POST "/push/$token/smoke-1" "$work/body")
+[ "$(head -1 <<<"$answer")" = 201 ] || fail "the push was not answered 201: $answer"
+apns_id=$(grep '^apns-id:' <<<"$answer" | cut -d' ' -f2)
+for _ in $(seq 50); do grep -q ' 200 ' "$work/mock.out" && break; sleep 0.1; done
+grep -q ' 200 ' "$work/mock.out" || fail "the emulator recorded no delivered push: $(cat "$work/mock.out")"
+echo "  push delivered: 201, apns-id $apns_id"
+
+kill -TERM "$relay_pid"
+for _ in $(seq 100); do kill -0 "$relay_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$relay_pid" 2>/dev/null; then fail "the relay did not exit within 10 s of SIGTERM"; fi
+wait "$relay_pid" && code=0 || code=$?
+[ "$code" = 0 ] || fail "the relay exited $code after SIGTERM: $(tail -5 "$work/relay.out")"
+echo "  SIGTERM: exited 0"
+echo "image-smoke: 4 passed, 0 failed"
