@@ -24,10 +24,12 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let shuttingDown = Code("shuttingDown")
     }
 
+    /// The kind of failure, what callers branch on.
     public let code: Code
     /// One line that says what happened and what to do about it.
     public let message: String
 
+    /// For layers above (transport, relay) that report failures in the same shape.
     public init(code: Code, message: String) {
         self.code = code
         self.message = message

@@ -2,6 +2,7 @@
 ///
 /// Written by hand with keys in sorted order so the same input always gives the same
 /// bytes: tests can compare text, and the payload size we check is the size we send.
+/// A plain enum because JSON itself will not grow new kinds of value.
 public enum APNsJSON: Sendable, Hashable {
     case string(String)
     case int(Int)

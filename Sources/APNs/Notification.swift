@@ -3,9 +3,11 @@ import Foundation
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
 /// and says exactly what to fix.
 public struct APNsNotification: Sendable {
+    /// Where the push goes (the `:path`).
     public let token: DeviceToken
     /// The final topic, with the push type's suffix.
     public let topic: String
+    /// Given or guessed; decides the topic suffix, default priority and size limit.
     public let pushType: APNsPushType
     /// 10 = now, 5 = when power allows, 1 = lowest.
     public let priority: Int
@@ -15,6 +17,7 @@ public struct APNsNotification: Sendable {
     public let collapseID: String?
     /// The lower-case UUID sent as `apns-id`, echoed to the caller to match Apple's logs.
     public let apnsID: String
+    /// The request body, already checked against the type's size limit.
     public let payload: [UInt8]
     /// `/3/device/<token>`, built once because it is sent on every attempt.
     public let path: String

@@ -4,6 +4,7 @@ import Foundation
 ///
 /// Kept as bytes so the size checked against Apple's limit is exactly the size sent.
 public struct APNsPayload: Sendable, Hashable {
+    /// The exact bytes sent as the request body.
     public let bytes: [UInt8]
     /// True when `aps` holds only `content-available`: Apple wants such pushes typed
     /// `background` at priority 5, and throttles or drops them otherwise.
@@ -36,10 +37,14 @@ public struct APNsPayload: Sendable, Hashable {
 
 /// How strongly iOS may break through Focus for an alert.
 public struct APNsInterruptionLevel: Sendable, Hashable {
+    /// The value of `interruption-level`.
     public let rawValue: String
     init(_ rawValue: String) { self.rawValue = rawValue }
+    /// Added to the list silently, never lights the screen.
     public static let passive = APNsInterruptionLevel("passive")
+    /// The default: sound and screen, but Focus may hold it back.
     public static let active = APNsInterruptionLevel("active")
+    /// Breaks through Focus; needs the time-sensitive capability in the app.
     public static let timeSensitive = APNsInterruptionLevel("time-sensitive")
     /// Needs Apple's critical-alerts entitlement in the app; without it iOS shows a normal alert.
     public static let critical = APNsInterruptionLevel("critical")
@@ -48,6 +53,7 @@ public struct APNsInterruptionLevel: Sendable, Hashable {
 /// A visible alert. Every field but title and body is optional; `build()` refuses what
 /// Apple or iOS would reject, before anything is sent.
 public struct APNsAlertPayload: Sendable {
+    /// Either title or body may be empty, not both (unless a loc-key supplies the text).
     public var title: String
     public var body: String
     public var subtitle: String?
@@ -68,6 +74,7 @@ public struct APNsAlertPayload: Sendable {
     /// The app's own keys, written beside `aps`.
     public var data: [String: APNsJSON]
 
+    /// Every option defaults to absent, so a call names only what the push needs.
     public init(
         title: String = "", body: String = "", subtitle: String? = nil,
         titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
@@ -86,7 +93,7 @@ public struct APNsAlertPayload: Sendable {
         self.data = data
     }
 
-    /// Encodes the payload: `aps` first (fixed key order), then `data` in sorted key order.
+    /// Refuses what Apple or iOS would reject, then encodes: `aps` first (fixed key order), then `data` in sorted key order.
     public func build() throws(APNsError) -> APNsPayload {
         guard !title.isEmpty || !body.isEmpty || locKey != nil || titleLocKey != nil else {
             throw .invalid("an alert needs a title or a body (or a loc-key); both are empty")
@@ -132,10 +139,13 @@ public struct APNsAlertPayload: Sendable {
 
 /// A silent push that wakes the app (`content-available: 1`), with the app's keys beside `aps`.
 public struct APNsBackgroundPayload: Sendable {
+    /// The app's own keys, written beside `aps`.
     public var data: [String: APNsJSON]
 
+    /// A silent push usually carries the app's keys, so they are the only option.
     public init(data: [String: APNsJSON] = [:]) { self.data = data }
 
+    /// Refuses an `aps` key in `data`, then encodes with `content-available: 1`.
     public func build() throws(APNsError) -> APNsPayload {
         if data["aps"] != nil { throw .invalid("data may not hold an \"aps\" key; Apple reserves it") }
         var w = JSONWriter()

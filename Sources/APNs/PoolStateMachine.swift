@@ -414,7 +414,8 @@ struct PoolStateMachine {
         let exponent = min(max(failures - 1, 0), 20)
         var delay = configuration.backoffBase * (1 << exponent)
         if delay > configuration.backoffMax { delay = configuration.backoffMax }
-        let jitter = Double.random(in: 0...1, using: &random)
+        // 53 random bits as a fraction in [0, 1): no rejection loop, so any injected source works.
+        let jitter = Double(random.next() >> 11) / Double(UInt64(1) << 53)
         return delay / 2 + (delay / 2) * jitter
     }
 

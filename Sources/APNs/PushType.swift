@@ -11,8 +11,11 @@ public struct APNsPushType: Sendable, Hashable, CustomStringConvertible {
         self.topicSuffix = suffix
     }
 
+    /// A visible alert, sound or badge: the relay's type (the extension only runs for alerts).
     public static let alert = APNsPushType("alert")
+    /// A silent wake-up; Apple requires priority 5 or 1 for it.
     public static let background = APNsPushType("background")
+    /// PushKit calls; the other types below each reach one system feature through its own topic suffix.
     public static let voip = APNsPushType("voip", suffix: ".voip")
     public static let location = APNsPushType("location", suffix: ".location-query")
     public static let complication = APNsPushType("complication", suffix: ".complication")
@@ -22,6 +25,7 @@ public struct APNsPushType: Sendable, Hashable, CustomStringConvertible {
     public static let pushtotalk = APNsPushType("pushtotalk", suffix: ".voip-ptt")
     public static let widgets = APNsPushType("widgets", suffix: ".push-type.widgets")
 
+    /// Every type Apple documents, to look header values up.
     public static let allCases: [APNsPushType] = [
         .alert, .background, .voip, .location, .complication, .fileprovider, .mdm, .liveactivity, .pushtotalk, .widgets,
     ]

@@ -65,6 +65,10 @@ public struct APNsReason: Sendable, Hashable, CustomStringConvertible {
     /// True when this is not one of the reasons Apple documents.
     public var isUnknown: Bool { if case .unknown = value { true } else { false } }
 
+    // One constant per reason in Apple's table, so callers compare without spelling strings;
+    // `meaning` and `category` below say what each one is.
+
+    /// See ``meaning``.
     public static let badCollapseId = APNsReason(.badCollapseId)
     public static let badDeviceToken = APNsReason(.badDeviceToken)
     public static let badExpirationDate = APNsReason(.badExpirationDate)

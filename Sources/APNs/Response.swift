@@ -4,6 +4,7 @@ import Foundation
 public struct APNsResponse: Sendable, Hashable {
     /// Apple accepted the push (status 200).
     public let ok: Bool
+    /// Apple's HTTP status (200, 400, 403, 405, 410, 413, 429, 500, 503).
     public let status: Int
     /// The `apns-id` Apple echoed (ours, or one it made up).
     public let apnsID: String
@@ -16,6 +17,7 @@ public struct APNsResponse: Sendable, Hashable {
     /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
     public let goneSinceMs: Int64?
 
+    /// For the transport and for tests that stand in for Apple.
     public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
                 reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
@@ -90,10 +92,13 @@ public struct APNsResponse: Sendable, Hashable {
 
 /// The outcome of sending one notification to many devices.
 public struct SendManyResult: Sendable {
+    /// Pushes Apple accepted.
     public let sent: Int
+    /// Pushes refused or not delivered, whatever the reason.
     public let failed: Int
     /// Hex tokens whose subscriptions should be deleted (Apple said they are dead).
     public let remove: [String]
+    /// One per push, in the order sent, for callers that report per device.
     public let results: [APNsResponse]
 
     /// Counts the results; `tokens` must be in the same order as `results`.
@@ -106,6 +111,7 @@ public struct SendManyResult: Sendable {
         self.remove = remove
     }
 
+    /// For callers that counted themselves (e.g. across batches).
     public init(sent: Int, failed: Int, remove: [String], results: [APNsResponse]) {
         self.sent = sent; self.failed = failed; self.remove = remove; self.results = results
     }

@@ -1,0 +1,185 @@
+import Testing
+@testable import APNs
+
+/// Plays the owner of the pool: performs its actions on an imaginary network, drives random
+/// events from a fixed seed, and checks the pool's promises after every step.
+private struct Owner {
+    struct Conn {
+        var established = false
+        var answered = false
+        var maxStreams = 1
+        var draining = false
+        var streams: Set<PushID> = []
+        var limit: Int { answered ? maxStreams : min(1, maxStreams) }
+        var free: Int { established && !draining ? max(0, limit - streams.count) : 0 }
+    }
+
+    var pool: Pool
+    var rng: SplitMix64
+    var now = at(0)
+    var conns: [ConnectionID: Conn] = [:]
+    var closed: Set<ConnectionID> = []
+    var deadlines: [PushID: Instant] = [:]
+    var live: Set<PushID> = []
+    var ended: Set<PushID> = []
+    var everSent: Set<PushID> = []
+    var nextPush: UInt64 = 1
+    var problems: [String] = []
+    var shutdownCompleted = false
+    let capacity: Int
+
+    init(seed: UInt64, capacity: Int) {
+        self.capacity = capacity
+        rng = SplitMix64(state: seed)
+        pool = Pool(configuration: .init(poolSize: 3, queueCapacity: capacity), random: SplitMix64(state: seed ^ 0xABCDEF))
+    }
+
+    mutating func problem(_ text: String) { if problems.count < 20 { problems.append(text) } }
+
+    mutating func fire(_ event: Pool.Event) {
+        switch event {
+        case .connectionEstablished(let c): conns[c]?.established = true
+        case .maxConcurrentStreamsChanged(let c, let n): conns[c]?.maxStreams = n
+        case .connectionFailed(let c), .connectionClosed(let c):
+            conns[c] = nil; closed.insert(c)
+        case .goAwayReceived(let c, let unprocessed):
+            conns[c]?.draining = true
+            for id in unprocessed { conns[c]?.streams.remove(id) }
+        case .streamCompleted(let c, let id, let outcome):
+            conns[c]?.streams.remove(id)
+            switch outcome {
+            case .retryable: break
+            case .expiredProviderToken, .tooManyProviderTokenUpdates:
+                conns[c]?.answered = true; conns[c]?.draining = true
+            default: conns[c]?.answered = true
+            }
+        case .shutdown:
+            for c in conns.keys { conns[c]?.draining = true }
+        default: break
+        }
+        for action in pool.handle(event, now: now) { perform(action, after: event) }
+        let inFlight = conns.values.reduce(0) { $0 + $1.streams.count }
+        if pool.queuedCount > capacity + inFlight + 3 * 16 { problem("queue grew to \(pool.queuedCount)") }
+        if pool.livePushCount != live.count { problem("pool tracks \(pool.livePushCount) pushes, owner \(live.count) after \(event)") }
+    }
+
+    mutating func perform(_ action: Pool.Action, after event: Pool.Event) {
+        switch action {
+        case .createConnection(let c):
+            if conns[c] != nil || closed.contains(c) { problem("connection id \(c) reused") }
+            conns[c] = Conn()
+        case .send(let id, let c):
+            guard let conn = conns[c] else { problem("sent \(id) on unknown or closed \(c)"); return }
+            if !conn.established { problem("sent \(id) on \(c) before it was established") }
+            if conn.draining { problem("sent \(id) on draining \(c)") }
+            if conn.streams.count >= conn.limit { problem("sent \(id) on \(c) beyond its limit \(conn.limit)") }
+            if !live.contains(id) { problem("sent \(id), which is not live") }
+            if !everSent.contains(id), let best = conns.values.map(\.free).max(), conn.free < best {
+                problem("sent \(id) on \(c) with \(conn.free) free streams while another had \(best)")
+            }
+            everSent.insert(id)
+            conns[c]!.streams.insert(id)
+        case .failPush(let id, _), .completePush(let id, _):
+            if ended.contains(id) { problem("\(id) ended twice (after \(event))") }
+            if !live.contains(id) && !ended.contains(id) { problem("\(id) ended but was never enqueued") }
+            live.remove(id); ended.insert(id)
+        case .closeConnection(let c):
+            if conns[c] == nil { problem("closed unknown \(c)") }
+            conns[c] = nil; closed.insert(c)
+        case .scheduleReconnect(_, let delay):
+            if delay < .zero || delay > .seconds(60) { problem("reconnect delay \(delay) outside 0...60 s") }
+        case .shutdownComplete:
+            if shutdownCompleted { problem("shutdown completed twice") }
+            shutdownCompleted = true
+        }
+    }
+
+    mutating func roll(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+
+    mutating func randomConnection() -> ConnectionID? {
+        // Sometimes an id the pool has forgotten: stale events must be harmless.
+        if roll(10) == 0, let old = closed.randomElement(using: &rng) { return old }
+        return conns.keys.sorted().randomElement(using: &rng)
+    }
+
+    mutating func randomOutcome() -> Pool.StreamOutcome {
+        switch roll(10) {
+        case 0...4: return .success(response(200))
+        case 5: return .final(response(410, .unregistered))
+        case 6: return .classify(response(429, .tooManyRequests))
+        case 7: return .retryable(.unavailable("refused"))
+        case 8: return .classify(response(403, .expiredProviderToken))
+        default: return roll(3) == 0 ? .classify(response(429, .tooManyProviderTokenUpdates)) : .classify(response(503, .shutdown))
+        }
+    }
+
+    mutating func step() {
+        switch roll(100) {
+        case 0..<30:
+            let id = PushID(nextPush); nextPush += 1
+            let deadline = now + .milliseconds(Int64(500 + roll(9_500)))
+            deadlines[id] = deadline
+            live.insert(id)
+            fire(.enqueue(id, deadline: deadline))
+        case 30..<35:
+            if let c = conns.filter({ !$0.value.established }).keys.sorted().randomElement(using: &rng) {
+                fire(.connectionEstablished(c))
+            }
+        case 35..<37:
+            if let c = randomConnection() { fire(.connectionFailed(c)) }
+        case 37..<38:
+            if let c = randomConnection() { fire(.connectionClosed(c)) }
+        case 38..<43:
+            if let c = randomConnection() { fire(.maxConcurrentStreamsChanged(c, roll(17))) }
+        case 43..<45:
+            if let c = randomConnection() {
+                let streams = conns[c]?.streams.sorted() ?? []
+                fire(.goAwayReceived(c, unprocessed: streams.filter { _ in roll(2) == 0 }))
+            }
+        case 45..<80:
+            let open = conns.flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+            if let (c, id) = open.randomElement(using: &rng) { fire(.streamCompleted(c, id, randomOutcome())) }
+        case 80..<88:
+            now = now + .milliseconds(Int64(roll(1_500)))
+            fire(.timerFired)
+        case 88..<95:
+            let due = live.filter { deadlines[$0]! <= now }.sorted()
+            if let id = due.randomElement(using: &rng) { fire(.deadlinePassed(id)) }
+            else if roll(4) == 0, let old = ended.randomElement(using: &rng) { fire(.deadlinePassed(old)) }
+        default:
+            now = now + .milliseconds(Int64(roll(300)))
+        }
+    }
+
+    /// Shuts down and plays a well-behaved network until everything has ended.
+    mutating func drain() {
+        fire(.shutdown)
+        for _ in 0..<200 where !shutdownCompleted {
+            let open = conns.flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+            for (c, id) in open { fire(.streamCompleted(c, id, .success(response(200)))) }
+            now = now + .seconds(5)
+            fire(.timerFired)
+            for c in conns.keys.sorted() where conns[c]!.streams.isEmpty && !conns[c]!.established {
+                fire(.connectionFailed(c))
+            }
+        }
+    }
+}
+
+@Suite("Pool state machine invariants")
+struct PoolInvariantTests {
+    @Test("under 10,000 random events every push ends exactly once and no limit is ever broken",
+          arguments: [UInt64(1), 2, 3, 0xDEADBEEF])
+    func randomEvents(seed: UInt64) {
+        var owner = Owner(seed: seed, capacity: 20)
+        owner.fire(.start)
+        for _ in 0..<10_000 { owner.step() }
+        owner.drain()
+        #expect(owner.problems.isEmpty, "\(owner.problems)")
+        #expect(owner.live.isEmpty, "never ended: \(owner.live.sorted().prefix(10))")
+        #expect(owner.shutdownCompleted)
+        #expect(owner.pool.connectionCount == 0)
+        #expect(owner.ended.count > 500, "too few pushes to mean anything: \(owner.ended.count)")
+        #expect(owner.everSent.count > 100)
+    }
+}

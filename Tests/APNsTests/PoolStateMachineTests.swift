@@ -1,0 +1,345 @@
+import Testing
+@testable import APNs
+
+typealias Pool = PoolStateMachine
+typealias Instant = ContinuousClock.Instant
+
+/// A deterministic generator, so every run drives the same events.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Always the same number: 0 makes the jitter its smallest (half the delay).
+struct ConstantRandom: RandomNumberGenerator {
+    var value: UInt64
+    mutating func next() -> UInt64 { value }
+}
+
+let t0 = ContinuousClock.now
+func at(_ seconds: Double) -> Instant { t0 + .milliseconds(Int64(seconds * 1000)) }
+func p(_ n: UInt64) -> PushID { PushID(n) }
+func c(_ n: UInt64) -> ConnectionID { ConnectionID(n) }
+
+func response(_ status: Int, _ reason: APNsReason? = nil) -> APNsResponse {
+    APNsResponse(ok: status == 200, status: status, apnsID: "id", device: "fp", reason: reason)
+}
+let success = Pool.StreamOutcome.success(response(200))
+let refused = Pool.StreamOutcome.retryable(.unavailable("stream refused"))
+
+func sends(_ actions: [Pool.Action]) -> [PushID: ConnectionID] {
+    var out: [PushID: ConnectionID] = [:]
+    for case .send(let id, let conn) in actions { out[id] = conn }
+    return out
+}
+
+func created(_ actions: [Pool.Action]) -> [ConnectionID] {
+    actions.compactMap { if case .createConnection(let id) = $0 { id } else { nil } }
+}
+
+/// A pool whose connections are established, answered once and allow `streams` each.
+func warmPool(size: Int = 2, streams: Int = 10, capacity: Int = 100) -> Pool {
+    var pool = Pool(configuration: .init(poolSize: size, queueCapacity: capacity), random: ConstantRandom(value: 0))
+    let conns = created(pool.handle(.start, now: at(0)))
+    for conn in conns {
+        _ = pool.handle(.connectionEstablished(conn), now: at(0))
+        _ = pool.handle(.maxConcurrentStreamsChanged(conn, streams), now: at(0))
+    }
+    // Each new connection takes exactly one stream until answered, so these spread one per connection.
+    var warm: [PushID: ConnectionID] = [:]
+    for n in 0..<conns.count {
+        warm.merge(sends(pool.handle(.enqueue(PushID(10_000 + UInt64(n)), deadline: at(100)), now: at(0)))) { a, _ in a }
+    }
+    precondition(Set(warm.values) == Set(conns), "warm-up pushes did not spread")
+    for (id, conn) in warm { _ = pool.handle(.streamCompleted(conn, id, success), now: at(0)) }
+    return pool
+}
+
+@Suite("Pool state machine")
+struct PoolStateMachineTests {
+    @Test("start opens one connection per pool slot")
+    func start() {
+        var pool = Pool(configuration: .init(poolSize: 3))
+        #expect(pool.handle(.start, now: at(0)) == [.createConnection(c(1)), .createConnection(c(2)), .createConnection(c(3))])
+        #expect(pool.handle(.start, now: at(0)) == [])
+    }
+
+    @Test("a push waits until a connection is established")
+    func waitsForConnection() {
+        var pool = Pool(configuration: .init(poolSize: 1))
+        _ = pool.handle(.start, now: at(0))
+        #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)) == [])
+        #expect(pool.handle(.connectionEstablished(c(1)), now: at(0)) == [.send(p(1), on: c(1))])
+    }
+
+    @Test("a new connection carries one stream until its first answer, then up to MAX_CONCURRENT_STREAMS")
+    func firstStreamAlone() {
+        var pool = Pool(configuration: .init(poolSize: 1))
+        _ = pool.handle(.start, now: at(0))
+        _ = pool.handle(.connectionEstablished(c(1)), now: at(0))
+        _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 3), now: at(0))
+        var sent = [PushID: ConnectionID]()
+        for n in 1...5 { sent.merge(sends(pool.handle(.enqueue(p(UInt64(n)), deadline: at(8)), now: at(0)))) { a, _ in a } }
+        #expect(sent == [p(1): c(1)])
+        let after = pool.handle(.streamCompleted(c(1), p(1), success), now: at(0))
+        #expect(after == [.completePush(p(1), response(200)), .send(p(2), on: c(1)), .send(p(3), on: c(1)), .send(p(4), on: c(1))])
+    }
+
+    @Test("a connection never exceeds the live MAX_CONCURRENT_STREAMS, even after it shrinks")
+    func liveLimit() {
+        var pool = warmPool(size: 1, streams: 4)
+        for n in 1...4 { _ = pool.handle(.enqueue(p(UInt64(n)), deadline: at(8)), now: at(0)) }
+        _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 1), now: at(0))
+        #expect(pool.handle(.enqueue(p(5), deadline: at(8)), now: at(0)) == [])
+        // Four streams open, limit 1: three answers free nothing new; the fourth lets one through.
+        for n in 1...3 {
+            let actions = pool.handle(.streamCompleted(c(1), p(UInt64(n)), success), now: at(0))
+            #expect(sends(actions).isEmpty)
+        }
+        #expect(sends(pool.handle(.streamCompleted(c(1), p(4), success), now: at(0))) == [p(5): c(1)])
+    }
+
+    @Test("a push goes to the connection with the most free streams, never the busiest")
+    func mostFree() {
+        var pool = warmPool(size: 3, streams: 4)
+        // Fill conn 1 with two streams and conn 2 with one by completing the others' pushes.
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))
+        let second = sends(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0)))
+        let third = sends(pool.handle(.enqueue(p(3), deadline: at(8)), now: at(0)))
+        #expect(Set([first[p(1)], second[p(2)], third[p(3)]]) == Set([c(1), c(2), c(3)]))
+        _ = pool.handle(.streamCompleted(third[p(3)]!, p(3), success), now: at(0))
+        let fourth = sends(pool.handle(.enqueue(p(4), deadline: at(8)), now: at(0)))
+        #expect(fourth[p(4)] == third[p(3)])
+    }
+
+    @Test("a full queue answers overloaded at once")
+    func overloaded() {
+        var pool = Pool(configuration: .init(poolSize: 1, queueCapacity: 2))
+        _ = pool.handle(.start, now: at(0))
+        #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)) == [])
+        #expect(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0)) == [])
+        let actions = pool.handle(.enqueue(p(3), deadline: at(8)), now: at(0))
+        #expect(actions == [.failPush(p(3), .overloaded(""))])
+        #expect(pool.queuedCount == 2)
+    }
+
+    @Test("a retryable failure is retried on another connection, at most twice")
+    func retries() {
+        var pool = warmPool(size: 2)
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let second = sends(pool.handle(.streamCompleted(first, p(1), refused), now: at(1)))[p(1)]!
+        #expect(second != first)
+        let third = sends(pool.handle(.streamCompleted(second, p(1), refused), now: at(2)))[p(1)]!
+        #expect(third != second)
+        let last = pool.handle(.streamCompleted(third, p(1), refused), now: at(3))
+        #expect(last == [.failPush(p(1), .unavailable(""))])
+        #expect(pool.livePushCount == 0)
+    }
+
+    @Test("500, 503 and Shutdown are retryable; other answers are final")
+    func classify() {
+        #expect(Pool.StreamOutcome.classify(response(500, .internalServerError)) == .retryable(.unavailable("")))
+        #expect(Pool.StreamOutcome.classify(response(503, .serviceUnavailable)) == .retryable(.unavailable("")))
+        #expect(Pool.StreamOutcome.classify(response(503, .shutdown)) == .retryable(.unavailable("")))
+        #expect(Pool.StreamOutcome.classify(response(429, .tooManyRequests)) == .final(response(429, .tooManyRequests)))
+        #expect(Pool.StreamOutcome.classify(response(410, .unregistered)) == .final(response(410, .unregistered)))
+        #expect(Pool.StreamOutcome.classify(response(403, .expiredProviderToken)) == .expiredProviderToken(response(403, .expiredProviderToken)))
+        #expect(Pool.StreamOutcome.classify(response(429, .tooManyProviderTokenUpdates)) == .tooManyProviderTokenUpdates(response(429, .tooManyProviderTokenUpdates)))
+    }
+
+    @Test("a retry is not attempted once the push's deadline has passed")
+    func retryWithinDeadline() {
+        var pool = warmPool(size: 2)
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let actions = pool.handle(.streamCompleted(first, p(1), refused), now: at(8))
+        #expect(actions == [.failPush(p(1), .timeout(""))])
+    }
+
+    @Test("429 TooManyRequests completes the push without a retry")
+    func tooManyRequests() {
+        var pool = warmPool(size: 2)
+        let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let answer = response(429, .tooManyRequests)
+        #expect(pool.handle(.streamCompleted(conn, p(1), .classify(answer)), now: at(0)) == [.completePush(p(1), answer)])
+    }
+
+    @Test("403 ExpiredProviderToken closes that connection, opens a fresh one and retries the push once")
+    func expiredProviderToken() {
+        var pool = warmPool(size: 1)
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        let answer = response(403, .expiredProviderToken)
+        let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
+        #expect(actions == [.createConnection(c(2)), .closeConnection(c(1))])
+        let retried = pool.handle(.connectionEstablished(c(2)), now: at(0))
+        #expect(retried == [.send(p(1), on: c(2))])
+        // A second expired token is Apple's final word for this push.
+        let again = pool.handle(.streamCompleted(c(2), p(1), .classify(answer)), now: at(0))
+        #expect(again.first == .completePush(p(1), answer))
+        #expect(again.contains(.closeConnection(c(2))))
+    }
+
+    @Test("a connection with streams still open closes only after they finish")
+    func drainBeforeClose() {
+        var pool = warmPool(size: 1)
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(response(403, .expiredProviderToken))), now: at(0))
+        #expect(!actions.contains(.closeConnection(c(1))))
+        #expect(pool.handle(.streamCompleted(c(1), p(2), success), now: at(0)) == [.completePush(p(2), response(200)), .closeConnection(c(1))])
+    }
+
+    @Test("429 TooManyProviderTokenUpdates closes that connection and backs off")
+    func tooManyTokenUpdates() {
+        var pool = warmPool(size: 1)
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        let answer = response(429, .tooManyProviderTokenUpdates)
+        let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
+        #expect(actions == [.completePush(p(1), answer), .scheduleReconnect(c(1), after: .milliseconds(500)), .closeConnection(c(1))])
+        #expect(pool.handle(.timerFired, now: at(0.4)) == [])
+        #expect(pool.handle(.timerFired, now: at(0.5)) == [.createConnection(c(2))])
+    }
+
+    @Test("GOAWAY stops new streams on that connection at once and re-queues its unprocessed pushes elsewhere")
+    func goAway() {
+        var pool = warmPool(size: 2)
+        var onFirst: [PushID] = []
+        for n in 1...4 {
+            let sent = sends(pool.handle(.enqueue(p(UInt64(n)), deadline: at(8)), now: at(0)))
+            if sent[p(UInt64(n))] == c(1) { onFirst.append(p(UInt64(n))) }
+        }
+        #expect(onFirst.count == 2)
+        let actions = pool.handle(.goAwayReceived(c(1), unprocessed: [onFirst[1]]), now: at(0))
+        #expect(actions == [.createConnection(c(3)), .send(onFirst[1], on: c(2))])
+        let later = sends(pool.handle(.enqueue(p(9), deadline: at(8)), now: at(0)))
+        #expect(later[p(9)] == c(2))
+        #expect(pool.handle(.streamCompleted(c(1), onFirst[0], success), now: at(0)) == [.completePush(onFirst[0], response(200)), .closeConnection(c(1))])
+    }
+
+    @Test("reconnect backoff doubles from 1 s up to 60 s with jitter, and resets after an answer")
+    func backoff() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var now = at(0)
+        var conn = created(pool.handle(.start, now: now))[0]
+        var delays: [Duration] = []
+        for _ in 0..<9 {
+            let actions = pool.handle(.connectionFailed(conn), now: now)
+            guard case .scheduleReconnect(_, let delay) = actions.first else { Issue.record("no reconnect: \(actions)"); return }
+            delays.append(delay)
+            now = now + delay
+            conn = created(pool.handle(.timerFired, now: now))[0]
+        }
+        // The constant source (0) picks the smallest jitter: half of 1, 2, 4 … 60 s.
+        #expect(delays == [0.5, 1, 2, 4, 8, 16, 30, 30, 30].map { Duration.milliseconds(Int64($0 * 1000)) })
+
+        _ = pool.handle(.connectionEstablished(conn), now: now)
+        _ = pool.handle(.enqueue(p(1), deadline: now + .seconds(8)), now: now)
+        _ = pool.handle(.streamCompleted(conn, p(1), success), now: now)
+        #expect(pool.handle(.connectionFailed(conn), now: now).first == .scheduleReconnect(conn, after: .milliseconds(500)))
+    }
+
+    @Test("the jitter keeps each delay between half and all of the exponential step")
+    func jitterRange() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: SplitMix64(state: 42))
+        var now = at(0)
+        var conn = created(pool.handle(.start, now: now))[0]
+        var seen = Set<Duration>()
+        for step in 0..<8 {
+            guard case .scheduleReconnect(_, let delay) = pool.handle(.connectionFailed(conn), now: now).first else { return }
+            let full = Duration.seconds(min(60, 1 << step))
+            #expect(delay >= full / 2 && delay <= full)
+            seen.insert(delay)
+            now = now + delay
+            conn = created(pool.handle(.timerFired, now: now))[0]
+        }
+        #expect(seen.count == 8)
+    }
+
+    @Test("a lost connection's open pushes are retried on another connection")
+    func lostConnection() {
+        var pool = warmPool(size: 2)
+        let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let actions = pool.handle(.connectionFailed(conn), now: at(1))
+        #expect(actions.contains(.send(p(1), on: conn == c(1) ? c(2) : c(1))))
+        #expect(actions.contains { if case .scheduleReconnect(conn, _) = $0 { true } else { false } })
+    }
+
+    @Test("a cleanly closed connection that had answered is replaced at once")
+    func cleanClose() {
+        var pool = warmPool(size: 1)
+        #expect(pool.handle(.connectionClosed(c(1)), now: at(0)) == [.createConnection(c(2))])
+    }
+
+    @Test("when every connection is failing, queued pushes that cannot be sent in time fail as unavailable")
+    func hopeless() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        _ = pool.handle(.start, now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(0.3)), now: at(0))
+        _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.connectionFailed(c(1)), now: at(0))
+        #expect(actions == [.scheduleReconnect(c(1), after: .milliseconds(500)), .failPush(p(1), .unavailable(""))])
+        #expect(pool.livePushCount == 1)
+    }
+
+    @Test("a push past its deadline fails with timeout, and its late answer is ignored")
+    func deadline() {
+        var pool = warmPool(size: 1)
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        #expect(pool.handle(.deadlinePassed(p(1)), now: at(8)) == [.failPush(p(1), .timeout(""))])
+        #expect(pool.handle(.streamCompleted(c(1), p(1), success), now: at(9)) == [])
+        #expect(pool.handle(.deadlinePassed(p(1)), now: at(9)) == [])
+    }
+
+    @Test("a queued push whose deadline passes fails at the next timer tick")
+    func queuedDeadline() {
+        var pool = Pool(configuration: .init(poolSize: 1))
+        _ = pool.handle(.start, now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        #expect(pool.handle(.timerFired, now: at(7)) == [])
+        #expect(pool.handle(.timerFired, now: at(8)) == [.failPush(p(1), .timeout(""))])
+    }
+
+    @Test("a connection whose stream stalls past the deadline is replaced")
+    func stall() {
+        var pool = warmPool(size: 2)
+        let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        _ = pool.handle(.deadlinePassed(p(1)), now: at(8))
+        #expect(pool.handle(.timerFired, now: at(9)) == [])
+        let actions = pool.handle(.timerFired, now: at(10))
+        #expect(actions == [.closeConnection(conn), .scheduleReconnect(conn, after: .milliseconds(500))])
+        #expect(pool.connectionCount == 1)
+    }
+
+    @Test("shutdown fails queued pushes with a clear error and closes connections when their streams finish")
+    func shutdown() {
+        var pool = warmPool(size: 1, streams: 1)
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.shutdown, now: at(1))
+        #expect(actions == [.failPush(p(2), .shuttingDown(""))])
+        if case .failPush(_, let error) = actions.first { #expect(error.message.contains("shutting down")) }
+        #expect(pool.handle(.enqueue(p(3), deadline: at(8)), now: at(1)) == [.failPush(p(3), .shuttingDown(""))])
+        let last = pool.handle(.streamCompleted(c(1), p(1), success), now: at(2))
+        #expect(last == [.completePush(p(1), response(200)), .closeConnection(c(1)), .shutdownComplete])
+    }
+
+    @Test("shutdown does not retry a push whose stream fails")
+    func shutdownNoRetry() {
+        var pool = warmPool(size: 2)
+        let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        _ = pool.handle(.shutdown, now: at(0))
+        let actions = pool.handle(.streamCompleted(conn, p(1), refused), now: at(0))
+        #expect(actions == [.failPush(p(1), .unavailable("")), .closeConnection(conn), .shutdownComplete])
+    }
+
+    @Test("a push whose deadline has already passed is refused at enqueue")
+    func lateEnqueue() {
+        var pool = warmPool()
+        #expect(pool.handle(.enqueue(p(1), deadline: at(0)), now: at(0)) == [.failPush(p(1), .timeout(""))])
+    }
+}
