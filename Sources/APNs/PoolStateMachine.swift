@@ -464,8 +464,13 @@ struct PoolStateMachine {
             }
         }
         connections[c] = connection
-        // A GOAWAY before any answer looks like a connection that cannot work: back off.
-        retire(c, backoff: !connection.answered, now: now, into: &actions)
+        // Streams left after removing the unprocessed ones are at or below last_stream_id: Apple
+        // took them, so the connection worked and its replacement opens at once (Apple sends a
+        // GOAWAY on a healthy connection too, e.g. for maintenance, often before its answers).
+        // Only a GOAWAY that took nothing, on a connection never answered, looks like one that
+        // cannot work: back off then, or we would reconnect in a tight loop.
+        let tookSomething = !connection.streams.isEmpty
+        retire(c, backoff: !connection.answered && !tookSomething, now: now, into: &actions)
     }
 
     /// The connection is gone: its open streams are retried elsewhere, its slot reconnects.

@@ -221,6 +221,30 @@ struct PoolStateMachineTests {
         #expect(pool.handle(.streamCompleted(c(1), onFirst[0], success), now: at(0)) == [.completePush(onFirst[0], response(200)), .closeConnection(c(1))])
     }
 
+    @Test("a GOAWAY that arrives before its answers, after Apple took streams, reopens at once")
+    func goAwayBeforeAnswers() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        let conn = created(pool.handle(.start, now: at(0)))[0]
+        _ = pool.handle(.connectionEstablished(conn), now: at(0))
+        let sent = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))
+        #expect(sent[p(1)] == conn)
+        // p(1) is at or below last_stream_id: processed, its answer still on the way.
+        let actions = pool.handle(.goAwayReceived(conn, unprocessed: []), now: at(0))
+        #expect(created(actions).count == 1)
+        #expect(!actions.contains { if case .scheduleReconnect = $0 { true } else { false } })
+    }
+
+    @Test("a GOAWAY that took nothing on a never-answered connection backs off")
+    func goAwayTookNothing() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        let conn = created(pool.handle(.start, now: at(0)))[0]
+        _ = pool.handle(.connectionEstablished(conn), now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.goAwayReceived(conn, unprocessed: [p(1)]), now: at(0))
+        #expect(created(actions).isEmpty)
+        #expect(actions.contains { if case .scheduleReconnect = $0 { true } else { false } })
+    }
+
     @Test("reconnect backoff doubles from 1 s up to 60 s with jitter, and resets after an answer")
     func backoff() {
         var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
