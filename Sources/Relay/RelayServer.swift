@@ -45,7 +45,8 @@ public final class RelayServer: Sendable {
         let group = try EventLoopGroup(loopCount: max(1, options.loopCount))
         let client: APNsClient
         do {
-            client = try APNsClient(configuration: clientConfiguration, group: group, observer: metrics)
+            client = try APNsClient(configuration: clientConfiguration, group: group,
+                                observer: APNsEventLog(metrics: metrics, logger: logger))
         } catch {
             group.shutdown()
             throw ConfigurationError(.invalid, Variable.authKey, "\(Variable.authKey) cannot sign a provider token: \(error)")

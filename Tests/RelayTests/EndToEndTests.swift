@@ -119,6 +119,14 @@ struct EndToEndTests {
         }
     }
 
+    @Test("connections to Apple are logged as they open, so an operator sees the relay reach Apple")
+    func connectionEventsLogged() async throws {
+        try await RelayHarness.with { h in
+            _ = try await h.push(token: token("77"))
+            #expect(h.logs.records.contains { $0.message == "APNs connection opened" && $0.metadata["apns.environment"] == .string("production") })
+        }
+    }
+
     @Test("header variants from real senders are all accepted and relayed as sent")
     func headerVariants() async throws {
         try await RelayHarness.with { h in
