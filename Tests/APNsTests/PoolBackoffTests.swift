@@ -1,24 +1,12 @@
 import Testing
 @testable import APNs
 
-/// A fixed sequence, so jitter is reproducible.
-private struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Reconnect backoff, with the time injected")
 struct PoolBackoffTests {
     @Test("reconnect delays double from the base with jitter, capped, and no reconnect happens early")
     func backoffDoublesAndWaits() {
         var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1), backoffMax: .seconds(60)),
-                                       random: SeededRandom(state: 42))
+                                       random: SplitMix64(state: 42))
         var now = ContinuousClock.now
         var actions = machine.handle(.start, now: now)
         var delays: [Duration] = []
@@ -41,7 +29,7 @@ struct PoolBackoffTests {
 
     @Test("an answer from Apple resets the backoff")
     func answerResetsBackoff() {
-        var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SeededRandom(state: 7))
+        var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SplitMix64(state: 7))
         var now = ContinuousClock.now
         var actions = machine.handle(.start, now: now)
         for _ in 0..<4 {
