@@ -60,6 +60,8 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [UInt64: LoopRegistered] = [:]
     private var nextRegistrationID: UInt64 = 1
     private var timers = TimerHeap<Timer>()
+    /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
+    private(set) var wakeUpCount = 0
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll instance and starts the loop's thread; returns once it runs.
@@ -245,6 +247,7 @@ public final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         while true {
             let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds())
+            wakeUpCount &+= 1
             if n > 0 {
                 for i in 0..<Int(n) {
                     let ev = events[i]

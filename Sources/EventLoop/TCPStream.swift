@@ -12,8 +12,21 @@ public protocol TCPStreamHandler: AnyObject {
     /// The write buffer became empty after having held bytes: the moment to produce more
     /// (backpressure). Not called when a write went out whole without buffering.
     func streamDidDrainWrites(_ stream: TCPStream)
+    /// The peer shut down its sending side (EOF): nothing more will be read, but writes
+    /// still go out, so a request that arrived whole just before can be answered (HTTP
+    /// clients that `shutdown(SHUT_WR)` after sending). Reading stops for good; the handler
+    /// must close the stream itself, at once or with `closeAfterFlush` after its answers.
+    /// The default closes at once, the right end for protocols with their own goodbye (TLS).
+    func streamDidReadEOF(_ stream: TCPStream)
     /// Called exactly once; `error` is nil on orderly EOF or a local `close()`.
     func streamDidClose(_ stream: TCPStream, error: SocketError?)
+}
+
+extension TCPStreamHandler {
+    /// Treats the peer's EOF as a full close, so handlers with nothing owed stay unchanged.
+    public func streamDidReadEOF(_ stream: TCPStream) {
+        stream.close()
+    }
 }
 
 /// A connected, non-blocking TCP socket (TCP_NODELAY set) owned by one loop.
@@ -36,6 +49,9 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     private var writeBuffer: [UInt8] = []
     private var writeHead = 0
     private var readingPaused = false
+    /// The peer sent EOF: reading is over for good (EPOLLIN off, or level-triggered epoll
+    /// would report the EOF forever); writing goes on until the handler closes.
+    private var readClosed = false
     private var closeWhenFlushed = false
     /// A write failed; the stream closes with this error on the next loop turn.
     private var pendingError: SocketError?
@@ -188,13 +204,20 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     private func readAvailable(ignorePause: Bool) {
         let buffer = loop.readBuffer
         var budget = ignorePause ? Int.max : Self.readsPerWakeup
-        while isOpen && (ignorePause || !readingPaused) && budget > 0 {
+        while isOpen && !readClosed && (ignorePause || !readingPaused) && budget > 0 {
             budget -= 1
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n > 0 {
                 handler?.streamDidRead(self, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             } else if n == 0 {
-                close(error: pendingError)
+                readClosed = true
+                // After a failed write nothing can be answered: close as on a full close.
+                guard pendingError == nil, let h = handler else {
+                    close(error: pendingError)
+                    return
+                }
+                updateInterest()
+                h.streamDidReadEOF(self)
                 return
             } else {
                 let e = errno
@@ -233,7 +256,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     private func updateInterest() {
         guard isOpen else { return }
-        var wanted: UInt32 = readingPaused ? 0 : CLINUX_EPOLLIN
+        var wanted: UInt32 = readingPaused || readClosed ? 0 : CLINUX_EPOLLIN
         if pendingWriteBytes > 0 { wanted |= CLINUX_EPOLLOUT }
         if wanted != registeredEvents {
             registeredEvents = wanted

@@ -326,6 +326,10 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     private var waitingForDrain = false
     private var readingPaused = false
     private var isClosed = false
+    /// The peer shut down its sending side: answer what is complete, then close.
+    private var peerFinished = false
+    /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.
+    private var lookahead: HTTPParserEvent?
 
     init(stream: TCPStream, core: ServerCore, context: LoopContext) {
         self.stream = stream
@@ -367,6 +371,14 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         resumeAfterResponse()
     }
 
+    /// Complete requests already received are still answered (every push ends with an
+    /// answer); a partial one is dropped, since its sender gave up.
+    func streamDidReadEOF(_ stream: TCPStream) {
+        peerFinished = true
+        if closing || responding || waitingForDrain { return }  // `finish` or the flush ends it
+        processInput()
+    }
+
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
         guard !isClosed else { return }
         isClosed = true
@@ -379,9 +391,10 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     /// Pulls events from the parser until a request goes to the responder or bytes run out.
     private func processInput() {
         while !responding && !closing && !isClosed {
-            guard let event = parser.next() else { break }
+            guard let event = nextEvent() else { break }
             switch event {
             case .expectContinue:
+                if peerFinished { continue }  // the body can no longer come
                 HTTPResponse.continueHead.withUnsafeBytes { stream.write($0) }
                 noteWrite()
             case .error(let error):
@@ -395,7 +408,27 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
             readingPaused = false
             stream.resumeReading()
         }
-        if !responding && context.isDraining && parser.isIdle { closeWhenFlushed() }
+        if !responding && !closing && (peerFinished || (context.isDraining && parser.isIdle)) {
+            closeWhenFlushed()
+        }
+    }
+
+    private func nextEvent() -> HTTPParserEvent? {
+        if let event = lookahead {
+            lookahead = nil
+            return event
+        }
+        return parser.next()
+    }
+
+    /// After the peer's EOF: whether another complete request (or an error to answer)
+    /// waits, so the answer before it keeps the connection and the last one says close.
+    private func hasMoreToAnswer() -> Bool {
+        while lookahead == nil, let event = parser.next() {
+            if case .expectContinue = event { continue }
+            lookahead = event
+        }
+        return lookahead != nil
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -412,7 +445,7 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     private func finish(_ response: HTTPResponse, keepAlive: Bool) {
         responding = false
         guard !isClosed else { return }
-        let close = !keepAlive || context.isDraining
+        let close = !keepAlive || context.isDraining || (peerFinished && !hasMoreToAnswer())
         write(response, close: close)
         if close {
             closeWhenFlushed()

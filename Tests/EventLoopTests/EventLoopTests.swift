@@ -167,6 +167,64 @@ struct EventLoopTests {
         #expect(seen.received == Array("bye".utf8))
     }
 
+    @Test("a peer that shuts down its sending side still reads the answer; the loop sleeps meanwhile")
+    func halfCloseAnswered() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let seen = Mutex((eofs: 0, closes: 0, error: false, wakeUpsAtEOF: 0, wakeUpsAtAnswer: 0))
+        let closed = Waiter<Bool>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = LateAnswerer(delay: .milliseconds(200), onEOF: {
+                seen.withLock { $0.eofs += 1; $0.wakeUpsAtEOF = loop.wakeUpCount }
+            }, onAnswer: {
+                seen.withLock { $0.wakeUpsAtAnswer = loop.wakeUpCount }
+            }, onClose: { error in
+                seen.withLock { $0.closes += 1; $0.error = error != nil }
+                closed.fulfill(true)
+            })
+        }
+        defer { listener.close() }
+        let answer = await halfClosingClient(port: listener.localPort, send: Array("question".utf8))
+        #expect(answer == Array("answer to question".utf8))
+        #expect(await closed.value() == true)
+        // Give a spurious second close a chance to show up before counting.
+        let settled = Waiter<Int>()
+        loop.execute { loop.schedule(after: .milliseconds(20)) { settled.fulfill(loop.registrationCount) } }
+        #expect(await settled.value() == 1, "only the listener stays registered")
+        let s = seen.withLock { $0 }
+        #expect(s.eofs == 1)
+        #expect(s.closes == 1)
+        #expect(!s.error)
+        // The EOF stays readable: still watching EPOLLIN would wake the loop thousands of times.
+        #expect(s.wakeUpsAtAnswer - s.wakeUpsAtEOF < 20, "\(s.wakeUpsAtAnswer - s.wakeUpsAtEOF) wake-ups in 200 ms")
+        #expect(openSocketCount(port: listener.localPort) == 1, "only the listener")
+    }
+
+    @Test("after the peer's EOF a write that fails still closes the stream, once, with the error")
+    func halfCloseWriteError() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let closes = Mutex((count: 0, error: SocketError?.none))
+        let closed = Waiter<Bool>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = LateAnswerer(delay: .milliseconds(10), repeats: 200, onClose: { error in
+                closes.withLock { $0.count += 1; $0.error = error }
+                closed.fulfill(true)
+            })
+        }
+        defer { listener.close() }
+        _ = await halfClosingClient(port: listener.localPort, send: Array("gone".utf8), closeAfterEOF: true)
+        #expect(await closed.value() == true)
+        let settled = Waiter<Bool>()
+        group.loops[0].execute { group.loops[0].schedule(after: .milliseconds(20)) { settled.fulfill(true) } }
+        _ = await settled.value()
+        let c = closes.withLock { $0 }
+        #expect(c.count == 1)
+        #expect(c.error != nil, "the peer is gone: the close reports why")
+        #expect(openSocketCount(port: listener.localPort) == 1, "only the listener")
+    }
+
     @Test("connecting to a closed port fails promptly with connection refused")
     func connectRefused() async throws {
         let group = try EventLoopGroup(loopCount: 1)
@@ -349,4 +407,48 @@ final class SlowReader: TCPStreamHandler {
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
         if offset < expected.count { done(false) }
     }
+}
+
+/// Collects what the peer sends; on its EOF answers after `delay` ("answer to …"), and
+/// with `repeats` > 1 keeps writing every `delay` until the stream closes.
+final class LateAnswerer: TCPStreamHandler {
+    let delay: Duration
+    var repeats: Int
+    let onEOF: () -> Void
+    let onAnswer: () -> Void
+    let onClose: (SocketError?) -> Void
+    var received: [UInt8] = []
+
+    init(delay: Duration, repeats: Int = 1, onEOF: @escaping () -> Void = {}, onAnswer: @escaping () -> Void = {},
+         onClose: @escaping (SocketError?) -> Void) {
+        self.delay = delay
+        self.repeats = repeats
+        self.onEOF = onEOF
+        self.onAnswer = onAnswer
+        self.onClose = onClose
+    }
+
+    func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
+        received.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+    func streamDidReadEOF(_ stream: TCPStream) {
+        onEOF()
+        answer(stream)
+    }
+    private func answer(_ stream: TCPStream) {
+        stream.loop.schedule(after: delay) { [self] in
+            guard stream.isOpen else { return }
+            repeats -= 1
+            if repeats == 0 {
+                onAnswer()
+                stream.write(Array("answer to ".utf8) + received)
+                stream.closeAfterFlush()
+            } else {
+                stream.write(received)
+                answer(stream)
+            }
+        }
+    }
+    func streamDidDrainWrites(_ stream: TCPStream) {}
+    func streamDidClose(_ stream: TCPStream, error: SocketError?) { onClose(error) }
 }

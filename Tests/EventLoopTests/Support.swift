@@ -120,3 +120,39 @@ func openSocketCount(port: Int) -> Int {
     }
     return count
 }
+
+/// A blocking loopback client: sends `bytes`, shuts down its sending side, then reads until
+/// the server closes (or 5 s pass). `closeAfterEOF` closes the socket right after the
+/// shutdown instead, so later server writes fail. Runs on a thread of its own.
+func halfClosingClient(port: Int, send bytes: [UInt8], closeAfterEOF: Bool = false) async -> [UInt8]? {
+    await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
+        Thread {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { c.resume(returning: nil); return }
+            defer { Glibc.close(fd) }
+            var tv = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+            let rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard rc == 0, bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count,
+                  shutdown(fd, Int32(SHUT_WR)) == 0 else { c.resume(returning: nil); return }
+            if closeAfterEOF { c.resume(returning: []); return }
+            var received: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n == 0 { break }
+                if n < 0 { c.resume(returning: nil); return }
+                received.append(contentsOf: chunk[0..<n])
+            }
+            c.resume(returning: received)
+        }.start()
+    }
+}

@@ -75,6 +75,11 @@ final class TestClient: @unchecked Sendable {
         if fd >= 0 { Glibc.close(fd); fd = -1 }
     }
 
+    /// Shuts down the sending side (FIN) and keeps reading, as `nc -N` or a proxy does.
+    func shutdownWrites() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     @discardableResult
     func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
