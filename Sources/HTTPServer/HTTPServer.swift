@@ -436,8 +436,12 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         let responder = core.responder
         let loop = stream.loop
         let keepAlive = request.keepAlive
+        // RFC 9110 §9.3.2: a HEAD answer has no content, or the peer reads it as the next answer.
+        let isHead = request.method == "HEAD"
         Task { [self] in
-            let response = await responder.respond(to: request)
+            var answer = await responder.respond(to: request)
+            if isHead { answer.body = [] }
+            let response = answer
             loop.execute { self.finish(response, keepAlive: keepAlive) }
         }
     }
