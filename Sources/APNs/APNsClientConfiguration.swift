@@ -69,8 +69,9 @@ public struct APNsClientConfiguration: Sendable {
     public var backoffMax: Duration = .seconds(60)
     /// Extra attempts on another connection after 500/503/lost connections.
     public var maxRetries = 2
-    /// How often the pool looks for expired queued pushes, stalled streams and due reconnects.
-    public var tickInterval: Duration = .seconds(1)
+    /// How often the pool looks for expired queued pushes, stalled streams and due reconnects:
+    /// a queued push hears its timeout at most this late, so it stays well under Mastodon's 10 s.
+    public var tickInterval: Duration = .milliseconds(250)
     /// An unanswered stream this long past its deadline marks its connection as stalled.
     public var stallGrace: Duration = .seconds(2)
     public var tokenPolicy = ProviderTokenPolicy()

@@ -89,7 +89,8 @@ public struct HTTPRequest: Sendable, Equatable {
     public var method: String
     /// The raw request-target, as sent (percent-encoding untouched).
     public var target: String
-    /// `target` before the first `?`: what routing matches on.
+    /// `target` before the first `?`: what routing matches on. An absolute-form target
+    /// (`http://host/push/…`, which RFC 9112 says a server must accept) is reduced to its path.
     public var path: String
     /// `target` after the first `?`, or nil when there is no `?`.
     public var query: String?
@@ -112,11 +113,12 @@ public struct HTTPRequest: Sendable, Equatable {
     ) {
         self.method = method
         self.target = target
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            self.path = String(target[..<q])
-            self.query = String(target[target.index(after: q)...])
+        let origin = Self.originForm(target)
+        if let q = origin.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            self.path = String(origin[..<q])
+            self.query = String(origin[origin.index(after: q)...])
         } else {
-            self.path = target
+            self.path = String(origin)
             self.query = nil
         }
         self.version = version
@@ -126,6 +128,19 @@ public struct HTTPRequest: Sendable, Equatable {
         self.peerAddress = peerAddress
         self.forwardedFor = headers["X-Forwarded-For"].flatMap(firstListElement)
         self.requestID = headers["X-Request-ID"]
+    }
+
+    /// `http://host:port/p?q` → `/p?q` (`/` when the path is empty); anything else as is.
+    static func originForm(_ target: String) -> Substring {
+        let t = target[...]
+        for scheme in ["http://", "https://"] where t.utf8.count > scheme.utf8.count {
+            let head = t.prefix(scheme.count)
+            guard head.lowercased() == scheme else { continue }
+            let rest = t.dropFirst(scheme.count)
+            guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+            return rest[slash] == "/" ? rest[slash...] : "/" + rest[slash...]
+        }
+        return t
     }
 }
 

@@ -95,3 +95,21 @@ struct HTTPSerializerTests {
         #expect(httpDate(c.0) == c.1)
     }
 }
+
+@Suite("request targets")
+struct RequestTargetTests {
+    @Test("an absolute-form target is routed by its path and query, like the origin form", arguments: [
+        ("http://relay.example/push/ab/1?sandbox=true", "/push/ab/1", "sandbox=true"),
+        ("HTTPS://relay.example:8443/push/ab/1", "/push/ab/1", nil),
+        ("http://relay.example", "/", nil),
+        ("http://relay.example?x=1", "/", "x=1"),
+        ("/push/ab/1?sandbox=true", "/push/ab/1", "sandbox=true"),
+        ("*", "*", nil),
+    ] as [(String, String, String?)])
+    func absoluteForm(target: String, path: String, query: String?) {
+        let request = HTTPRequest(method: "POST", target: target)
+        #expect(request.path == path)
+        #expect(request.query == query)
+        #expect(request.target == target)
+    }
+}
