@@ -136,7 +136,7 @@ public final class RelayResponder: HTTPResponder {
         } catch {
             return finish(log, status: 400, reason: error.message, started: started)
         }
-        log.device = token.fingerprint
+        log.device = token
 
         let clock = now()
         let plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey,
@@ -194,12 +194,27 @@ public final class RelayResponder: HTTPResponder {
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
 
+        let level: LogLevel
+        switch answer.status {
+        case 201, 410: level = .info
+        case 502: level = .error
+        default: level = .warning
+        }
+        // The line's metadata (and the token's SHA-256 fingerprint) only when the line is written:
+        // at the usual `warning` level a delivered push writes nothing.
+        if logger.isEnabled(level) { writeLog(log, answer: answer, level: level, elapsed: elapsed) }
+
+        if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
+        return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
+    }
+
+    private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         var meta: [String: LogValue] = [
             "request.id": .string(log.requestID), "route": "push", "http.status": .int(answer.status),
             "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
             "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
         ]
-        if let device = log.device { meta["device"] = .string(device) }
+        if let device = log.device { meta["device"] = .string(device.fingerprint) }
         if let id = log.apnsID { meta["apns.id"] = .string(id) }
         if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
         if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
@@ -207,25 +222,17 @@ public final class RelayResponder: HTTPResponder {
         if log.degraded { meta["payload.degraded"] = true }
         if let peer = log.peer { meta["peer"] = .string(peer) }
         if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
-
-        let level: LogLevel
-        switch answer.status {
-        case 201, 410: level = .info
-        case 502: level = .error
-        default: level = .warning
-        }
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
-
-        if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
-        return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
     }
 
-    /// What one push's log line says, filled in as the push goes; never the token, never the key.
+    /// What one push's log line says, filled in as the push goes; the token is only ever logged as
+    /// its fingerprint, never the key.
     private struct PushLog {
         var requestID: String
         var sandbox: Bool
         var peer: String?
-        var device: String?
+        /// Logged as its fingerprint, computed only when the line is written.
+        var device: DeviceToken?
         var apnsID: String?
         var apnsStatus: Int?
         var apnsReason: String?
@@ -235,7 +242,24 @@ public final class RelayResponder: HTTPResponder {
 
     // MARK: Helpers
 
-    static func newID() -> String { UUID().uuidString.lowercased() }
+    /// A lower-case UUID, formatted by hand: `uuidString.lowercased()` made two strings through
+    /// printf, for every push that came without `X-Request-ID`.
+    static func newID() -> String {
+        withUnsafeBytes(of: UUID().uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for (i, b) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                    out[o] = hexDigits[Int(b >> 4)]
+                    out[o + 1] = hexDigits[Int(b & 0x0f)]
+                    o += 2
+                }
+                return o
+            }
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
     /// sender's log learns what to fix.
