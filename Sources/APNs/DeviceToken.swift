@@ -77,6 +77,18 @@ enum Hex {
 
     /// `UUID.uuidString.lowercased()` without the two intermediate strings (and the printf
     /// behind `uuidString`): every push gets one.
+    /// A random (version 4) UUID. Foundation's `UUID()` on Linux opens, reads and closes
+    /// /dev/urandom for each one; the system generator is one getrandom call per word.
+    static func randomUUID() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &words) { bytes in
+            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+            return UUID(uuid: bytes.load(as: uuid_t.self))
+        }
+    }
+
     static func lowercaseUUID(_ uuid: UUID) -> String {
         withUnsafeBytes(of: uuid.uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in

@@ -149,7 +149,7 @@ public final class RelayResponder: HTTPResponder {
         do {
             notification = try APNsNotification(
                 token: token, topic: settings.topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
-                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID, apnsID: UUID())
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
@@ -242,13 +242,19 @@ public final class RelayResponder: HTTPResponder {
 
     // MARK: Helpers
 
-    /// A lower-case UUID, formatted by hand: `uuidString.lowercased()` made two strings through
-    /// printf, for every push that came without `X-Request-ID`.
+    /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
+    /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
+    /// `uuidString.lowercased()` makes two strings through printf.
     static func newID() -> String {
-        withUnsafeBytes(of: UUID().uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
+        var generator = SystemRandomNumberGenerator()
+        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &words) { bytes in
+            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+            return String(unsafeUninitializedCapacity: 36) { out in
                 var o = 0
-                for (i, b) in bytes.enumerated() {
+                for i in 0..<16 {
+                    let b = bytes[i]
                     if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
                     out[o] = hexDigits[Int(b >> 4)]
                     out[o + 1] = hexDigits[Int(b & 0x0f)]

@@ -104,6 +104,7 @@ struct RelayResponderTests {
         for id in [first, second] {
             #expect(id == id.lowercased())
             #expect(UUID(uuidString: id)?.uuidString.lowercased() == id)
+            #expect(Array(id.utf8)[14] == UInt8(ascii: "4"))  // random (version 4)
         }
         let given = await responder.respond(to: Sample.aesgcm(extra: [("X-Request-ID", "abc-1")]))
         #expect(given.headers["X-Request-ID"] == "abc-1")
