@@ -13,6 +13,18 @@ public protocol HTTPResponder: Sendable {
     /// Runs on Swift's task pool, never on an event loop: it may await as long as it needs
     /// (the relay bounds that with its push deadline).
     func respond(to request: HTTPRequest) async -> HTTPResponse
+
+    /// What the server calls. It runs on the connection's event loop, so it must not block;
+    /// `completion` runs exactly once, from any thread. The default runs `respond(to:)` in a
+    /// Task; a responder that can answer from callbacks skips the Task and the hops through
+    /// the cooperative pool, which cost several thread wake-ups per request.
+    func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void)
+}
+
+extension HTTPResponder {
+    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        Task { completion(await respond(to: request)) }
+    }
 }
 
 /// Receives one line per notable server event (bind, rejected connection); the server
@@ -403,8 +415,9 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         let responder = core.responder
         let loop = stream.loop
         let keepAlive = request.keepAlive
-        Task { [self] in
-            let response = await responder.respond(to: request)
+        // Always hop back, even when the answer comes at once on this loop: `finish` reads the
+        // next request, and must not run inside this one's `processInput`.
+        responder.respond(to: request) { [self] response in
             loop.execute { self.finish(response, keepAlive: keepAlive) }
         }
     }

@@ -64,36 +64,46 @@ public final class RelayResponder: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let (route, response) = await route(request)
-        metrics.countRequest(route: route, status: response.status)
-        return response
+        await withCheckedContinuation { continuation in
+            respond(to: request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The server's hot path: everything before Apple's answer runs here on the caller's (event
+    /// loop) thread and is pure CPU; the answer arrives on the APNs connection's loop. No Task and
+    /// no hop through the cooperative pool, which cost several thread wake-ups per push.
+    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        route(request) { route, response in
+            self.metrics.countRequest(route: route, status: response.status)
+            completion(response)
+        }
     }
 
     // MARK: Routing
 
-    private func route(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+    private func route(_ request: HTTPRequest, done: @escaping @Sendable (String, HTTPResponse) -> Void) {
         switch request.path {
         case "/":
             // metatext-apns's health check, kept so existing probes keep working.
-            return ("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
+            return done("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
         case "/health":
-            return ("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
+            return done("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
         case "/ready":
-            return ("ready", get(request) { self.ready() })
+            return done("ready", get(request) { self.ready() })
         case "/metrics":
-            return ("metrics", get(request) { self.metricsPage() })
+            return done("metrics", get(request) { self.metricsPage() })
         default:
             break
         }
         switch PushRoute.match(path: request.path, query: request.query) {
         case .notFound:
-            return ("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
+            done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
         case .badRequest(let reason):
-            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            return ("push", await refusedPush(request, status: 400, reason: reason))
+            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            done("push", refusedPush(request, status: 400, reason: reason))
         case .push(let push):
-            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            return ("push", await self.push(request, route: push))
+            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            self.push(request, route: push) { done("push", $0) }
         }
     }
 
@@ -116,11 +126,15 @@ public final class RelayResponder: HTTPResponder {
 
     // MARK: The push
 
-    /// One push, from request to answer. Every path out of here writes exactly one log line.
-    private func push(_ request: HTTPRequest, route: PushRoute) async -> HTTPResponse {
+    /// One push, from request to answer. Every path out of here writes exactly one log line
+    /// and calls `completion` exactly once.
+    private func push(_ request: HTTPRequest, route: PushRoute, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
-        defer { metrics.pushesInFlight.decrement() }
+        let completion: @Sendable (HTTPResponse) -> Void = { [metrics] response in
+            metrics.pushesInFlight.decrement()
+            completion(response)
+        }
         let requestID = request.requestID ?? Self.newID()
         var log = PushLog(requestID: requestID, sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
 
@@ -128,13 +142,13 @@ public final class RelayResponder: HTTPResponder {
         do {
             message = try WebPushParser.parse(headers: request.headers, body: request.body, maxBodyBytes: settings.maxBodyBytes)
         } catch {
-            return finish(log, status: error.status, reason: error.reason, started: started)
+            return completion(finish(log, status: error.status, reason: error.reason, started: started))
         }
         let token: DeviceToken
         do {
             token = try DeviceToken(route.deviceToken)
         } catch {
-            return finish(log, status: 400, reason: error.message, started: started)
+            return completion(finish(log, status: 400, reason: error.message, started: started))
         }
         log.device = token
 
@@ -154,11 +168,20 @@ public final class RelayResponder: HTTPResponder {
             // The request was fine; what we built from it was not (topic, loc-key): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
             metrics.countMisconfiguration(reason: "InvalidNotification")
-            return finish(log, answer: answer, started: started)
+            return completion(finish(log, answer: answer, started: started))
         }
         log.apnsID = notification.apnsID
 
-        let result = await sender.send(notification, environment: route.sandbox ? .sandbox : .production)
+        let pending = log
+        sender.send(notification, environment: route.sandbox ? .sandbox : .production) { result in
+            completion(self.answered(result, log: pending, started: started))
+        }
+    }
+
+    /// Apple's answer (or why there was none) turned into the sender's answer, counted and logged.
+    private func answered(_ result: Result<APNsResponse, APNsError>, log pending: PushLog,
+                          started: ContinuousClock.Instant) -> HTTPResponse {
+        var log = pending
         let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
         switch result {
         case .success(let response):
@@ -175,7 +198,7 @@ public final class RelayResponder: HTTPResponder {
     }
 
     /// A push refused before anything was parsed (a bad token or id in the path).
-    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) async -> HTTPResponse {
+    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
         let log = PushLog(requestID: request.requestID ?? Self.newID(), sandbox: false,
                           peer: request.forwardedFor ?? request.peerAddress)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
