@@ -78,15 +78,22 @@ enum Hex {
     /// `UUID.uuidString.lowercased()` without the two intermediate strings (and the printf
     /// behind `uuidString`): every push gets one.
     /// A random (version 4) UUID. Foundation's `UUID()` on Linux opens, reads and closes
-    /// /dev/urandom for each one; the system generator is one getrandom call per word.
+    /// /dev/urandom for each one; this is one getrandom call.
     static func randomUUID() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        var words = randomWords()
         return withUnsafeMutableBytes(of: &words) { bytes in
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
             return UUID(uuid: bytes.load(as: uuid_t.self))
         }
+    }
+
+    /// 16 random bytes in one getrandom call (glibc's arc4random_buf; the system generator
+    /// makes one call per 8 bytes).
+    static func randomWords() -> (UInt64, UInt64) {
+        var words: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
+        return words
     }
 
     static func lowercaseUUID(_ uuid: UUID) -> String {

@@ -269,8 +269,9 @@ public final class RelayResponder: HTTPResponder {
     /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
     /// `uuidString.lowercased()` makes two strings through printf.
     static func newID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        var words: (UInt64, UInt64) = (0, 0)
+        // One getrandom call for the 16 bytes (the system generator makes one per 8 bytes).
+        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
         return withUnsafeMutableBytes(of: &words) { bytes in
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
