@@ -1,3 +1,5 @@
+import Foundation
+
 /// An APNs device token, checked once so nothing malformed reaches Apple.
 ///
 /// Apple answers a bad token with 400 `BadDeviceToken`, which the relay must treat as a
@@ -72,6 +74,42 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
 enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
+
+    /// `UUID.uuidString.lowercased()` without the two intermediate strings (and the printf
+    /// behind `uuidString`): every push gets one.
+    /// A random (version 4) UUID. Foundation's `UUID()` on Linux opens, reads and closes
+    /// /dev/urandom for each one; this is one getrandom call.
+    static func randomUUID() -> UUID {
+        var words = randomWords()
+        return withUnsafeMutableBytes(of: &words) { bytes in
+            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+            return UUID(uuid: bytes.load(as: uuid_t.self))
+        }
+    }
+
+    /// 16 random bytes in one getrandom call (glibc's arc4random_buf; the system generator
+    /// makes one call per 8 bytes).
+    static func randomWords() -> (UInt64, UInt64) {
+        var words: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
+        return words
+    }
+
+    static func lowercaseUUID(_ uuid: UUID) -> String {
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for (i, b) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                    out[o] = digits[Int(b >> 4)]
+                    out[o + 1] = digits[Int(b & 0x0f)]
+                    o += 2
+                }
+                return o
+            }
+        }
+    }
     static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -97,40 +135,50 @@ enum SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
+    /// Every push's answer carries its device's fingerprint, so this runs once per push: the
+    /// schedule and padding live in stack buffers, and the state in locals.
     static func hash(_ message: [UInt8]) -> [UInt8] {
-        var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var data = message
+        var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
+        var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19
         let bitLength = UInt64(message.count) &* 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-
-        var w = [UInt32](repeating: 0, count: 64)
-        for chunk in stride(from: 0, to: data.count, by: 64) {
-            for i in 0..<16 {
-                let j = chunk + i * 4
-                w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+        // Message, 0x80, zeros up to 56 mod 64, then the 64-bit length.
+        let padded = (message.count + 9 + 63) / 64 * 64
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: padded) { data in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                k.withUnsafeBufferPointer { k in
+                    _ = data.initialize(fromContentsOf: message)
+                    data[message.count] = 0x80
+                    for i in (message.count + 1)..<(padded - 8) { data[i] = 0 }
+                    for j in 0..<8 { data[padded - 8 + j] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * j)) }
+                    for chunk in stride(from: 0, to: padded, by: 64) {
+                        for i in 0..<16 {
+                            let j = chunk + i * 4
+                            w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+                        }
+                        for i in 16..<64 {
+                            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+                            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+                            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                        }
+                        var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, hh = h7
+                        for i in 0..<64 {
+                            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                            let ch = (e & f) ^ (~e & g)
+                            let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
+                            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                            let maj = (a & b) ^ (a & c) ^ (b & c)
+                            let t2 = s0 &+ maj
+                            hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
+                        }
+                        h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d; h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= hh
+                    }
+                    data.deinitialize()
+                }
             }
-            for i in 16..<64 {
-                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7]
-            for i in 0..<64 {
-                let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                let ch = (e & f) ^ (~e & g)
-                let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
-                let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                let maj = (a & b) ^ (a & c) ^ (b & c)
-                let t2 = s0 &+ maj
-                hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
-            }
-            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
         var out = [UInt8]()
         out.reserveCapacity(32)
-        for word in h {
+        for word in [h0, h1, h2, h3, h4, h5, h6, h7] {
             out.append(UInt8(truncatingIfNeeded: word >> 24)); out.append(UInt8(truncatingIfNeeded: word >> 16))
             out.append(UInt8(truncatingIfNeeded: word >> 8)); out.append(UInt8(truncatingIfNeeded: word))
         }

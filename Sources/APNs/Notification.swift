@@ -73,7 +73,7 @@ public struct APNsNotification: Sendable {
         self.priority = prio
         self.expiration = expiration
         self.collapseID = collapseID
-        self.apnsID = (apnsID ?? UUID()).uuidString.lowercased()
+        self.apnsID = Hex.lowercaseUUID(apnsID ?? Hex.randomUUID())
         self.payload = payload.bytes
         self.path = "/3/device/" + token.hex
 

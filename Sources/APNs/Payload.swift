@@ -19,16 +19,14 @@ public struct APNsPayload: Sendable, Hashable {
     /// since Apple refuses anything else after we have spent a stream on it.
     public init(json bytes: [UInt8]) throws(APNsError) {
         guard !bytes.isEmpty else { throw .invalid("payload is empty; Apple answers PayloadEmpty") }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: Data(bytes))
-        } catch {
-            throw .invalid("payload is not valid JSON")
+        switch JSONCheck.check(bytes) {
+        case .notJSON: throw .invalid("payload is not valid JSON")
+        case .notObject: throw .invalid("payload must be a JSON object")
+        case .noAPSObject: throw .invalid("payload must hold an \"aps\" object")
+        case .valid(let backgroundOnly):
+            self.bytes = bytes
+            self.isBackgroundOnly = backgroundOnly
         }
-        guard let top = object as? [String: Any] else { throw .invalid("payload must be a JSON object") }
-        guard let aps = top["aps"] as? [String: Any] else { throw .invalid("payload must hold an \"aps\" object") }
-        self.bytes = bytes
-        self.isBackgroundOnly = aps.count == 1 && aps["content-available"] != nil
     }
 
     /// The payload as text, for logs in tests and the `send` command.

@@ -11,17 +11,47 @@ public struct APNsResponse: Sendable, Hashable {
     /// `apns-unique-id`: sandbox only, for Apple's delivery log.
     public let uniqueID: String?
     /// The device's fingerprint, never the token: these results end up in logs.
-    public let device: String
+    public var device: String {
+        switch deviceSource {
+        case .fingerprint(let text): text
+        case .token(let token): token.fingerprint
+        }
+    }
     /// Nil when `ok`.
     public let reason: APNsReason?
     /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
     public let goneSinceMs: Int64?
 
+    /// Apple's answers keep the token and hash it only when `device` is read: the relay never
+    /// reads it, and a SHA-256 per push was 2% of its CPU.
+    private enum DeviceSource: Sendable {
+        case fingerprint(String)
+        case token(DeviceToken)
+    }
+    private let deviceSource: DeviceSource
+
     /// For the transport and for tests that stand in for Apple.
     public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
                 reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
-        self.device = device; self.reason = reason; self.goneSinceMs = goneSinceMs
+        self.deviceSource = .fingerprint(device); self.reason = reason; self.goneSinceMs = goneSinceMs
+    }
+
+    private init(ok: Bool, status: Int, apnsID: String, uniqueID: String?, token: DeviceToken,
+                 reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
+        self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
+        self.deviceSource = .token(token); self.reason = reason; self.goneSinceMs = goneSinceMs
+    }
+
+    /// Equal when every field reads the same, however `device` is held.
+    public static func == (lhs: APNsResponse, rhs: APNsResponse) -> Bool {
+        lhs.ok == rhs.ok && lhs.status == rhs.status && lhs.apnsID == rhs.apnsID && lhs.uniqueID == rhs.uniqueID
+            && lhs.reason == rhs.reason && lhs.goneSinceMs == rhs.goneSinceMs && lhs.device == rhs.device
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ok); hasher.combine(status); hasher.combine(apnsID); hasher.combine(uniqueID)
+        hasher.combine(reason); hasher.combine(goneSinceMs); hasher.combine(device)
     }
 
     /// What to do: delivered, forget the token, retry, or fix our configuration.
@@ -53,7 +83,7 @@ public struct APNsResponse: Sendable, Hashable {
             else if name.caseInsensitiveEquals("apns-unique-id") { uniqueID = value }
         }
         if status == 200 {
-            return APNsResponse(ok: true, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device.fingerprint)
+            return APNsResponse(ok: true, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device)
         }
         var reason: APNsReason?
         var gone: Int64?
@@ -61,7 +91,7 @@ public struct APNsResponse: Sendable, Hashable {
             if let text = object["reason"] as? String { reason = APNsReason(text) }
             if let number = object["timestamp"] as? NSNumber { gone = number.int64Value }
         }
-        return APNsResponse(ok: false, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device.fingerprint,
+        return APNsResponse(ok: false, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device,
                             reason: reason, goneSinceMs: gone)
     }
 

@@ -30,31 +30,41 @@ struct TimerHeap<Element> {
 
     mutating func removeAll() { entries.removeAll() }
 
-    private func less(_ a: Int, _ b: Int) -> Bool {
-        let x = entries[a], y = entries[b]
-        return x.deadline < y.deadline || (x.deadline == y.deadline && x.seq < y.seq)
+    // The sifts work on the raw buffer: through the array, every comparison copied two entries
+    // and retained and released their elements, and the heap holds every pending push deadline.
+
+    @inline(__always)
+    private static func less(_ x: UnsafeMutablePointer<Entry>, _ y: UnsafeMutablePointer<Entry>) -> Bool {
+        x.pointee.deadline < y.pointee.deadline || (x.pointee.deadline == y.pointee.deadline && x.pointee.seq < y.pointee.seq)
     }
 
     private mutating func siftUp(_ index: Int) {
-        var i = index
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard less(i, parent) else { return }
-            entries.swapAt(i, parent)
-            i = parent
+        entries.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var i = index
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard Self.less(base + i, base + parent) else { return }
+                buffer.swapAt(i, parent)
+                i = parent
+            }
         }
     }
 
     private mutating func siftDown(_ index: Int) {
-        var i = index
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var smallest = i
-            if l < entries.count && less(l, smallest) { smallest = l }
-            if r < entries.count && less(r, smallest) { smallest = r }
-            if smallest == i { return }
-            entries.swapAt(i, smallest)
-            i = smallest
+        entries.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let count = buffer.count
+            var i = index
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var smallest = i
+                if l < count && Self.less(base + l, base + smallest) { smallest = l }
+                if r < count && Self.less(base + r, base + smallest) { smallest = r }
+                if smallest == i { return }
+                buffer.swapAt(i, smallest)
+                i = smallest
+            }
         }
     }
 }

@@ -271,20 +271,24 @@ public struct HTTPParser: Sendable {
         let start = readIndex
         var i = scanIndex
         let limit: Int
-        let tooLong: HTTPParseError
+        let isTrailer: Bool
+        if case .trailers = state { isTrailer = true } else { isTrailer = false }
         switch kind {
-        case .requestLine:
-            limit = limits.maxRequestLineBytes
-            tooLong = HTTPParseError(status: 414, reason: "request line longer than \(limit) bytes; shorten the URL")
-        case .field:
-            let isTrailer: Bool
-            if case .trailers = state { isTrailer = true } else { isTrailer = false }
-            limit = limits.maxHeaderBytes - (isTrailer ? trailerBytes : headerBytes)
-            tooLong = HTTPParseError(
-                status: 431, reason: "\(isTrailer ? "trailers" : "headers") larger than \(limits.maxHeaderBytes) bytes")
-        case .chunkSize:
-            limit = HTTPParser.maxChunkLineBytes
-            tooLong = HTTPParseError(status: 400, reason: "chunk size line longer than \(limit) bytes")
+        case .requestLine: limit = limits.maxRequestLineBytes
+        case .field: limit = limits.maxHeaderBytes - (isTrailer ? trailerBytes : headerBytes)
+        case .chunkSize: limit = HTTPParser.maxChunkLineBytes
+        }
+        // Built only when a line is too long: formatting it for every line cost more than the scan.
+        let maxHeaderBytes = limits.maxHeaderBytes
+        func tooLong() -> HTTPParseError {
+            switch kind {
+            case .requestLine:
+                return HTTPParseError(status: 414, reason: "request line longer than \(limit) bytes; shorten the URL")
+            case .field:
+                return HTTPParseError(status: 431, reason: "\(isTrailer ? "trailers" : "headers") larger than \(maxHeaderBytes) bytes")
+            case .chunkSize:
+                return HTTPParseError(status: 400, reason: "chunk size line longer than \(limit) bytes")
+            }
         }
         var sawSpace = sawSpaceInRequestLine
         let result: Scan = buffer.withUnsafeBufferPointer { p in
@@ -305,7 +309,7 @@ public struct HTTPParser: Sendable {
                     i += 1
                     continue
                 }
-                if i - start + 1 > limit { return .fail(tooLong) }
+                if i - start + 1 > limit { return .fail(tooLong()) }
                 switch kind {
                 case .requestLine:
                     if b == 0x20 {

@@ -13,6 +13,18 @@ public protocol HTTPResponder: Sendable {
     /// Runs on Swift's task pool, never on an event loop: it may await as long as it needs
     /// (the relay bounds that with its push deadline).
     func respond(to request: HTTPRequest) async -> HTTPResponse
+
+    /// What the server calls. It runs on the connection's event loop, so it must not block;
+    /// `completion` runs exactly once, from any thread. The default runs `respond(to:)` in a
+    /// Task; a responder that can answer from callbacks skips the Task and the hops through
+    /// the cooperative pool, which cost several thread wake-ups per request.
+    func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void)
+}
+
+extension HTTPResponder {
+    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        Task { completion(await respond(to: request)) }
+    }
 }
 
 /// Receives one line per notable server event (bind, rejected connection); the server
@@ -438,10 +450,12 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         let keepAlive = request.keepAlive
         // RFC 9110 §9.3.2: a HEAD answer has no content, or the peer reads it as the next answer.
         let isHead = request.method == "HEAD"
-        Task { [self] in
-            var answer = await responder.respond(to: request)
-            if isHead { answer.body = [] }
-            let response = answer
+        // Always hop back, even when the answer comes at once on this loop: `finish` reads the
+        // next request, and must not run inside this one's `processInput`.
+        responder.respond(to: request) { [self] answer in
+            var headless = answer
+            if isHead { headless.body = [] }
+            let response = headless
             loop.execute { self.finish(response, keepAlive: keepAlive) }
         }
     }

@@ -1,3 +1,4 @@
+import Synchronization
 import APNs
 import Observability
 
@@ -24,6 +25,15 @@ public final class RelayMetrics: Sendable {
     public let apnsConnections: Gauge
     /// Pushes sent again by the client (GOAWAY, REFUSED_STREAM, lost connection, stale token).
     public let pushRetries: Counter
+    /// The two series nearly every push increments, resolved once: a registry lookup builds and
+    /// sorts a label key under a lock, which cost more than the rest of the metrics together.
+    /// Made on first use, like every labelled series, so `/metrics` shows them only once counted.
+    private let hot = Mutex<HotSeries>(HotSeries())
+
+    private struct HotSeries {
+        var pushesCreated: Counter?
+        var apnsAccepted: Counter?
+    }
 
     public init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -43,15 +53,39 @@ public final class RelayMetrics: Sendable {
     /// Every answer the relay gives, by route (`push`, `health`, `ready`, `metrics`, `root`,
     /// `unknown`) and status.
     public func countRequest(route: String, status: Int) {
+        if status == 201 && route == "push" {
+            return hot.withLock { hot in
+                if let counter = hot.pushesCreated { return counter }
+                let counter = Self.requestCounter(registry, route: route, status: status)
+                hot.pushesCreated = counter
+                return counter
+            }.increment()
+        }
+        Self.requestCounter(registry, route: route, status: status).increment()
+    }
+
+    private static func requestCounter(_ registry: MetricsRegistry, route: String, status: Int) -> Counter {
         registry.counter("relay_http_requests_total", help: "HTTP requests answered, by route and status.",
-                         labels: ["route": route, "status": String(status)]).increment()
+                         labels: ["route": route, "status": String(status)])
     }
 
     /// Apple's answers, by status and reason (`none` when Apple gave none, e.g. on success);
     /// a failure without an answer counts under status `none` and the error code.
     public func countAPNsAnswer(status: String, reason: String) {
+        if status == "200" && reason == "none" {
+            return hot.withLock { hot in
+                if let counter = hot.apnsAccepted { return counter }
+                let counter = Self.apnsCounter(registry, status: status, reason: reason)
+                hot.apnsAccepted = counter
+                return counter
+            }.increment()
+        }
+        Self.apnsCounter(registry, status: status, reason: reason).increment()
+    }
+
+    private static func apnsCounter(_ registry: MetricsRegistry, status: String, reason: String) -> Counter {
         registry.counter("relay_apns_responses_total", help: "APNs outcomes, by status and reason.",
-                         labels: ["status": status, "reason": reason]).increment()
+                         labels: ["status": status, "reason": reason])
     }
 
     /// A push that failed because of our configuration (502): the alert to page on.

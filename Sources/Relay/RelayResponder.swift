@@ -64,36 +64,46 @@ public final class RelayResponder: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let (route, response) = await route(request)
-        metrics.countRequest(route: route, status: response.status)
-        return response
+        await withCheckedContinuation { continuation in
+            respond(to: request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The server's hot path: everything before Apple's answer runs here on the caller's (event
+    /// loop) thread and is pure CPU; the answer arrives on the APNs connection's loop. No Task and
+    /// no hop through the cooperative pool, which cost several thread wake-ups per push.
+    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        route(request) { route, response in
+            self.metrics.countRequest(route: route, status: response.status)
+            completion(response)
+        }
     }
 
     // MARK: Routing
 
-    private func route(_ request: HTTPRequest) async -> (String, HTTPResponse) {
+    private func route(_ request: HTTPRequest, done: @escaping @Sendable (String, HTTPResponse) -> Void) {
         switch request.path {
         case "/":
             // metatext-apns's health check, kept so existing probes keep working.
-            return ("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
+            return done("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
         case "/health":
-            return ("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
+            return done("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
         case "/ready":
-            return ("ready", get(request) { self.ready() })
+            return done("ready", get(request) { self.ready() })
         case "/metrics":
-            return ("metrics", get(request) { self.metricsPage() })
+            return done("metrics", get(request) { self.metricsPage() })
         default:
             break
         }
         switch PushRoute.match(path: request.path, query: request.query) {
         case .notFound:
-            return ("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
+            done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
         case .badRequest(let reason):
-            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            return ("push", await refusedPush(request, status: 400, reason: reason))
+            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            done("push", refusedPush(request, status: 400, reason: reason))
         case .push(let push):
-            guard request.method == "POST" else { return ("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            return ("push", await self.push(request, route: push))
+            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            self.push(request, route: push) { done("push", $0) }
         }
     }
 
@@ -116,11 +126,15 @@ public final class RelayResponder: HTTPResponder {
 
     // MARK: The push
 
-    /// One push, from request to answer. Every path out of here writes exactly one log line.
-    private func push(_ request: HTTPRequest, route: PushRoute) async -> HTTPResponse {
+    /// One push, from request to answer. Every path out of here writes exactly one log line
+    /// and calls `completion` exactly once.
+    private func push(_ request: HTTPRequest, route: PushRoute, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
-        defer { metrics.pushesInFlight.decrement() }
+        let completion: @Sendable (HTTPResponse) -> Void = { [metrics] response in
+            metrics.pushesInFlight.decrement()
+            completion(response)
+        }
         let requestID = request.requestID ?? Self.newID()
         var log = PushLog(requestID: requestID, sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
 
@@ -128,15 +142,15 @@ public final class RelayResponder: HTTPResponder {
         do {
             message = try WebPushParser.parse(headers: request.headers, body: request.body, maxBodyBytes: settings.maxBodyBytes)
         } catch {
-            return finish(log, status: error.status, reason: error.reason, started: started)
+            return completion(finish(log, status: error.status, reason: error.reason, started: started))
         }
         let token: DeviceToken
         do {
             token = try DeviceToken(route.deviceToken)
         } catch {
-            return finish(log, status: 400, reason: error.message, started: started)
+            return completion(finish(log, status: 400, reason: error.message, started: started))
         }
-        log.device = token.fingerprint
+        log.device = token
 
         let clock = now()
         let plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey,
@@ -149,16 +163,25 @@ public final class RelayResponder: HTTPResponder {
         do {
             notification = try APNsNotification(
                 token: token, topic: settings.topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
-                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID, apnsID: UUID())
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
             metrics.countMisconfiguration(reason: "InvalidNotification")
-            return finish(log, answer: answer, started: started)
+            return completion(finish(log, answer: answer, started: started))
         }
         log.apnsID = notification.apnsID
 
-        let result = await sender.send(notification, environment: route.sandbox ? .sandbox : .production)
+        let pending = log
+        sender.send(notification, environment: route.sandbox ? .sandbox : .production) { result in
+            completion(self.answered(result, log: pending, started: started))
+        }
+    }
+
+    /// Apple's answer (or why there was none) turned into the sender's answer, counted and logged.
+    private func answered(_ result: Result<APNsResponse, APNsError>, log pending: PushLog,
+                          started: ContinuousClock.Instant) -> HTTPResponse {
+        var log = pending
         let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
         switch result {
         case .success(let response):
@@ -175,7 +198,7 @@ public final class RelayResponder: HTTPResponder {
     }
 
     /// A push refused before anything was parsed (a bad token or id in the path).
-    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) async -> HTTPResponse {
+    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
         let log = PushLog(requestID: request.requestID ?? Self.newID(), sandbox: false,
                           peer: request.forwardedFor ?? request.peerAddress)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
@@ -194,12 +217,27 @@ public final class RelayResponder: HTTPResponder {
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
 
+        let level: LogLevel
+        switch answer.status {
+        case 201, 410: level = .info
+        case 502: level = .error
+        default: level = .warning
+        }
+        // The line's metadata (and the token's SHA-256 fingerprint) only when the line is written:
+        // at the usual `warning` level a delivered push writes nothing.
+        if logger.isEnabled(level) { writeLog(log, answer: answer, level: level, elapsed: elapsed) }
+
+        if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
+        return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
+    }
+
+    private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         var meta: [String: LogValue] = [
             "request.id": .string(log.requestID), "route": "push", "http.status": .int(answer.status),
             "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
             "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
         ]
-        if let device = log.device { meta["device"] = .string(device) }
+        if let device = log.device { meta["device"] = .string(device.fingerprint) }
         if let id = log.apnsID { meta["apns.id"] = .string(id) }
         if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
         if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
@@ -207,25 +245,17 @@ public final class RelayResponder: HTTPResponder {
         if log.degraded { meta["payload.degraded"] = true }
         if let peer = log.peer { meta["peer"] = .string(peer) }
         if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
-
-        let level: LogLevel
-        switch answer.status {
-        case 201, 410: level = .info
-        case 502: level = .error
-        default: level = .warning
-        }
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
-
-        if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
-        return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
     }
 
-    /// What one push's log line says, filled in as the push goes; never the token, never the key.
+    /// What one push's log line says, filled in as the push goes; the token is only ever logged as
+    /// its fingerprint, never the key.
     private struct PushLog {
         var requestID: String
         var sandbox: Bool
         var peer: String?
-        var device: String?
+        /// Logged as its fingerprint, computed only when the line is written.
+        var device: DeviceToken?
         var apnsID: String?
         var apnsStatus: Int?
         var apnsReason: String?
@@ -235,7 +265,31 @@ public final class RelayResponder: HTTPResponder {
 
     // MARK: Helpers
 
-    static func newID() -> String { UUID().uuidString.lowercased() }
+    /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
+    /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
+    /// `uuidString.lowercased()` makes two strings through printf.
+    static func newID() -> String {
+        var words: (UInt64, UInt64) = (0, 0)
+        // One getrandom call for the 16 bytes (the system generator makes one per 8 bytes).
+        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
+        return withUnsafeMutableBytes(of: &words) { bytes in
+            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for i in 0..<16 {
+                    let b = bytes[i]
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                    out[o] = hexDigits[Int(b >> 4)]
+                    out[o + 1] = hexDigits[Int(b & 0x0f)]
+                    o += 2
+                }
+                return o
+            }
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
     /// sender's log learns what to fix.

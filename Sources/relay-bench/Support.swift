@@ -10,6 +10,8 @@ struct BenchSettings {
     var connections: Int
     /// The relay's CONNECTION_POOL_SIZE, and the ceiling phase's HTTP/2 connections.
     var pool: Int
+    /// BENCH_SKIP_CEILING=1 runs the relay phase only (profiling runs don't need the ceiling).
+    var skipCeiling = false
     /// Seconds of load before measuring starts, so connection set-up and the first
     /// authenticated request don't count.
     var warmup: Double { min(2, max(0.5, seconds / 10)) }
@@ -26,7 +28,8 @@ struct BenchSettings {
         return BenchSettings(
             seconds: try number("BENCH_SECONDS", 20, 1...600),
             connections: Int(try number("BENCH_CONNECTIONS", 64, 1...4096)),
-            pool: Int(try number("BENCH_POOL", 2, 1...64)))
+            pool: Int(try number("BENCH_POOL", 2, 1...64)),
+            skipCeiling: env["BENCH_SKIP_CEILING"] == "1")
     }
 }
 

@@ -95,6 +95,21 @@ struct RelayResponderTests {
         #expect(Set(sender.all.map(\.notification.apnsID)).count == 3)
     }
 
+    @Test("a push without X-Request-ID gets a fresh lower-case UUID as its request id")
+    func requestIDGenerated() async throws {
+        let (responder, _) = make()
+        let first = try #require(await responder.respond(to: Sample.aesgcm()).headers["X-Request-ID"])
+        let second = try #require(await responder.respond(to: Sample.aesgcm()).headers["X-Request-ID"])
+        #expect(first != second)
+        for id in [first, second] {
+            #expect(id == id.lowercased())
+            #expect(UUID(uuidString: id)?.uuidString.lowercased() == id)
+            #expect(Array(id.utf8)[14] == UInt8(ascii: "4"))  // random (version 4)
+        }
+        let given = await responder.respond(to: Sample.aesgcm(extra: [("X-Request-ID", "abc-1")]))
+        #expect(given.headers["X-Request-ID"] == "abc-1")
+    }
+
     @Test("GET / and /health answer 200; /ready follows the readiness check")
     func probes() async {
         let ready = Atomic<Bool>(false)
