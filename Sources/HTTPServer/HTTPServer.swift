@@ -10,8 +10,9 @@ import Synchronization
 /// The only thing the server knows about the application, so routing and the relay's
 /// logic stay testable without sockets.
 public protocol HTTPResponder: Sendable {
-    /// Runs on Swift's task pool, never on an event loop: it may await as long as it needs
-    /// (the relay bounds that with its push deadline).
+    /// The simple form. Through the default `respond(to:completion:)` it runs on Swift's task
+    /// pool, never on an event loop, so it may await as long as it needs (the relay bounds that
+    /// with its push deadline).
     func respond(to request: HTTPRequest) async -> HTTPResponse
 
     /// What the server calls. It runs on the connection's event loop, so it must not block;
