@@ -1,4 +1,5 @@
 import Foundation
+import APNs
 
 /// Where one push goes, read from `POST /push/{device_token}/{id}[?sandbox=true]`.
 public struct PushRoute: Sendable, Equatable {
@@ -21,9 +22,6 @@ public struct PushRoute: Sendable, Equatable {
     /// The decoded id is capped so the degraded payload (alert + `i` only, each id byte at most
     /// six once JSON-escaped) always fits Apple's 4096 bytes; real ids are a few dozen bytes.
     public static let maxIDBytes = 512
-
-    /// Apple's device tokens are 32 bytes today; DESIGN §2 allows up to 100 in case they grow.
-    public static let tokenHexDigits = 64 ... 200
 
     /// Matches a request target (path plus optional `?query`).
     public static func match(target: String) -> RouteMatch {
@@ -49,11 +47,10 @@ public struct PushRoute: Sendable, Equatable {
         if segments.count == 3, segments[2].isEmpty { segments.removeLast() }
         guard segments.count == 2, !segments[0].isEmpty, !segments[1].isEmpty else { return .notFound }
 
-        let token = segments[0]
-        guard tokenHexDigits.contains(token.count), token.count % 2 == 0,
-              token.allSatisfy(isHexDigit)
-        else {
-            return .badRequest(reason: "device token is not an even number of hex digits, 64 to 200 long")
+        let token = String(decoding: segments[0], as: UTF8.self)
+        // The token rules (hex, even, 64 to 200 digits) are APNs's, kept in one place.
+        guard (try? DeviceToken(token)) != nil else {
+            return .badRequest(reason: "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long")
         }
 
         guard let decoded = percentDecode(segments[1]) else {
@@ -74,11 +71,7 @@ public struct PushRoute: Sendable, Equatable {
                 sandbox = eq < pair.endIndex && pair[pair.index(after: eq)...].elementsEqual("true".utf8)
             }
         }
-        return .push(PushRoute(deviceToken: String(decoding: token, as: UTF8.self), id: id, sandbox: sandbox))
-    }
-
-    static func isHexDigit(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
+        return .push(PushRoute(deviceToken: token, id: id, sandbox: sandbox))
     }
 
     static func hexValue(_ b: UInt8) -> UInt8? {
