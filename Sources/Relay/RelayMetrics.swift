@@ -54,14 +54,20 @@ public final class RelayMetrics: Sendable {
     /// `unknown`) and status.
     public func countRequest(route: String, status: Int) {
         if status == 201 && route == "push" {
-            return hot.withLock { hot in
-                if let counter = hot.pushesCreated { return counter }
-                let counter = Self.requestCounter(registry, route: route, status: status)
-                hot.pushesCreated = counter
-                return counter
-            }.increment()
+            return hotCounter(\.pushesCreated) { Self.requestCounter($0, route: route, status: status) }.increment()
         }
         Self.requestCounter(registry, route: route, status: status).increment()
+    }
+
+    /// The cached hot series, made through the registry on first use.
+    private func hotCounter(_ slot: WritableKeyPath<HotSeries, Counter?>,
+                            make: (MetricsRegistry) -> Counter) -> Counter {
+        hot.withLock { hot in
+            if let counter = hot[keyPath: slot] { return counter }
+            let counter = make(registry)
+            hot[keyPath: slot] = counter
+            return counter
+        }
     }
 
     private static func requestCounter(_ registry: MetricsRegistry, route: String, status: Int) -> Counter {
@@ -73,12 +79,7 @@ public final class RelayMetrics: Sendable {
     /// a failure without an answer counts under status `none` and the error code.
     public func countAPNsAnswer(status: String, reason: String) {
         if status == "200" && reason == "none" {
-            return hot.withLock { hot in
-                if let counter = hot.apnsAccepted { return counter }
-                let counter = Self.apnsCounter(registry, status: status, reason: reason)
-                hot.apnsAccepted = counter
-                return counter
-            }.increment()
+            return hotCounter(\.apnsAccepted) { Self.apnsCounter($0, status: status, reason: reason) }.increment()
         }
         Self.apnsCounter(registry, status: status, reason: reason).increment()
     }
