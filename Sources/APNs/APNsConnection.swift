@@ -181,7 +181,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {
-        guard h2 != nil else { return }  // the first SETTINGS is reported with connectionEstablished
         pool?.handle(.maxConcurrentStreamsChanged(id, Int(value)))
     }
 

@@ -6,7 +6,7 @@ import HTTP2
 public protocol HTTP2ClientConnectionDelegate: AnyObject {
     /// Exactly once per stream that `submitRequest` returned, including when the connection is lost.
     func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
-    /// Every SETTINGS from the server, with the live stream limit.
+    /// Every SETTINGS from the server after the first (which completes `connect`), with the live stream limit.
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32)
     /// The server is going away: stop sending here; streams above `lastStreamID` complete as not processed.
     func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
@@ -164,9 +164,12 @@ extension HTTP2ClientConnection: HTTP2ClientDelegate {
     }
 
     public func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
+        // The first SETTINGS completes `connect` (the owner reads the limit from the connection);
+        // only later changes reach the delegate, so each value is reported once.
         if let ready = onReady {
             onReady = nil
             ready(.success(self))
+            return
         }
         delegate?.connection(self, didUpdateMaxConcurrentStreams: value)
     }
