@@ -30,7 +30,7 @@ struct DemoPush: Sendable {
             headers: [
                 ("Content-Encoding", "aesgcm"),
                 ("Encryption", "salt=\(sealed.salt)"),
-                ("Crypto-Key", "dh=\(sealed.dh);p256ecdsa=\(base64URL(vapid))"),
+                ("Crypto-Key", "dh=\(sealed.dh);p256ecdsa=\(WebPushBase64.encode(vapid))"),
                 ("TTL", "172800"),
                 ("Urgency", "normal"),
                 ("Topic", "mention"),
@@ -68,11 +68,5 @@ struct DemoPush: Sendable {
 
     static func randomHex(bytes: Int) -> String {
         randomBytes(bytes).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// Unpadded base64url, as Mastodon writes salt and keys.
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 }
