@@ -40,6 +40,14 @@ public struct RelayConfiguration: Sendable {
     public var maxQueuedPushes: Int
     /// Inbound connections held open at once; past this new ones are refused.
     public var maxConnections: Int
+    /// The `apns-topic` of `/relay-to` pushes; `topic` unless an operator serves another app there.
+    public var relayToTopic: String
+    /// The alert text of `/relay-to` pushes, shown when the app's extension cannot decrypt.
+    public var relayToAlert: String
+
+    /// The longest `RELAY_TO_ALERT`, in UTF-8 bytes, so a degraded `/relay-to` payload (the
+    /// alert and an extra path of `PushRoute.maxIDBytes`) always fits Apple's 4096 bytes.
+    public static let maxRelayToAlertBytes = 256
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
@@ -49,7 +57,8 @@ public struct RelayConfiguration: Sendable {
         apnsSandboxHost: Endpoint = defaultAPNsSandboxHost, caFile: String? = nil,
         pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
         alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
-        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000
+        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000, relayToTopic: String? = nil,
+        relayToAlert: String = PayloadMapper.defaultRelayToAlert
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -68,6 +77,8 @@ public struct RelayConfiguration: Sendable {
         self.logFormat = logFormat
         self.maxQueuedPushes = maxQueuedPushes
         self.maxConnections = maxConnections
+        self.relayToTopic = relayToTopic ?? topic
+        self.relayToAlert = relayToAlert
     }
 
     public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
@@ -100,7 +111,7 @@ public struct RelayConfiguration: Sendable {
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
-        Variable.maxConnections,
+        Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert,
     ]
 
     /// The settings without secrets, for the start-up log line.
@@ -114,6 +125,7 @@ public struct RelayConfiguration: Sendable {
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
+            "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
         ]
     }
 }
@@ -176,6 +188,8 @@ enum Variable {
     static let logFormat = "LOG_FORMAT"
     static let maxQueuedPushes = "MAX_QUEUED_PUSHES"
     static let maxConnections = "MAX_CONNECTIONS"
+    static let relayToTopic = "RELAY_TO_TOPIC"
+    static let relayToAlert = "RELAY_TO_ALERT"
 }
 
 extension RelayConfiguration {
@@ -398,14 +412,10 @@ private struct Reader {
         let teamText = try aliased(Variable.teamID, Variable.teamIDAlias, "the 10-character Apple team ID")
         let teamID = try appleID(value(Variable.teamID) != nil ? Variable.teamID : Variable.teamIDAlias, teamText, "the Apple team ID")
         let topicName = value(Variable.topic) != nil ? Variable.topic : Variable.topicAlias
-        let topic = try aliased(Variable.topic, Variable.topicAlias, "the app's bundle ID (e.g. com.example.app)")
-        let topicValid = topic.unicodeScalars.allSatisfy {
-            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
-        } && !topic.hasPrefix(".") && !topic.hasSuffix(".")
-        guard topicValid else {
-            throw ConfigurationError(
-                .invalid, topicName, "\(topicName) must be the app's bundle ID (letters, digits, '.' and '-', e.g. com.example.app), got \(quoted(topic))")
-        }
+        let topic = try bundleID(topicName, try aliased(Variable.topic, Variable.topicAlias, "the app's bundle ID (e.g. com.example.app)"))
+        var relayToTopic = topic
+        if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
+        let relayToAlert = try relayToAlert()
 
         let pool = try integer(Variable.connectionPoolSize, default: 2, in: 1...64, "")
         let port = try integer(Variable.port, default: 3000, in: 1...65535, "")
@@ -443,7 +453,31 @@ private struct Reader {
             authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
             bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
             pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
-            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections)
+            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
+            relayToTopic: relayToTopic, relayToAlert: relayToAlert)
+    }
+
+    /// The `apns-topic` rule shared by `TOPIC` and `RELAY_TO_TOPIC`.
+    func bundleID(_ name: String, _ text: String) throws(ConfigurationError) -> String {
+        let valid = text.unicodeScalars.allSatisfy {
+            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
+        } && !text.hasPrefix(".") && !text.hasSuffix(".")
+        guard valid else {
+            throw ConfigurationError(
+                .invalid, name, "\(name) must be the app's bundle ID (letters, digits, '.' and '-', e.g. com.example.app), got \(quoted(text))")
+        }
+        return text
+    }
+
+    func relayToAlert() throws(ConfigurationError) -> String {
+        guard let text = value(Variable.relayToAlert) else { return PayloadMapper.defaultRelayToAlert }
+        let max = RelayConfiguration.maxRelayToAlertBytes
+        guard text.utf8.count <= max, !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw ConfigurationError(
+                .invalid, Variable.relayToAlert,
+                "\(Variable.relayToAlert) must be the alert text of /relay-to pushes, at most \(max) bytes of UTF-8 without control characters, got \(text.utf8.count) bytes")
+        }
+        return text
     }
 
     /// inet_pton parses without touching the network, so this stays free of I/O.

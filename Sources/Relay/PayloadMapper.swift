@@ -45,22 +45,6 @@ public enum PayloadMapper {
     /// and Apple's own size check decides.
     public static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
                             now: Int) -> APNsPushPlan {
-        let priority: Int
-        switch message.urgency {
-        case .veryLow?, .low?: priority = 5
-        case .normal?, .high?, nil: priority = 10
-        }
-
-        var expiration: Int?
-        if let ttl = message.ttl {
-            if ttl <= 0 {
-                expiration = 0
-            } else {
-                let (sum, overflow) = now.addingReportingOverflow(ttl)
-                expiration = overflow ? Int.max : sum
-            }
-        }
-
         let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
         let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
         let baseSize = head.count + JSONString.escapedCount(alertLocKey) + afterLoc.count + JSONString.escapedCount(id) + 1
@@ -104,7 +88,28 @@ public enum PayloadMapper {
         }
         out.append(UInt8(ascii: "}"))
 
-        return APNsPushPlan(payload: out, priority: priority, expiration: expiration,
+        return plan(payload: out, degraded: degraded, message: message, now: now)
+    }
+
+    /// The plan around a finished payload: the headers come from the WebPush hints alike on
+    /// every route.
+    static func plan(payload: [UInt8], degraded: Bool, message: WebPushMessage, now: Int) -> APNsPushPlan {
+        let priority: Int
+        switch message.urgency {
+        case .veryLow?, .low?: priority = 5
+        case .normal?, .high?, nil: priority = 10
+        }
+
+        var expiration: Int?
+        if let ttl = message.ttl {
+            if ttl <= 0 {
+                expiration = 0
+            } else {
+                let (sum, overflow) = now.addingReportingOverflow(ttl)
+                expiration = overflow ? Int.max : sum
+            }
+        }
+        return APNsPushPlan(payload: payload, priority: priority, expiration: expiration,
                             collapseID: message.topic, degraded: degraded)
     }
 

@@ -19,8 +19,9 @@ public struct PushRoute: Sendable, Equatable {
     /// Apple wants the token in lower case in `/3/device/<token>`.
     public var apnsDeviceToken: String { deviceToken.lowercased() }
 
-    /// The decoded id is capped so the degraded payload (alert + `i` only, each id byte at most
-    /// six once JSON-escaped) always fits Apple's 4096 bytes; real ids are a few dozen bytes.
+    /// The decoded id (and relay-to's extra path) is capped so the degraded payload (alert + `i`
+    /// or `x` only, each byte at most six once JSON-escaped) always fits Apple's 4096 bytes; real
+    /// ids are a few dozen bytes.
     public static let maxIDBytes = 512
 
     /// Matches a request target (path plus optional `?query`).
@@ -48,19 +49,12 @@ public struct PushRoute: Sendable, Equatable {
         guard segments.count == 2, !segments[0].isEmpty, !segments[1].isEmpty else { return .notFound }
 
         let token = String(decoding: segments[0], as: UTF8.self)
-        // The token rules (hex, even, 64 to 200 digits) are APNs's, kept in one place.
-        guard (try? DeviceToken(token)) != nil else {
-            return .badRequest(reason: "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long")
-        }
+        if let reason = tokenRefusal(token) { return .badRequest(reason: reason) }
 
-        guard let decoded = percentDecode(segments[1]) else {
-            return .badRequest(reason: "push id has a malformed percent-escape")
-        }
-        guard decoded.count <= maxIDBytes else {
-            return .badRequest(reason: "push id is \(decoded.count) bytes, over the \(maxIDBytes)-byte limit")
-        }
-        guard let id = String(validating: decoded, as: UTF8.self) else {
-            return .badRequest(reason: "push id is not UTF-8 once percent-decoded")
+        let id: String
+        switch decodedPathText(segments[1], what: "push id") {
+        case .success(let text): id = text
+        case .failure(let refusal): return .badRequest(reason: refusal.reason)
         }
 
         var sandbox = false
@@ -72,6 +66,33 @@ public struct PushRoute: Sendable, Equatable {
             }
         }
         return .push(PushRoute(deviceToken: token, id: id, sandbox: sandbox))
+    }
+
+    /// Why a token from a path can never work, or nil when it is one APNs takes.
+    static func tokenRefusal(_ token: String) -> String? {
+        // The token rules (hex, even, 64 to 200 digits) are APNs's, kept in one place.
+        guard (try? DeviceToken(token)) == nil else { return nil }
+        return "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long"
+    }
+
+    /// Why a path value was refused: one line for the 400's reason.
+    struct PathRefusal: Error, Equatable {
+        var reason: String
+    }
+
+    /// A percent-decoded path value (the push id, relay-to's extra path) that the app gets back
+    /// in its payload: UTF-8 and at most `maxIDBytes` decoded, so the degraded payload fits.
+    static func decodedPathText(_ raw: Substring.UTF8View.SubSequence, what: String) -> Result<String, PathRefusal> {
+        guard let decoded = percentDecode(raw) else {
+            return .failure(PathRefusal(reason: "\(what) has a malformed percent-escape"))
+        }
+        guard decoded.count <= maxIDBytes else {
+            return .failure(PathRefusal(reason: "\(what) is \(decoded.count) bytes, over the \(maxIDBytes)-byte limit"))
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            return .failure(PathRefusal(reason: "\(what) is not UTF-8 once percent-decoded"))
+        }
+        return .success(text)
     }
 
     static func hexValue(_ b: UInt8) -> UInt8? {
@@ -106,12 +127,14 @@ public struct PushRoute: Sendable, Equatable {
     }
 }
 
-/// The outcome of matching a request path against the push route.
+/// The outcome of matching a request path against a push route (`/push` or `/relay-to`).
 public enum RouteMatch: Sendable, Equatable {
-    /// A well-formed push route.
+    /// A well-formed `/push` route.
     case push(PushRoute)
-    /// Not the push route at all: answer 404 (the server may try its other routes first).
+    /// A well-formed `/relay-to` route.
+    case relayTo(RelayToRoute)
+    /// Not the route at all: answer 404 (the server may try its other routes first).
     case notFound
-    /// The push route's shape with a token or id that can never work: answer 400 with `reason`.
+    /// The route's shape with a token or path value that can never work: answer 400 with `reason`.
     case badRequest(reason: String)
 }

@@ -12,23 +12,32 @@ import WebPush
 public final class RelayResponder: HTTPResponder {
     /// What a push needs from the configuration; a subset so tests need no key or hosts.
     public struct Settings: Sendable {
-        /// The app's bundle id, sent as `apns-topic`.
+        /// The app's bundle id, sent as `apns-topic` for `/push`.
         public var topic: String
         /// The alert's `loc-key`: what the app shows when it cannot decrypt.
         public var alertLocKey: String
         /// Bodies over this answer 413 (the server refuses a larger Content-Length before reading).
         public var maxBodyBytes: Int
+        /// The `apns-topic` of `/relay-to` pushes: `topic` unless the operator serves another app there.
+        public var relayToTopic: String
+        /// The alert text of `/relay-to` pushes.
+        public var relayToAlert: String
 
+        /// - Parameter relayToTopic: nil means `topic`, as when `RELAY_TO_TOPIC` is unset.
         public init(topic: String, alertLocKey: String = PayloadMapper.defaultAlertLocKey,
-                    maxBodyBytes: Int = WebPushParser.defaultMaxBodyBytes) {
+                    maxBodyBytes: Int = WebPushParser.defaultMaxBodyBytes, relayToTopic: String? = nil,
+                    relayToAlert: String = PayloadMapper.defaultRelayToAlert) {
             self.topic = topic
             self.alertLocKey = alertLocKey
             self.maxBodyBytes = maxBodyBytes
+            self.relayToTopic = relayToTopic ?? topic
+            self.relayToAlert = relayToAlert
         }
 
         public init(_ configuration: RelayConfiguration) {
             self.init(topic: configuration.topic, alertLocKey: configuration.alertLocKey,
-                      maxBodyBytes: configuration.maxBodyBytes)
+                      maxBodyBytes: configuration.maxBodyBytes, relayToTopic: configuration.relayToTopic,
+                      relayToAlert: configuration.relayToAlert)
         }
     }
 
@@ -95,15 +104,54 @@ public final class RelayResponder: HTTPResponder {
         default:
             break
         }
-        switch PushRoute.match(path: request.path, query: request.query) {
+        let relayTo = request.path.utf8.starts(with: RelayToRoute.prefix.utf8)
+        let match = relayTo ? RelayToRoute.match(path: request.path) : PushRoute.match(path: request.path, query: request.query)
+        let label = relayTo ? PushTarget.relayToLabel : PushTarget.pushLabel
+        let target: PushTarget
+        switch match {
         case .notFound:
-            done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
+            return done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id} or POST /relay-to/{production|development}/{device_token}[/extra]"))
         case .badRequest(let reason):
-            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            done("push", refusedPush(request, status: 400, reason: reason))
-        case .push(let push):
-            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
-            self.push(request, route: push) { done("push", $0) }
+            guard request.method == "POST" else { return done(label, Self.methodNotAllowed(request.method, allow: "POST")) }
+            return done(label, refusedPush(request, route: label, status: 400, reason: reason))
+        case .push(let push): target = .push(push)
+        case .relayTo(let route): target = .relayTo(route)
+        }
+        guard request.method == "POST" else { return done(label, Self.methodNotAllowed(request.method, allow: "POST")) }
+        push(request, target: target) { done(label, $0) }
+    }
+
+    /// What the two push routes differ in: the app family's payload, its topic, the label.
+    /// Everything else (headers, token rules, the APNs round trip, the status) is one path.
+    private enum PushTarget {
+        /// metatext-apns's route, for Metatext, Feditext and their kin.
+        case push(PushRoute)
+        /// toot-relay's and webpush-apn-relay's route, for Toot!, the official Mastodon app and its forks.
+        case relayTo(RelayToRoute)
+
+        static let pushLabel = "push"
+        static let relayToLabel = "relay-to"
+
+        /// The `route` of metrics and logs.
+        var label: String {
+            switch self {
+            case .push: Self.pushLabel
+            case .relayTo: Self.relayToLabel
+            }
+        }
+
+        var deviceToken: String {
+            switch self {
+            case .push(let route): route.deviceToken
+            case .relayTo(let route): route.deviceToken
+            }
+        }
+
+        var sandbox: Bool {
+            switch self {
+            case .push(let route): route.sandbox
+            case .relayTo(let route): route.sandbox
+            }
         }
     }
 
@@ -128,7 +176,7 @@ public final class RelayResponder: HTTPResponder {
 
     /// One push, from request to answer. Every path out of here writes exactly one log line
     /// and calls `completion` exactly once.
-    private func push(_ request: HTTPRequest, route: PushRoute, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+    private func push(_ request: HTTPRequest, target: PushTarget, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
         let completion: @Sendable (HTTPResponse) -> Void = { [metrics] response in
@@ -136,7 +184,8 @@ public final class RelayResponder: HTTPResponder {
             completion(response)
         }
         let requestID = request.requestID ?? Self.newID()
-        var log = PushLog(requestID: requestID, sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
+        var log = PushLog(requestID: requestID, route: target.label, sandbox: target.sandbox,
+                          peer: request.forwardedFor ?? request.peerAddress)
 
         let message: WebPushMessage
         do {
@@ -146,15 +195,23 @@ public final class RelayResponder: HTTPResponder {
         }
         let token: DeviceToken
         do {
-            token = try DeviceToken(route.deviceToken)
+            token = try DeviceToken(target.deviceToken)
         } catch {
             return completion(finish(log, status: 400, reason: error.message, started: started))
         }
         log.device = token
 
-        let clock = now()
-        let plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey,
-                                      now: Int(clock.timeIntervalSince1970))
+        let seconds = Int(now().timeIntervalSince1970)
+        let plan: APNsPushPlan
+        let topic: String
+        switch target {
+        case .push(let route):
+            plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey, now: seconds)
+            topic = settings.topic
+        case .relayTo(let route):
+            plan = PayloadMapper.relayToPlan(message: message, extra: route.extra, alert: settings.relayToAlert, now: seconds)
+            topic = settings.relayToTopic
+        }
         if plan.degraded {
             metrics.degradedPayloads.increment()
             log.degraded = true
@@ -162,10 +219,10 @@ public final class RelayResponder: HTTPResponder {
         let notification: APNsNotification
         do {
             notification = try APNsNotification(
-                token: token, topic: settings.topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
+                token: token, topic: topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
                 priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
-            // The request was fine; what we built from it was not (topic, loc-key): our fault.
+            // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
             metrics.countMisconfiguration(reason: "InvalidNotification")
             return completion(finish(log, answer: answer, started: started))
@@ -173,7 +230,7 @@ public final class RelayResponder: HTTPResponder {
         log.apnsID = notification.apnsID
 
         let pending = log
-        sender.send(notification, environment: route.sandbox ? .sandbox : .production) { result in
+        sender.send(notification, environment: target.sandbox ? .sandbox : .production) { result in
             completion(self.answered(result, log: pending, started: started))
         }
     }
@@ -197,9 +254,9 @@ public final class RelayResponder: HTTPResponder {
         return finish(log, answer: answer, started: started)
     }
 
-    /// A push refused before anything was parsed (a bad token or id in the path).
-    private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
-        let log = PushLog(requestID: request.requestID ?? Self.newID(), sandbox: false,
+    /// A push refused before anything was parsed (a bad token, id or extra path in the path).
+    private func refusedPush(_ request: HTTPRequest, route: String, status: Int, reason: String) -> HTTPResponse {
+        let log = PushLog(requestID: request.requestID ?? Self.newID(), route: route, sandbox: false,
                           peer: request.forwardedFor ?? request.peerAddress)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
     }
@@ -233,7 +290,7 @@ public final class RelayResponder: HTTPResponder {
 
     private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         var meta: [String: LogValue] = [
-            "request.id": .string(log.requestID), "route": "push", "http.status": .int(answer.status),
+            "request.id": .string(log.requestID), "route": .string(log.route), "http.status": .int(answer.status),
             "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
             "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
         ]
@@ -252,6 +309,8 @@ public final class RelayResponder: HTTPResponder {
     /// its fingerprint, never the key.
     private struct PushLog {
         var requestID: String
+        /// `push` or `relay-to`.
+        var route: String
         var sandbox: Bool
         var peer: String?
         /// Logged as its fingerprint, computed only when the line is written.

@@ -36,6 +36,11 @@ public struct WebPushMessage: Sendable, Equatable {
     /// aes128gcm only: the key id from the body header (the sender's 65-byte public key).
     public var keyID: [UInt8]?
 
+    /// aesgcm only: the 16 bytes of `salt`, for payloads that carry them re-encoded.
+    public var saltBytes: [UInt8]? { salt.flatMap { WebPushParser.base64Decode($0[...]) } }
+    /// aesgcm only: the 65 bytes of `dh`, for payloads that carry them re-encoded.
+    public var dhBytes: [UInt8]? { dh.flatMap { WebPushParser.base64Decode($0[...]) } }
+
     public init(encoding: WebPushEncoding, body: [UInt8], salt: String? = nil, dh: String? = nil,
                 ttl: Int? = nil, urgency: Urgency? = nil, topic: String? = nil,
                 recordSize: UInt32? = nil, keyID: [UInt8]? = nil) {

@@ -237,6 +237,26 @@ public enum WebPushParser {
         return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
     }
 
+    /// The bytes of a value `base64Info` accepts (either alphabet, padded or not); nil for
+    /// anything it refuses. For receivers that want the salt and key as bytes, not as sent.
+    public static func base64Decode(_ s: Substring) -> [UInt8]? {
+        guard let info = base64Info(s) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(info.count)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in s.utf8 {
+            guard let v = base64Value(byte) else { continue }  // only `=` padding is skipped
+            accumulator = accumulator << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+
     static func base64Value(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "A") ... UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")

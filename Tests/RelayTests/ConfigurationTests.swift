@@ -62,6 +62,20 @@ struct ConfigurationValueTests {
         #expect(c.logFormat == .json)
         #expect(c.maxQueuedPushes == 10_000)
         #expect(c.maxConnections == 10_000)
+        #expect(c.relayToTopic == "com.example.app")
+        #expect(c.relayToAlert == "🎺")
+    }
+
+    @Test("/relay-to takes TOPIC unless RELAY_TO_TOPIC names another app, and its alert from RELAY_TO_ALERT")
+    func relayToVariables() throws {
+        let c = try load(["RELAY_TO_TOPIC": "com.example.toot", "RELAY_TO_ALERT": "New notification"])
+        #expect(c.topic == "com.example.app")
+        #expect(c.relayToTopic == "com.example.toot")
+        #expect(c.relayToAlert == "New notification")
+        let aliased = try load(["TOPIC": nil, "APNS_TOPIC": "org.example.x", "RELAY_TO_TOPIC": " "])
+        #expect(aliased.relayToTopic == "org.example.x")
+        #expect(RelayResponder.Settings(c).relayToTopic == "com.example.toot")
+        #expect(RelayResponder.Settings(c).relayToAlert == "New notification")
     }
 
     @Test("every optional variable is read")
@@ -186,6 +200,15 @@ struct ConfigurationErrorTests {
         check(failure(["MAX_QUEUED_PUSHES": "-1"]), .invalid, "MAX_QUEUED_PUSHES")
         check(failure(["MAX_CONNECTIONS": "0"]), .invalid, "MAX_CONNECTIONS")
         check(failure(["MAX_CONNECTIONS": "lots"]), .invalid, "MAX_CONNECTIONS")
+    }
+
+    @Test("RELAY_TO_TOPIC follows TOPIC's rule; RELAY_TO_ALERT is short text without control characters")
+    func relayTo() {
+        check(failure(["RELAY_TO_TOPIC": "com.example.app/"]), .invalid, "RELAY_TO_TOPIC", mentions: "bundle ID")
+        check(failure(["RELAY_TO_TOPIC": ".com.example"]), .invalid, "RELAY_TO_TOPIC")
+        check(failure(["RELAY_TO_ALERT": String(repeating: "🎺", count: 65)]), .invalid, "RELAY_TO_ALERT", mentions: "256 bytes")
+        check(failure(["RELAY_TO_ALERT": "new\u{7}post"]), .invalid, "RELAY_TO_ALERT", mentions: "control")
+        #expect(failure(["RELAY_TO_ALERT": String(repeating: "🎺", count: 64)]) == nil)
     }
 
     @Test("key and team IDs must be Apple's 10 capital letters and digits")
@@ -341,6 +364,8 @@ struct EnvFileTests {
     func variableList() {
         #expect(RelayConfiguration.variableNames.count == Set(RelayConfiguration.variableNames).count)
         #expect(RelayConfiguration.variableNames.contains("MAX_CONNECTIONS"))
-        #expect(RelayConfiguration.variableNames.count == 20)
+        #expect(RelayConfiguration.variableNames.contains("RELAY_TO_TOPIC"))
+        #expect(RelayConfiguration.variableNames.contains("RELAY_TO_ALERT"))
+        #expect(RelayConfiguration.variableNames.count == 22)
     }
 }

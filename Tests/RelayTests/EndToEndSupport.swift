@@ -139,7 +139,8 @@ final class RelayHarness: Sendable {
     /// The relay's wall clock, fixed to a whole second so `apns-expiration` is exact.
     let now: Date
 
-    init(topic: String = RelayHarness.topic, pushTimeout: Duration = .seconds(6), poolSize: Int = 2) throws {
+    init(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
+         poolSize: Int = 2) throws {
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
             try MockAPNsServer.start(
                 configuration: MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
@@ -154,7 +155,7 @@ final class RelayHarness: Sendable {
             authKey: Self.key.pemPKCS8, keyID: Self.keyID, teamID: Self.teamID, topic: topic,
             connectionPoolSize: poolSize, port: 0, bindAddress: "127.0.0.1",
             apnsHost: .init(host: "localhost", port: apple.port), apnsSandboxHost: .init(host: "localhost", port: sandbox.port),
-            pushTimeout: pushTimeout, maxBodyBytes: 65536)
+            pushTimeout: pushTimeout, maxBodyBytes: 65536, relayToTopic: relayToTopic)
         var options = RelayServer.Options(extraCAPEM: Self.certificates.caPEM)
         options.loopCount = 1
         options.now = { now }
@@ -185,9 +186,9 @@ final class RelayHarness: Sendable {
     }
 
     /// Runs `body` against a ready relay and always stops everything afterwards.
-    static func with(topic: String = RelayHarness.topic, pushTimeout: Duration = .seconds(6), poolSize: Int = 2,
-                     _ body: (RelayHarness) async throws -> Void) async throws {
-        let harness = try RelayHarness(topic: topic, pushTimeout: pushTimeout, poolSize: poolSize)
+    static func with(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
+                     poolSize: Int = 2, _ body: (RelayHarness) async throws -> Void) async throws {
+        let harness = try RelayHarness(topic: topic, relayToTopic: relayToTopic, pushTimeout: pushTimeout, poolSize: poolSize)
         do {
             try await harness.waitUntilReady()
             try await body(harness)
