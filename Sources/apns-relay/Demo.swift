@@ -17,9 +17,15 @@ enum Demo {
 
     static func run(_ arguments: inout Arguments) -> Never {
         var once = false
+        var route = DemoPush.Route.push
         while let flag = arguments.next() {
             switch flag {
             case "--once": once = true
+            case "--route":
+                guard let name = arguments.next(), let chosen = DemoPush.Route(rawValue: name) else {
+                    fail("demo: --route takes \(DemoPush.Route.allCases.map(\.rawValue).joined(separator: " or "))", code: 2)
+                }
+                route = chosen
             default: fail("demo: unknown option \(flag) (see --help)", code: 2)
             }
         }
@@ -34,7 +40,7 @@ enum Demo {
         let printRecord: (@Sendable (MockRecord) -> Void)? = once ? nil : { @Sendable record in
             var text = describe(record)
             if let push = current.withLock({ $0 }) {
-                text += "\n--- the device decrypts m/s/k/e to:\n" + push.decrypt(payload: record.payload)
+                text += "\n--- the device decrypts \(push.route.encryptedKeys) to:\n" + push.decrypt(payload: record.payload)
             }
             say(text)
         }
@@ -65,7 +71,7 @@ enum Demo {
 
         let push: DemoPush
         do {
-            push = try DemoPush.make()
+            push = try DemoPush.make(route: route)
         } catch {
             fail("cannot encrypt the demo push: \(error)")
         }
@@ -76,7 +82,8 @@ enum Demo {
             apns-relay demo: the relay listens on http://127.0.0.1:\(relay.port), the APNs emulator on \
             localhost:\(mock.port) (TLS + HTTP/2, topic \(topic)).
 
-            Post a Mastodon-shaped aesgcm push (any 64-hex-digit token works; tokens starting with
+            Post a Mastodon-shaped aesgcm push to \(route == .push ? "metatext-apns's route" : "toot-relay's route") \
+            (any 64-hex-digit token works; tokens starting with
             dead, 0bad, 4290, 5030, d7f7, 0ff0 get Apple's failures: 410, 410, 429, 503, 502, 504):
 
             \(push.curl(port: relay.port))
@@ -109,7 +116,7 @@ enum Demo {
         let record = mock.records.first
         if let record {
             say(describe(record))
-            say("--- the device decrypts m/s/k/e to:\n" + push.decrypt(payload: record.payload))
+            say("--- the device decrypts \(push.route.encryptedKeys) to:\n" + push.decrypt(payload: record.payload))
         }
 
         let done = DispatchSemaphore(value: 0)

@@ -1,4 +1,5 @@
 import Foundation
+import Relay
 import WebPushCrypto
 
 /// A Mastodon-shaped aesgcm WebPush request: what a Sidekiq worker posts to the relay.
@@ -7,6 +8,16 @@ import WebPushCrypto
 /// default) for a throw-away subscription key, so the demo can also play the device and
 /// decrypt what reached "Apple".
 struct DemoPush: Sendable {
+    /// The URL the app registered: metatext-apns's, or toot-relay's for Toot! and the Mastodon app.
+    enum Route: String, Sendable, CaseIterable {
+        case push
+        case relayTo = "relay-to"
+
+        /// The payload keys the app's extension decrypts, for the demo's printout.
+        var encryptedKeys: String { self == .push ? "m/s/k/e" : "p/k/s" }
+    }
+
+    var route: Route
     var deviceToken: String
     var id: String
     var body: [UInt8]
@@ -14,19 +25,26 @@ struct DemoPush: Sendable {
     /// The subscription's private half: what the app's notification service extension holds.
     var device: WebPushDecryptor
 
-    var target: String { "/push/\(deviceToken)/\(id)" }
+    /// On `/relay-to` the id travels as the extra path, and comes back to the app as `x`.
+    var target: String {
+        switch route {
+        case .push: "/push/\(deviceToken)/\(id)"
+        case .relayTo: "/relay-to/production/\(deviceToken)/\(id)"
+        }
+    }
 
     /// Mastodon's notification JSON, shortened.
     static let plaintext = #"{"access_token":"demo","preferred_locale":"en","notification_id":"1","notification_type":"mention","icon":"https://example.social/avatar.png","title":"Alice mentioned you","body":"@you hello from the apns-relay demo"}"#
 
-    static func make(deviceToken: String = DemoPush.randomHex(bytes: 32), id: String = "demo-subscription-1") throws -> DemoPush {
+    static func make(route: Route = .push, deviceToken: String = DemoPush.randomHex(bytes: 32),
+                     id: String = "demo-subscription-1") throws -> DemoPush {
         let device = try WebPushDecryptor.generate()
         let sealed = try WebPushEncryptor.aesgcm(plaintext: Array(plaintext.utf8), receiverPublicKey: device.publicKey,
                                                  authSecret: device.authSecret, padding: 16)
         var vapid = randomBytes(65)
         vapid[0] = 0x04
         return DemoPush(
-            deviceToken: deviceToken, id: id, body: sealed.body,
+            route: route, deviceToken: deviceToken, id: id, body: sealed.body,
             headers: [
                 ("Content-Encoding", "aesgcm"),
                 ("Encryption", "salt=\(sealed.salt)"),
@@ -38,18 +56,39 @@ struct DemoPush: Sendable {
             device: device)
     }
 
-    /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` decrypted with the
-    /// subscription key, or why it could not.
+    /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` (or, on `/relay-to`,
+    /// the Z85 `p`/`k`/`s`) decrypted with the subscription key, or why it could not.
     func decrypt(payload: [UInt8]) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-              let m = object["m"] as? String
-        else { return "(no m in the payload: the degraded form, the app shows its fallback alert)" }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
+            return "(the payload is not a JSON object)"
+        }
         do {
-            let plain = try device.decrypt(m: m, s: object["s"] as? String, k: object["k"] as? String, e: object["e"] as? String)
+            let plain: [UInt8]
+            if let m = object["m"] as? String {
+                plain = try device.decrypt(m: m, s: object["s"] as? String, k: object["k"] as? String, e: object["e"] as? String)
+            } else if let p = object["p"] as? String {
+                plain = try decryptRelayTo(p: p, k: object["k"] as? String, s: object["s"] as? String)
+            } else {
+                return "(no m or p in the payload: the degraded form, the app shows its fallback alert)"
+            }
             return String(decoding: plain, as: UTF8.self)
         } catch {
             return "(the device could not decrypt it: \(error))"
         }
+    }
+
+    /// What Toot! and the Mastodon app do: `p`, `k` and `s` are Z85 bytes; with `k` and `s`
+    /// the body is aesgcm, without them aes128gcm (its header holds both).
+    private func decryptRelayTo(p: String, k: String?, s: String?) throws -> [UInt8] {
+        struct NotZ85: Error, CustomStringConvertible {
+            var key: String
+            var description: String { "\"\(key)\" is not Z85" }
+        }
+        guard let body = Z85.decode(p) else { throw NotZ85(key: "p") }
+        guard let k, let s else { return try device.decryptAES128GCM(body: body) }
+        guard let dh = Z85.decode(k) else { throw NotZ85(key: "k") }
+        guard let salt = Z85.decode(s) else { throw NotZ85(key: "s") }
+        return try device.decryptAESGCM(body: body, salt: salt, senderPublicKey: dh)
     }
 
     /// A command a user can paste: the body travels as base64 so no file is needed.

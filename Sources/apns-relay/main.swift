@@ -7,14 +7,18 @@ let usage = """
     usage: apns-relay [command] [options]
 
     A WebPush-to-APNs relay: Mastodon-style servers POST encrypted WebPush messages to
-    /push/{device_token}/{id}[?sandbox=true]; each goes to Apple as a mutable-content alert.
+    /push/{device_token}/{id}[?sandbox=true] (metatext-apns's URL) or
+    /relay-to/{production|development}/{device_token}[/extra] (toot-relay's); each goes to
+    Apple as a mutable-content alert.
 
     commands:
       serve [--env-file FILE]     run the relay (the default); settings from the environment,
                                   FILE fills in variables the environment leaves unset
-      demo [--once]               the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
+      demo [--once] [--route push|relay-to]
+                                  the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
                                   emulator and a throw-away key; prints a curl to try and every
-                                  request "Apple" receives. --once: send one push, print, exit
+                                  request "Apple" receives. --once: send one push, print, exit;
+                                  --route relay-to: the push goes to toot-relay's URL and payload
       check [--env-file FILE] [--connect]
                                   validate the settings and sign a provider token; --connect also
                                   opens one connection to APNS_HOST and reports
@@ -30,7 +34,7 @@ let usage = """
     settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,
     TOPIC, and optionally PORT, BIND_ADDRESS, CONNECTION_POOL_SIZE, APNS_HOST, APNS_SANDBOX_HOST,
     APNS_CA_FILE, PUSH_TIMEOUT_MS, MAX_BODY_BYTES, ALERT_LOC_KEY, LOG_LEVEL, LOG_FORMAT,
-    MAX_QUEUED_PUSHES, MAX_CONNECTIONS (see README.md).
+    MAX_QUEUED_PUSHES, MAX_CONNECTIONS, RELAY_TO_TOPIC, RELAY_TO_ALERT (see README.md).
     """
 
 signal(SIGPIPE, SIG_IGN)

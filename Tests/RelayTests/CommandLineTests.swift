@@ -61,6 +61,25 @@ struct CommandLineTests {
         #expect(result.stdout.contains("Alice mentioned you"))
     }
 
+    @Test("demo --once --route relay-to relays one push to toot-relay's URL, and the device decrypts p/k/s")
+    func demoRelayTo() async throws {
+        let result = try await run(["demo", "--once", "--route", "relay-to"], environment: ["PORT": "0"])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("POST /relay-to/production/"))
+        #expect(result.stdout.contains("relay answered 201"))
+        #expect(result.stdout.contains(#"{"aps":{"alert":"🎺","mutable-content":1,"content-available":1},"p":""#))
+        #expect(result.stdout.contains(#""x":"demo-subscription-1","k":""#))
+        #expect(result.stdout.contains("the device decrypts p/k/s to:"))
+        #expect(result.stdout.contains("Alice mentioned you"))
+    }
+
+    @Test("demo --route with an unknown route stops with exit 2")
+    func demoUnknownRoute() async throws {
+        let result = try await run(["demo", "--route", "toot"], environment: ["PORT": "0"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("relay-to"))
+    }
+
     @Test("serve without a key stops with one line naming the variable, exit 1")
     func configurationError() async throws {
         let result = try await run(["serve"], environment: ["APNS_KEY_ID": "ABC123DEFG"])
