@@ -82,16 +82,21 @@ struct EndToEndTests {
         (MockFaults.Prefix.deviceTokenNotForTopic, 502, nil),
     ]
 
+    /// Sends one push per row with `send` (given the row's token) and checks its answer.
+    static func expectFaultTable(_ send: (String) async throws -> TestHTTP.Response) async throws {
+        for row in faultRows {
+            let response = try await send(token(row.prefix))
+            #expect(response.status == row.status, "prefix \(row.prefix)")
+            #expect(response.header("Retry-After") == row.retryAfter, "prefix \(row.prefix)")
+            #expect(response.reason?.isEmpty == false, "prefix \(row.prefix)")
+            if row.status == 410 { #expect(response.json["timestamp"] is Int, "prefix \(row.prefix)") }
+        }
+    }
+
     @Test("every emulator fault answers the status of the table, and the relay keeps serving")
     func faultTable() async throws {
         try await RelayHarness.with { h in
-            for row in Self.faultRows {
-                let response = try await h.push(token: token(row.prefix))
-                #expect(response.status == row.status, "prefix \(row.prefix)")
-                #expect(response.header("Retry-After") == row.retryAfter, "prefix \(row.prefix)")
-                #expect(response.reason?.isEmpty == false, "prefix \(row.prefix)")
-                if row.status == 410 { #expect(response.json["timestamp"] is Int, "prefix \(row.prefix)") }
-            }
+            try await Self.expectFaultTable { try await h.push(token: $0) }
             #expect(try await h.push(token: token("99")).status == 201)
             let metrics = try await TestHTTP.get(port: h.port, target: "/metrics")
             let text = String(decoding: metrics.body, as: UTF8.self)

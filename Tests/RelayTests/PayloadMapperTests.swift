@@ -16,12 +16,13 @@ private enum F {
         while t.count % 4 != 0 { t += "=" }
         return Array(Data(base64Encoded: t)!)
     }
+}
 
-    static func aes128gcm(bodyBytes: Int) -> WebPushMessage {
-        var b = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04]
-        b += [UInt8](repeating: 0x5A, count: bodyBytes - b.count)
-        return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096, keyID: [0x04] + [UInt8](repeating: 0x5A, count: 64))
-    }
+/// An aes128gcm message of `bodyBytes` with a well-formed header, for the size limits.
+func aes128gcmMessage(bodyBytes: Int) -> WebPushMessage {
+    var b = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04]
+    b += [UInt8](repeating: 0x5A, count: bodyBytes - b.count)
+    return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096, keyID: [0x04] + [UInt8](repeating: 0x5A, count: 64))
 }
 
 private func text(_ plan: APNsPushPlan) -> String { String(decoding: plan.payload, as: UTF8.self) }
@@ -91,7 +92,7 @@ struct PayloadMapperTests {
     func boundary() {
         var lastWhole = 0
         for n in 2800 ... 3100 {
-            let plan = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: n), id: "12345", now: 0)
+            let plan = PayloadMapper.plan(message: aes128gcmMessage(bodyBytes: n), id: "12345", now: 0)
             if plan.degraded {
                 #expect(plan.payload.count < 200)
             } else {
@@ -100,15 +101,15 @@ struct PayloadMapperTests {
             }
         }
         #expect(lastWhole > 2800 && lastWhole < 3100)
-        let edge = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: lastWhole), id: "12345", now: 0)
+        let edge = PayloadMapper.plan(message: aes128gcmMessage(bodyBytes: lastWhole), id: "12345", now: 0)
         #expect(edge.payload.count > PayloadMapper.maxPayloadBytes - 4)  // base64 grows by 4 bytes per 3
-        #expect(PayloadMapper.plan(message: F.aes128gcm(bodyBytes: lastWhole + 1), id: "12345", now: 0).degraded)
+        #expect(PayloadMapper.plan(message: aes128gcmMessage(bodyBytes: lastWhole + 1), id: "12345", now: 0).degraded)
     }
 
     @Test("the longest id the route allows still fits degraded, even all control characters")
     func longestIDFits() {
         let id = String(repeating: "\u{01}", count: PushRoute.maxIDBytes)
-        let plan = PayloadMapper.plan(message: F.aes128gcm(bodyBytes: 3000), id: id, now: 0)
+        let plan = PayloadMapper.plan(message: aes128gcmMessage(bodyBytes: 3000), id: id, now: 0)
         #expect(plan.degraded)
         #expect(plan.payload.count <= PayloadMapper.maxPayloadBytes)
     }

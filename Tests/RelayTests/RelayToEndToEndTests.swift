@@ -125,13 +125,7 @@ struct RelayToEndToEndTests {
     @Test("every emulator fault answers the status of the /push table on this route, and it keeps serving")
     func faultTable() async throws {
         try await RelayHarness.with { h in
-            for row in EndToEndTests.faultRows {
-                let response = try await h.relayTo(token: token(row.prefix))
-                #expect(response.status == row.status, "prefix \(row.prefix)")
-                #expect(response.header("Retry-After") == row.retryAfter, "prefix \(row.prefix)")
-                #expect(response.reason?.isEmpty == false, "prefix \(row.prefix)")
-                if row.status == 410 { #expect(response.json["timestamp"] is Int, "prefix \(row.prefix)") }
-            }
+            try await EndToEndTests.expectFaultTable { try await h.relayTo(token: $0) }
             #expect(try await h.relayTo("development", token: token("99")).status == 201)
             let metrics = String(decoding: try await TestHTTP.get(port: h.port, target: "/metrics").body, as: UTF8.self)
             #expect(metrics.contains(#"relay_http_requests_total{route="relay-to",status="410"} 3"#))

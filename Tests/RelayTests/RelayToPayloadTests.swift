@@ -13,12 +13,6 @@ private enum F {
     static let saltZ85 = "u7[CL)m.F-o<^4QrQ?wL"
     static let dhZ85 = "1u}&TTBNGZqA.ZziyJhuA3@z?B*JA]P3p}SS7SqkW56OB>BC:)0fB5Ae9]bkcPa48)JurJb6kFEyj8gs1r"
     static let aps = #"{"aps":{"alert":"🎺","mutable-content":1,"content-available":1}"#
-
-    static func aes128gcm(bodyBytes: Int) -> WebPushMessage {
-        var b = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04]
-        b += [UInt8](repeating: 0x5A, count: bodyBytes - b.count)
-        return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096, keyID: [0x04] + [UInt8](repeating: 0x5A, count: 64))
-    }
 }
 
 private func text(_ plan: APNsPushPlan) -> String { String(decoding: plan.payload, as: UTF8.self) }
@@ -72,7 +66,7 @@ struct RelayToPayloadTests {
         #expect(plan.degraded)
         #expect(text(plan) == F.aps + #","x":"x1"}"#)
         #expect(plan.expiration == 160 && plan.collapseID == "t")
-        let bare = PayloadMapper.relayToPlan(message: F.aes128gcm(bodyBytes: 4000), extra: nil, now: 0)
+        let bare = PayloadMapper.relayToPlan(message: aes128gcmMessage(bodyBytes: 4000), extra: nil, now: 0)
         #expect(text(bare) == F.aps + "}")
     }
 
@@ -80,7 +74,7 @@ struct RelayToPayloadTests {
     func boundary() {
         var lastWhole = 0
         for n in 3100 ... 3400 {
-            let plan = PayloadMapper.relayToPlan(message: F.aes128gcm(bodyBytes: n), extra: "12345", now: 0)
+            let plan = PayloadMapper.relayToPlan(message: aes128gcmMessage(bodyBytes: n), extra: "12345", now: 0)
             if plan.degraded {
                 #expect(plan.payload.count < 200)
             } else {
@@ -89,16 +83,16 @@ struct RelayToPayloadTests {
             }
         }
         #expect(lastWhole > 3100 && lastWhole < 3400)
-        let edge = PayloadMapper.relayToPlan(message: F.aes128gcm(bodyBytes: lastWhole), extra: "12345", now: 0)
+        let edge = PayloadMapper.relayToPlan(message: aes128gcmMessage(bodyBytes: lastWhole), extra: "12345", now: 0)
         #expect(edge.payload.count > PayloadMapper.maxPayloadBytes - 5)  // Z85 grows by 5 bytes per 4
-        #expect(PayloadMapper.relayToPlan(message: F.aes128gcm(bodyBytes: lastWhole + 1), extra: "12345", now: 0).degraded)
+        #expect(PayloadMapper.relayToPlan(message: aes128gcmMessage(bodyBytes: lastWhole + 1), extra: "12345", now: 0).degraded)
     }
 
     @Test("the longest extra path and alert the configuration allows still fit degraded")
     func longestFits() {
         let extra = String(repeating: "\u{01}", count: PushRoute.maxIDBytes)
         let alert = String(repeating: "\"", count: RelayConfiguration.maxRelayToAlertBytes)
-        let plan = PayloadMapper.relayToPlan(message: F.aes128gcm(bodyBytes: 3000), extra: extra, alert: alert, now: 0)
+        let plan = PayloadMapper.relayToPlan(message: aes128gcmMessage(bodyBytes: 3000), extra: extra, alert: alert, now: 0)
         #expect(plan.degraded)
         #expect(plan.payload.count <= PayloadMapper.maxPayloadBytes)
     }

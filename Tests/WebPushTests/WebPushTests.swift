@@ -213,6 +213,27 @@ struct WebPushParserTests {
         #expect(info.count == Fixture.decodeBase64URL(s.replacingOccurrences(of: "=", with: "")).count)
     }
 
+    @Test("salt and dh decode to the same bytes in either alphabet, padded or not",
+          arguments: [Fixture.salt, Fixture.salt + "==", Fixture.dh, Fixture.dh + "=", "-_8", "+/8=", "QUI", "QQ=="])
+    func base64Decode(_ s: String) throws {
+        let urlSafe = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        #expect(WebPushParser.base64Decode(s[...]) == Fixture.decodeBase64URL(urlSafe))
+    }
+
+    @Test("what base64 validation refuses does not decode either", arguments: ["Q", "QQ=", "Q=Q=", "a b", "QUJD*", ""])
+    func base64DecodeRefuses(_ s: String) {
+        #expect(WebPushParser.base64Decode(s[...]) == nil)
+    }
+
+    @Test("the parsed message hands out the bytes of its salt and dh; aes128gcm has none")
+    func keyBytes() throws {
+        let m = try WebPushParser.parse(headers: Fixture.mastodonHeaders, body: Fixture.body)
+        #expect(m.saltBytes == Fixture.decodeBase64URL(Fixture.salt))
+        #expect(m.dhBytes?.count == 65 && m.dhBytes?.first == 0x04)
+        #expect(WebPushMessage(encoding: .aes128gcm, body: [1]).saltBytes == nil)
+    }
+
     @Test("quoted parameter values may hold separators and escapes")
     func quotedParameter() {
         #expect(WebPushParser.parameter("a", in: #"b="x;y", a="1\"2""#) == #"1"2"#)
