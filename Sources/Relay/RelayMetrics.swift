@@ -25,13 +25,14 @@ public final class RelayMetrics: Sendable {
     public let apnsConnections: Gauge
     /// Pushes sent again by the client (GOAWAY, REFUSED_STREAM, lost connection, stale token).
     public let pushRetries: Counter
-    /// The two series nearly every push increments, resolved once: a registry lookup builds and
+    /// The series nearly every push increments, resolved once: a registry lookup builds and
     /// sorts a label key under a lock, which cost more than the rest of the metrics together.
     /// Made on first use, like every labelled series, so `/metrics` shows them only once counted.
     private let hot = Mutex<HotSeries>(HotSeries())
 
     private struct HotSeries {
         var pushesCreated: Counter?
+        var relayToCreated: Counter?
         var apnsAccepted: Counter?
     }
 
@@ -50,11 +51,14 @@ public final class RelayMetrics: Sendable {
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
     }
 
-    /// Every answer the relay gives, by route (`push`, `health`, `ready`, `metrics`, `root`,
-    /// `unknown`) and status.
+    /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,
+    /// `root`, `unknown`) and status.
     public func countRequest(route: String, status: Int) {
         if status == 201 && route == "push" {
             return hotCounter(\.pushesCreated) { Self.requestCounter($0, route: route, status: status) }.increment()
+        }
+        if status == 201 && route == "relay-to" {
+            return hotCounter(\.relayToCreated) { Self.requestCounter($0, route: route, status: status) }.increment()
         }
         Self.requestCounter(registry, route: route, status: status).increment()
     }
