@@ -99,16 +99,36 @@ public final class RelayResponder: HTTPResponder {
         case .notFound:
             done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id}"))
         case .badRequest(let reason):
-            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done("push", refused) }
             done("push", refusedPush(request, status: 400, reason: reason))
         case .push(let push):
-            guard request.method == "POST" else { return done("push", Self.methodNotAllowed(request.method, allow: "POST")) }
+            if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done("push", refused) }
             self.push(request, route: push) { done("push", $0) }
         }
     }
 
+    /// What the push route takes besides OPTIONS.
+    static let pushMethods = ["POST"]
+    /// What the read-only routes take besides OPTIONS: RFC 9110 §9.3.2 wants HEAD wherever GET
+    /// works, and uptime monitors probe with HEAD.
+    static let readMethods = ["GET", "HEAD"]
+
+    /// A HEAD runs the GET: the same status and headers (the server leaves the body out).
     private func get(_ request: HTTPRequest, _ body: () -> HTTPResponse) -> HTTPResponse {
-        request.method == "GET" ? body() : Self.methodNotAllowed(request.method, allow: "GET")
+        Self.refusal(request.method, allow: Self.readMethods) ?? body()
+    }
+
+    /// nil when `method` is one the route serves; otherwise the answer: 204 with `Allow` for
+    /// OPTIONS, 405 with `Allow` for anything else.
+    static func refusal(_ method: String, allow methods: [String]) -> HTTPResponse? {
+        if methods.contains(method) { return nil }
+        let allow = (methods + ["OPTIONS"]).joined(separator: ", ")
+        if method == "OPTIONS" {
+            var headers = HTTPHeaders()
+            headers.add("Allow", allow)
+            return HTTPResponse(status: 204, headers: headers)
+        }
+        return methodNotAllowed(method, allow: allow)
     }
 
     private func ready() -> HTTPResponse {

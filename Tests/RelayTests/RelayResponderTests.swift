@@ -144,11 +144,12 @@ struct RelayResponderTests {
             ("GET", "/nope", 404, nil),
             ("POST", "/push/\(Sample.token)", 404, nil),
             ("POST", "/push/\(Sample.token)/a/b", 404, nil),
-            ("GET", "/push/\(Sample.token)/a", 405, "POST"),
-            ("PUT", "/push/\(Sample.token)/a", 405, "POST"),
-            ("POST", "/health", 405, "GET"),
-            ("DELETE", "/metrics", 405, "GET"),
-            ("POST", "/", 405, "GET"),
+            ("GET", "/push/\(Sample.token)/a", 405, "POST, OPTIONS"),
+            ("PUT", "/push/\(Sample.token)/a", 405, "POST, OPTIONS"),
+            ("HEAD", "/push/xyz/a", 405, "POST, OPTIONS"),
+            ("POST", "/health", 405, "GET, HEAD, OPTIONS"),
+            ("DELETE", "/metrics", 405, "GET, HEAD, OPTIONS"),
+            ("POST", "/", 405, "GET, HEAD, OPTIONS"),
         ]
         for (method, target, status, allow) in cases {
             let response = await responder.respond(to: HTTPRequest(method: method, target: target))
@@ -157,6 +158,33 @@ struct RelayResponderTests {
             #expect(response.headers["Content-Type"] == "application/json")
             #expect((json(response)["reason"] as? String)?.isEmpty == false, "\(method) \(target)")
         }
+    }
+
+    @Test("HEAD answers every GET route with the GET's status and headers")
+    func headLikeGet() async {
+        for (target, ready) in [("/", true), ("/health", true), ("/ready", true), ("/ready", false), ("/metrics", true)] {
+            let (responder, _) = make(readiness: { ready ? nil : "no APNs connection is up" })
+            let get = await responder.respond(to: HTTPRequest(method: "GET", target: target))
+            let head = await responder.respond(to: HTTPRequest(method: "HEAD", target: target))
+            #expect(head.status == get.status, "HEAD \(target)")
+            #expect(head.headers["Content-Type"] == get.headers["Content-Type"], "HEAD \(target)")
+            #expect(head.headers["Allow"] == nil, "HEAD \(target)")
+        }
+    }
+
+    @Test("OPTIONS answers 204 with the route's Allow and sends no push")
+    func options() async {
+        let sender = FakeSender()
+        let (responder, _) = make(sender)
+        for (target, allow) in [("/", "GET, HEAD, OPTIONS"), ("/health", "GET, HEAD, OPTIONS"),
+                                ("/ready", "GET, HEAD, OPTIONS"), ("/metrics", "GET, HEAD, OPTIONS"),
+                                ("/push/\(Sample.token)/a", "POST, OPTIONS")] {
+            let response = await responder.respond(to: HTTPRequest(method: "OPTIONS", target: target))
+            #expect(response.status == 204, "OPTIONS \(target)")
+            #expect(response.headers["Allow"] == allow, "OPTIONS \(target)")
+            #expect(response.body.isEmpty)
+        }
+        #expect(sender.all.isEmpty)
     }
 
     @Test("malformed pushes answer their status, reach no APNs, and the relay keeps serving")
