@@ -177,7 +177,7 @@ public final class RelayResponder: HTTPResponder {
                                       now: Int(clock.timeIntervalSince1970))
         if plan.degraded {
             metrics.degradedPayloads.increment()
-            log.degraded = true
+            log.degraded = plan.degradedReason ?? "too big for Apple's payload limit"
         }
         let notification: APNsNotification
         do {
@@ -262,7 +262,10 @@ public final class RelayResponder: HTTPResponder {
         if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
         if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
         if let error = log.apnsError { meta["apns.error"] = .string(error) }
-        if log.degraded { meta["payload.degraded"] = true }
+        if let why = log.degraded {
+            meta["payload.degraded"] = true
+            meta["payload.degraded_reason"] = .string(why)
+        }
         if let peer = log.peer { meta["peer"] = .string(peer) }
         if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
@@ -280,7 +283,8 @@ public final class RelayResponder: HTTPResponder {
         var apnsStatus: Int?
         var apnsReason: String?
         var apnsError: String?
-        var degraded = false
+        /// Why the payload went out without the message, when it did.
+        var degraded: String?
     }
 
     // MARK: Helpers

@@ -255,7 +255,7 @@ struct RelayResponderTests {
     @Test("a payload too big for Apple goes out degraded, answered 201 and counted")
     func degraded() async throws {
         let sender = FakeSender()
-        let (responder, _) = make(sender)
+        let (responder, sink) = make(sender)
         var request = Sample.aesgcm()
         request.body = [UInt8](repeating: 7, count: 5000)
         let response = await responder.respond(to: request)
@@ -263,6 +263,29 @@ struct RelayResponderTests {
         let payload = String(decoding: try #require(sender.all.first).notification.payload, as: UTF8.self)
         #expect(payload == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"sub-1"}"#)
         #expect(responder.metrics.degradedPayloads.value == 1)
+        let line = try #require(sink.records.last)
+        #expect(line.metadata["payload.degraded"] == true)
+        guard case .string(let why)? = line.metadata["payload.degraded_reason"] else {
+            Issue.record("the log line does not say why the push was degraded: \(line.metadata)")
+            return
+        }
+        #expect(why.contains("5000-byte encrypted body") && why.contains("over Apple's 4096"), "\(why)")
+    }
+
+    @Test("a body padded to webpush-go's default record size of 4096 is logged with the fix")
+    func degradedByRecordSize() async throws {
+        let (responder, sink) = make()
+        // aes128gcm header: salt(16) ‖ rs = 4096 ‖ idlen = 65 ‖ keyid(65), then one padded record.
+        var body = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04] + [UInt8](repeating: 0x5A, count: 64)
+        body += [UInt8](repeating: 0x33, count: 4096)
+        let request = HTTPRequest(method: "POST", target: "/push/\(Sample.token)/sub-1",
+                                  headers: ["Content-Encoding": "aes128gcm"], body: body)
+        #expect(await responder.respond(to: request).status == 201)
+        guard case .string(let why)? = sink.records.last?.metadata["payload.degraded_reason"] else {
+            Issue.record("no payload.degraded_reason in \(String(describing: sink.records.last))")
+            return
+        }
+        #expect(why.contains("rs=4096") && why.contains("2048"), "\(why)")
     }
 
     @Test("Retry-After accompanies 429 and 503")
