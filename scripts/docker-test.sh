@@ -141,7 +141,8 @@ docker build --network host --progress plain --build-arg "SWIFT_VERSION=$swift_v
     || fail "docker build failed: $(tail -30 "$work/build.log")"
 ok "the Dockerfile builds with the built-in BuildKit frontend and local base images"
 echo "  layers of $IMAGE (newest first):"
-docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 | sed 's/^/    /'
+docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 \
+    | sed -e 's/^\([0-9.]*[kMG]*B\)\t$/\1\t(debian:'"$DEBIAN_RELEASE"'-slim, from debootstrap)/' -e 's/^/    /'
 echo "  image size: $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.1f MB", $1 / 1e6}')"
 
 # ---- demo --once -----------------------------------------------------------------------------
@@ -155,7 +156,8 @@ ok "demo --once in the container: 201 and the payload decrypts"
 
 # ---- serve against the emulator --------------------------------------------------------------
 "$SWIFT" build --product apns-mock >/dev/null
-"$("$SWIFT" build --show-bin-path)/apns-mock" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
+mock_bin="$("$SWIFT" build --show-bin-path)/apns-mock"
+"$mock_bin" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
 mock_pid=$!
 for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
 banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"

@@ -57,6 +57,8 @@ public final class HTTP2ServerSession {
     public var wantsWrite: Bool { core.wantsWrite }
     /// False once the connection has nothing left to read.
     public var wantsRead: Bool { core.wantsRead }
+    /// The client sent GOAWAY: it opens no more streams.
+    public var goAwayReceived: Bool { core.goAwayReceived }
     /// Requests received (or being received) and not yet closed.
     public var openStreamCount: Int { core.streams.count }
 

@@ -85,8 +85,9 @@ extension HTTP2ServerConnection: TLSChannelUpper {
             return
         }
         // The client sent GOAWAY and no stream is left: nghttp2 reads nothing more (a PING would
-        // go unanswered), so say goodbye rather than leave the client waiting.
-        if !h2.wantsRead {
+        // go unanswered), so say goodbye rather than leave the client waiting. After our own
+        // GOAWAY the client closes: it may still be learning which of its streams were refused.
+        if h2.goAwayReceived && !h2.wantsRead {
             closingLocally = true
             channel.closeGracefully(TransportError(.closedLocally, "the client said GOAWAY and no stream is open"))
         }
