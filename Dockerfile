@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # apns-relay container image.
 #   docker build -t apns-relay .
 #   docker run --env-file config/apns-relay.env -p 3000:3000 apns-relay

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench fuzz build release clean deploy-check image-smoke
+.PHONY: deps test run mock bench fuzz build release clean deploy-check image-smoke nginx-test docker-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -70,6 +70,17 @@ deploy-check:
 # shared libraries against the Dockerfile's runtime stage, and a real start against the emulator.
 image-smoke: deps
 	bash scripts/image-smoke.sh
+
+# Debian's nginx (installed when missing) in front of the relay and the emulator on 127.0.0.1:
+# `nginx -t` on deploy/nginx/nginx.conf and README's snippet, then pushes through it.
+nginx-test: deps
+	bash scripts/nginx-test.sh
+
+# Builds the Dockerfile with a real Docker engine (Debian's docker.io, started here when none runs)
+# from base images made locally (debootstrap + this machine's Swift toolchain, cached in Docker's
+# image store), then runs the image: demo --once, serve + HEALTHCHECK, uid, SIGTERM.
+docker-test: deps
+	bash scripts/docker-test.sh
 
 clean:
 	rm -rf .build

@@ -236,6 +236,10 @@ def check_nginx():
         check(bool(values) and all(v is not None and v > PUSH_DEADLINE_S for v in values),
               f"{name} exceeds the push deadline", str(values))
     check(any("ssl" in a and a[0].endswith("443") for a in find("listen")), "nginx terminates TLS on 443")
+    check(not find("http2"), "nginx uses `listen ... http2`, not `http2 on;` (nginx 1.25.1+; Debian 12 ships 1.22)")
+    added = [a for a in find("add_header") if a[0].lower() == "x-request-id"]
+    hidden = [a for a in find("proxy_hide_header") if a[0].lower() == "x-request-id"]
+    check(not added or bool(hidden), "nginx sends one X-Request-ID (it hides the relay's echo when it adds its own)")
     check(bool(find("ssl_certificate")) and bool(find("ssl_certificate_key")), "nginx names its certificate and key")
     check(not find("return") or all(not a[0].startswith("3") for a in find("return")), "nginx never redirects (a 3xx fails a push)")
 

@@ -57,6 +57,8 @@ public final class HTTP2ServerSession {
     public var wantsWrite: Bool { core.wantsWrite }
     /// False once the connection has nothing left to read.
     public var wantsRead: Bool { core.wantsRead }
+    /// The client sent GOAWAY: it opens no more streams.
+    public var goAwayReceived: Bool { core.goAwayReceived }
     /// Requests received (or being received) and not yet closed.
     public var openStreamCount: Int { core.streams.count }
 
@@ -185,6 +187,19 @@ final class ServerCore: SessionCore {
         destroy()
     }
 
+    /// Watches the client's frame headers for the one stream-id error nghttp2 lets pass.
+    private var streamIDs = ClientStreamIDs()
+
+    override func receive(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let violation = streamIDs.scan(bytes) else { return try super.receive(bytes) }
+        // What came before the offending frame is processed; the frame and the rest never are.
+        if violation.offset > 0 { try super.receive(UnsafeRawBufferPointer(rebasing: bytes[..<violation.offset])) }
+        let session = try requireSession()
+        lastLibraryMessage = violation.message
+        _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.protocolError)
+        try settle()
+    }
+
     // MARK: Hooks
 
     override func onBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
@@ -246,5 +261,74 @@ final class ServerCore: SessionCore {
             events.append(.closed(id, errorCode))
         }
         return 0
+    }
+}
+
+/// The client's frame boundaries, followed byte by byte without buffering, to catch a HEADERS or
+/// DATA frame on a stream id the client jumped over. Such a stream is closed for good (RFC 9113
+/// §5.1.1), so the frame is a connection error; nghttp2 ignores it instead, because it forgets
+/// closed streams and cannot tell them from streams that closed while the client still sent.
+struct ClientStreamIDs {
+    struct Violation: Equatable {
+        /// Where the offending frame starts in the bytes scanned (0 if it began in earlier bytes).
+        var offset: Int
+        var message: String
+    }
+
+    private var prefaceLeft = 24
+    private var header: [UInt8] = []
+    private var headerStart = 0
+    private var payloadLeft = 0
+    private(set) var highestOpened: Int32 = 0
+    /// Ranges of ids jumped over. Bounded: the oldest are forgotten first, which only makes the
+    /// check more lenient.
+    private(set) var skipped: [ClosedRange<Int32>] = []
+    static let maxSkippedRanges = 64
+
+    /// Follows `bytes`; returns the first frame that breaks the rule, if any.
+    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Violation? {
+        headerStart = 0  // a header begun in earlier bytes starts, for these, at 0
+        var i = 0
+        while i < bytes.count {
+            if prefaceLeft > 0 {
+                let n = min(prefaceLeft, bytes.count - i)
+                prefaceLeft -= n
+                i += n
+            } else if payloadLeft > 0 {
+                let n = min(payloadLeft, bytes.count - i)
+                payloadLeft -= n
+                i += n
+            } else {
+                if header.isEmpty { headerStart = i }
+                header.append(bytes[i])
+                i += 1
+                guard header.count == 9 else { continue }
+                payloadLeft = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+                let type = header[3]
+                let id = Int32(bitPattern: (UInt32(header[5]) << 24 | UInt32(header[6]) << 16 | UInt32(header[7]) << 8 | UInt32(header[8])) & 0x7fff_ffff)
+                header.removeAll(keepingCapacity: true)
+                if let message = judge(type: type, stream: id) {
+                    return Violation(offset: headerStart, message: message)
+                }
+            }
+        }
+        return nil
+    }
+
+    private mutating func judge(type: UInt8, stream id: Int32) -> String? {
+        let isHeaders = type == UInt8(NGHTTP2_HEADERS.rawValue)
+        guard isHeaders || type == UInt8(NGHTTP2_DATA.rawValue), id & 1 == 1 else { return nil }
+        if id > highestOpened {
+            // DATA above every opened stream is on an idle stream: nghttp2 refuses that itself.
+            guard isHeaders else { return nil }
+            if id > highestOpened + 2 {
+                skipped.append((highestOpened + 1)...(id - 1))
+                if skipped.count > Self.maxSkippedRanges { skipped.removeFirst() }
+            }
+            highestOpened = id
+            return nil
+        }
+        guard skipped.contains(where: { $0.contains(id) }) else { return nil }
+        return "\(isHeaders ? "HEADERS" : "DATA") on stream \(id), below stream \(highestOpened) and never opened"
     }
 }

@@ -96,6 +96,11 @@ class SessionCore {
             failure = error
             throw error
         }
+        try settle()
+    }
+
+    /// Serializes what nghttp2 queued and throws if that includes a GOAWAY for the peer's error.
+    func settle() throws {
         // nghttp2 answers most connection errors by queueing a GOAWAY and returning success;
         // serializing now is how we learn of it before returning.
         drain()

@@ -19,7 +19,7 @@ import Synchronization
 /// | `iat` more than 3600 s ago | 403 `ExpiredProviderToken` |
 /// | another token accepted on this connection less than 20 min ago | 429 `TooManyProviderTokenUpdates` |
 /// | no `apns-topic` | 400 `MissingTopic` |
-/// | `apns-push-type` missing or unknown (stricter than Apple: our client always sends it) | 400 `InvalidPushType` |
+/// | `apns-push-type` unknown, or missing when `requirePushType` is on (Apple requires it on watchOS only; missing is an alert) | 400 `InvalidPushType` |
 /// | topic not derived from a configured base topic | 400 `TopicDisallowed` |
 /// | topic suffix not the one the push type demands | 400 `BadTopic` |
 /// | `apns-priority` not 1/5/10, or 10 for `background` | 400 `BadPriority` |
@@ -28,7 +28,7 @@ import Synchronization
 /// | `apns-collapse-id` over 64 bytes | 400 `BadCollapseId` |
 /// | empty body | 400 `PayloadEmpty` |
 /// | body over 4096 bytes (5120 for `voip`) | 413 `PayloadTooLarge` |
-/// | body not a JSON object with an `aps` object | 400 `BadPayload` (Apple documents no reason for this; the name is the emulator's) |
+/// | with `strictPayload` on: body not a JSON object with an `aps` object | 400 `BadPayload` (a reason Apple does not have: off by default, Apple accepts `{}`) |
 ///
 /// Then the scripted faults (`MockFaults`), then 200.
 public final class MockAPNsRules: Sendable {
@@ -38,7 +38,8 @@ public final class MockAPNsRules: Sendable {
     private let recorder: Mutex<RecordRing>
     private let makeID: @Sendable () -> String
 
-    /// The reason answered for a body that is not a JSON object with an `aps` object.
+    /// The reason answered, with `strictPayload` on, for a body that is not a JSON object with an
+    /// `aps` object.
     public static let badPayloadReason = "BadPayload"
 
     /// - Parameters:
@@ -200,9 +201,9 @@ public final class MockAPNsRules: Sendable {
             try checkProviderToken(headers["authorization"], connection: &connection, now: now)
 
             guard let topic = headers["apns-topic"] else { throw Rejection(400, "MissingTopic") }
-            guard let pushType = headers["apns-push-type"], let suffix = Self.topicSuffix[pushType] else {
-                throw Rejection(400, "InvalidPushType")
-            }
+            if headers["apns-push-type"] == nil && configuration.requirePushType { throw Rejection(400, "InvalidPushType") }
+            let pushType = headers["apns-push-type"] ?? "alert"
+            guard let suffix = Self.topicSuffix[pushType] else { throw Rejection(400, "InvalidPushType") }
             try checkTopic(topic, suffix: suffix)
 
             if let priority = headers["apns-priority"] {
@@ -217,7 +218,7 @@ public final class MockAPNsRules: Sendable {
             if let id = headers["apns-id"], !Self.isUUID(id) { throw Rejection(400, "BadMessageId") }
             if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { throw Rejection(400, "BadCollapseId") }
 
-            try Self.checkPayload(request.body, limit: pushType == "voip" ? 5120 : 4096)
+            try Self.checkPayload(request.body, limit: pushType == "voip" ? 5120 : 4096, strict: configuration.strictPayload)
             return .success(token)
         } catch {
             return .failure(error)
@@ -305,9 +306,10 @@ public final class MockAPNsRules: Sendable {
         return key.verify(message: message, signature: signature) ? issuedAt : nil
     }
 
-    private static func checkPayload(_ body: [UInt8], limit: Int) throws(Rejection) {
+    private static func checkPayload(_ body: [UInt8], limit: Int, strict: Bool) throws(Rejection) {
         if body.isEmpty { throw Rejection(400, "PayloadEmpty") }
         if body.count > limit { throw Rejection(413, "PayloadTooLarge") }
+        guard strict else { return }
         guard let json = MockJSON.parse(body), json["aps"]?.isObject == true else {
             throw Rejection(400, badPayloadReason)
         }

@@ -35,6 +35,12 @@ public struct MockAPNsConfiguration: Sendable {
     public var sandbox: Bool = false
     /// Scripted faults at start-up; tests can change them later through `MockAPNsRules.faults`.
     public var faults: MockFaults = .standard
+    /// Refuse a request without `apns-push-type` (400 `InvalidPushType`), as Apple does only for
+    /// watchOS; off, a missing push type is an alert, as Apple treats it on iOS.
+    public var requirePushType: Bool = false
+    /// Refuse a body that is not a JSON object with an `aps` object (400 `BadPayload`), which Apple
+    /// does not check; for tests that want to see the client's payload is well formed.
+    public var strictPayload: Bool = false
 
     public init(
         topics: [String],
@@ -43,7 +49,9 @@ public struct MockAPNsConfiguration: Sendable {
         maxConcurrentStreams: UInt32 = 1000,
         dropToOneAfterRejection: Bool = false,
         sandbox: Bool = false,
-        faults: MockFaults = .standard
+        faults: MockFaults = .standard,
+        requirePushType: Bool = false,
+        strictPayload: Bool = false
     ) {
         self.topics = topics
         self.teamID = teamID
@@ -52,6 +60,8 @@ public struct MockAPNsConfiguration: Sendable {
         self.dropToOneAfterRejection = dropToOneAfterRejection
         self.sandbox = sandbox
         self.faults = faults
+        self.requirePushType = requirePushType
+        self.strictPayload = strictPayload
     }
 }
 

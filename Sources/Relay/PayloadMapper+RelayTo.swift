@@ -69,6 +69,6 @@ extension PayloadMapper {
             }
         }
         out.append(UInt8(ascii: "}"))
-        return plan(payload: out, degraded: degraded, message: message, now: now)
+        return plan(payload: out, degraded: degraded, fullSize: fullSize, message: message, now: now)
     }
 }

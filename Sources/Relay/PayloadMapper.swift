@@ -15,13 +15,18 @@ public struct APNsPushPlan: Sendable, Equatable {
     /// True when the message did not fit and only the alert and `i` go out: the user still gets
     /// "a new notification" instead of losing the subscription to a 413.
     public var degraded: Bool
+    /// Why it was degraded, for the log line: sizes, and the sender's record size when padding
+    /// to it is what made the body too big. nil when not degraded.
+    public var degradedReason: String?
 
-    public init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool) {
+    public init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool,
+                degradedReason: String? = nil) {
         self.payload = payload
         self.priority = priority
         self.expiration = expiration
         self.collapseID = collapseID
         self.degraded = degraded
+        self.degradedReason = degradedReason
     }
 }
 
@@ -88,12 +93,12 @@ public enum PayloadMapper {
         }
         out.append(UInt8(ascii: "}"))
 
-        return plan(payload: out, degraded: degraded, message: message, now: now)
+        return plan(payload: out, degraded: degraded, fullSize: fullSize, message: message, now: now)
     }
 
     /// The plan around a finished payload: the headers come from the WebPush hints alike on
-    /// every route.
-    static func plan(payload: [UInt8], degraded: Bool, message: WebPushMessage, now: Int) -> APNsPushPlan {
+    /// every route. `fullSize` is the size the payload would have had undegraded.
+    static func plan(payload: [UInt8], degraded: Bool, fullSize: Int, message: WebPushMessage, now: Int) -> APNsPushPlan {
         let priority: Int
         switch message.urgency {
         case .veryLow?, .low?: priority = 5
@@ -110,7 +115,18 @@ public enum PayloadMapper {
             }
         }
         return APNsPushPlan(payload: payload, priority: priority, expiration: expiration,
-                            collapseID: message.topic, degraded: degraded)
+                            collapseID: message.topic, degraded: degraded,
+                            degradedReason: degraded ? degradedReason(message, fullSize: fullSize) : nil)
+    }
+
+    /// A sender that pads every record to a record size of 4096 (webpush-go's default) makes
+    /// every body at least that big, so no payload of it can ever fit: say so, with the fix.
+    static func degradedReason(_ message: WebPushMessage, fullSize: Int) -> String {
+        var reason = "the \(message.body.count)-byte encrypted body makes a \(fullSize)-byte payload, over Apple's \(maxPayloadBytes)"
+        if message.encoding == .aes128gcm, let rs = message.recordSize, rs >= 4096, message.body.count >= 4096 {
+            reason += "; the sender pads to its record size rs=\(rs) (webpush-go's default): set it to 2048, as GoToSocial does"
+        }
+        return reason
     }
 
     // MARK: - Encoding helpers (internal for tests)

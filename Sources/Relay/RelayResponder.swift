@@ -112,12 +112,12 @@ public final class RelayResponder: HTTPResponder {
         case .notFound:
             return done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id} or POST /relay-to/{production|development}/{device_token}[/extra]"))
         case .badRequest(let reason):
-            guard request.method == "POST" else { return done(label, Self.methodNotAllowed(request.method, allow: "POST")) }
+            if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
             return done(label, refusedPush(request, route: label, status: 400, reason: reason))
         case .push(let push): target = .push(push)
         case .relayTo(let route): target = .relayTo(route)
         }
-        guard request.method == "POST" else { return done(label, Self.methodNotAllowed(request.method, allow: "POST")) }
+        if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
         push(request, target: target) { done(label, $0) }
     }
 
@@ -155,8 +155,28 @@ public final class RelayResponder: HTTPResponder {
         }
     }
 
+    /// What the push route takes besides OPTIONS.
+    static let pushMethods = ["POST"]
+    /// What the read-only routes take besides OPTIONS: RFC 9110 §9.3.2 wants HEAD wherever GET
+    /// works, and uptime monitors probe with HEAD.
+    static let readMethods = ["GET", "HEAD"]
+
+    /// A HEAD runs the GET: the same status and headers (the server leaves the body out).
     private func get(_ request: HTTPRequest, _ body: () -> HTTPResponse) -> HTTPResponse {
-        request.method == "GET" ? body() : Self.methodNotAllowed(request.method, allow: "GET")
+        Self.refusal(request.method, allow: Self.readMethods) ?? body()
+    }
+
+    /// nil when `method` is one the route serves; otherwise the answer: 204 with `Allow` for
+    /// OPTIONS, 405 with `Allow` for anything else.
+    static func refusal(_ method: String, allow methods: [String]) -> HTTPResponse? {
+        if methods.contains(method) { return nil }
+        let allow = (methods + ["OPTIONS"]).joined(separator: ", ")
+        if method == "OPTIONS" {
+            var headers = HTTPHeaders()
+            headers.add("Allow", allow)
+            return HTTPResponse(status: 204, headers: headers)
+        }
+        return methodNotAllowed(method, allow: allow)
     }
 
     private func ready() -> HTTPResponse {
@@ -214,7 +234,7 @@ public final class RelayResponder: HTTPResponder {
         }
         if plan.degraded {
             metrics.degradedPayloads.increment()
-            log.degraded = true
+            log.degraded = plan.degradedReason ?? "too big for Apple's payload limit"
         }
         let notification: APNsNotification
         do {
@@ -299,7 +319,10 @@ public final class RelayResponder: HTTPResponder {
         if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
         if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
         if let error = log.apnsError { meta["apns.error"] = .string(error) }
-        if log.degraded { meta["payload.degraded"] = true }
+        if let why = log.degraded {
+            meta["payload.degraded"] = true
+            meta["payload.degraded_reason"] = .string(why)
+        }
         if let peer = log.peer { meta["peer"] = .string(peer) }
         if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
@@ -319,7 +342,8 @@ public final class RelayResponder: HTTPResponder {
         var apnsStatus: Int?
         var apnsReason: String?
         var apnsError: String?
-        var degraded = false
+        /// Why the payload went out without the message, when it did.
+        var degraded: String?
     }
 
     // MARK: Helpers

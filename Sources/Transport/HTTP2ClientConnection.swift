@@ -135,7 +135,10 @@ extension HTTP2ClientConnection: TLSChannelUpper {
         do {
             try h2.receive(plaintext)
         } catch {
-            channel.close(TransportError(.protocolError, "\(authority) broke HTTP/2: \(error)"))
+            // Gracefully: a GOAWAY nghttp2 queued for the server's mistake goes out first.
+            let reason = TransportError(.protocolError, "\(authority) broke HTTP/2: \(error)")
+            closeReason = reason
+            channel.closeGracefully(reason)
         }
     }
 

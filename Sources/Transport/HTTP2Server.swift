@@ -79,7 +79,17 @@ extension HTTP2ServerConnection: TLSChannelUpper {
         do {
             try h2.receive(plaintext)
         } catch {
-            channel.close(TransportError(.protocolError, "the client at \(peerAddress) broke HTTP/2: \(error)"))
+            // Gracefully: the GOAWAY nghttp2 queued for the client's mistake goes out first, so
+            // the client learns why (PROTOCOL_ERROR, FLOW_CONTROL_ERROR) instead of seeing a cut.
+            channel.closeGracefully(TransportError(.protocolError, "the client at \(peerAddress) broke HTTP/2: \(error)"))
+            return
+        }
+        // The client sent GOAWAY and no stream is left: nghttp2 reads nothing more (a PING would
+        // go unanswered), so say goodbye rather than leave the client waiting. After our own
+        // GOAWAY the client closes: it may still be learning which of its streams were refused.
+        if h2.goAwayReceived && !h2.wantsRead {
+            closingLocally = true
+            channel.closeGracefully(TransportError(.closedLocally, "the client said GOAWAY and no stream is open"))
         }
     }
 

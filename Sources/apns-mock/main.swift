@@ -20,6 +20,10 @@ let usage = """
       --sandbox           act as the development environment (answers carry apns-unique-id)
       --drop-to-one       advertise 1 stream after any rejection, until the next success
       --goaway-after N    send GOAWAY {"reason":"Shutdown"} after the Nth request on each connection
+      --require-push-type refuse a request without apns-push-type (400 InvalidPushType); Apple does
+                          so for watchOS only, and by default a missing push type is an alert
+      --strict-payload    refuse a body that is not a JSON object with an aps object (400 BadPayload,
+                          a reason Apple does not have); by default any non-empty body fits
       --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
       --log               one line per request on stdout: status, reason, path, topic
       --help              this text
@@ -47,6 +51,8 @@ struct Options {
     var goAwayAfter: Int?
     var caOut: String?
     var log = false
+    var requirePushType = false
+    var strictPayload = false
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -80,6 +86,8 @@ func parse(_ arguments: [String]) -> Options {
         case "--goaway-after": options.goAwayAfter = number(flag, 1...Int(Int32.max))
         case "--ca-out": options.caOut = value(flag)
         case "--log": options.log = true
+        case "--require-push-type": options.requirePushType = true
+        case "--strict-payload": options.strictPayload = true
         default: fail("unknown option \(flag) (see --help)")
         }
     }
@@ -140,7 +148,9 @@ let configuration = MockAPNsConfiguration(
     maxConcurrentStreams: options.maxStreams,
     dropToOneAfterRejection: options.dropToOne,
     sandbox: options.sandbox,
-    faults: faults
+    faults: faults,
+    requirePushType: options.requirePushType,
+    strictPayload: options.strictPayload
 )
 
 /// One line per request, for watching a relay talk to "Apple".

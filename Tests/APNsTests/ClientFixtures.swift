@@ -71,7 +71,9 @@ final class ClientHarness: Sendable {
         server = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [Fixture.topic], teamID: Fixture.team,
                                                  keys: [Fixture.kid: .es256(Fixture.key.publicKey)],
-                                                 maxConcurrentStreams: maxStreams, faults: faults),
+                                                 maxConcurrentStreams: maxStreams, faults: faults,
+                                                 // The client always sends both: hold it to that.
+                                                 requirePushType: true, strictPayload: true),
             recordCapacity: recordCapacity,
             unixTime: { Int64(Date().timeIntervalSince1970) + clocks.server.load(ordering: .relaxed) })
         group = try EventLoopGroup(loopCount: loops)

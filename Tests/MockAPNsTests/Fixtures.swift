@@ -50,7 +50,9 @@ enum Fixture {
     static func rules(
         sandbox: Bool = false,
         dropToOne: Bool = false,
-        faults: MockFaults = .standard
+        faults: MockFaults = .standard,
+        requirePushType: Bool = false,
+        strictPayload: Bool = false
     ) -> MockAPNsRules {
         MockAPNsRules(
             configuration: MockAPNsConfiguration(
@@ -60,7 +62,9 @@ enum Fixture {
                 maxConcurrentStreams: 1000,
                 dropToOneAfterRejection: dropToOne,
                 sandbox: sandbox,
-                faults: faults
+                faults: faults,
+                requirePushType: requirePushType,
+                strictPayload: strictPayload
             )
         )
     }

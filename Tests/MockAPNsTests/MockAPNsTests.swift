@@ -156,9 +156,23 @@ struct HeaderTests {
         #expect(response.status == 200, "\(pushType) → \(Fixture.topic + suffix): \(response.reason ?? "")")
     }
 
-    @Test("an unknown or missing push type answers 400 InvalidPushType", arguments: ["Alert", "notification", "", nil] as [String?])
-    func invalidPushType(pushType: String?) throws {
+    @Test("an unknown push type answers 400 InvalidPushType", arguments: ["Alert", "notification", ""])
+    func invalidPushType(pushType: String) throws {
         try expectRejected(Fixture.request(set: ["apns-push-type": pushType]), 400, "InvalidPushType")
+    }
+
+    @Test("a request without apns-push-type is an alert, as Apple takes it on iOS")
+    func missingPushTypeIsAlert() throws {
+        let response = try answer(Fixture.rules().decideFresh(Fixture.request(set: ["apns-push-type": nil])))
+        #expect(response.status == 200, "\(response.reason ?? "")")
+        // An alert's topic is the bare bundle id: a suffixed one is still refused.
+        try expectRejected(Fixture.request(set: ["apns-push-type": nil, "apns-topic": Fixture.topic + ".voip"]), 400, "BadTopic")
+    }
+
+    @Test("with requirePushType on, a missing push type answers 400 InvalidPushType")
+    func requiredPushType() throws {
+        try expectRejected(Fixture.request(set: ["apns-push-type": nil]), 400, "InvalidPushType",
+                           rules: Fixture.rules(requirePushType: true))
     }
 
     @Test("a priority other than 1, 5 or 10 answers 400 BadPriority", arguments: ["0", "7", "high", "", "010"])
@@ -232,10 +246,18 @@ struct PayloadTests {
         try expectRejected(Fixture.request(set: voip, body: Fixture.payload(size: 5121)), 413, "PayloadTooLarge")
     }
 
-    @Test("a body that is not a JSON object with an aps object answers 400 BadPayload", arguments: [
-        #"[{"aps":{}}]"#, #"{"alert":"hi"}"#, #"{"aps":"hi"}"#, #"{"aps":{}"#, "not json", #"{"aps":{}} x"#,
+    @Test("with strictPayload on, a body that is not a JSON object with an aps object answers 400 BadPayload", arguments: [
+        #"[{"aps":{}}]"#, #"{"alert":"hi"}"#, #"{"aps":"hi"}"#, #"{"aps":{}"#, "not json", #"{"aps":{}} x"#, "{}",
     ])
     func notAnAPSObject(body: String) throws {
-        try expectRejected(Fixture.request(body: Array(body.utf8)), 400, MockAPNsRules.badPayloadReason)
+        try expectRejected(Fixture.request(body: Array(body.utf8)), 400, MockAPNsRules.badPayloadReason,
+                           rules: Fixture.rules(strictPayload: true))
+    }
+
+    @Test("by default any non-empty body within the limit is accepted, {} included, as Apple does",
+          arguments: ["{}", #"{"alert":"hi"}"#, #"{"aps":"hi"}"#])
+    func applePayload(body: String) throws {
+        let response = try answer(Fixture.rules().decideFresh(Fixture.request(body: Array(body.utf8))))
+        #expect(response.status == 200, "\(body): \(response.reason ?? "")")
     }
 }

@@ -144,7 +144,9 @@ final class RelayHarness: Sendable {
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
             try MockAPNsServer.start(
                 configuration: MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
-                                                     keys: [Self.keyID: .es256(Self.key.publicKey)], sandbox: sandbox),
+                                                     keys: [Self.keyID: .es256(Self.key.publicKey)], sandbox: sandbox,
+                                                     // The relay always sends both: hold it to that.
+                                                     requirePushType: true, strictPayload: true),
                 certificates: Self.certificates)
         }
         apple = try emulator(sandbox: false)

@@ -180,7 +180,7 @@ struct EndToEndTests {
             }
             let wrongMethod = try await TestHTTP.get(port: h.port, target: "/push/\(t)/a")
             #expect(wrongMethod.status == 405)
-            #expect(wrongMethod.header("Allow") == "POST")
+            #expect(wrongMethod.header("Allow") == "POST, OPTIONS")
             #expect(wrongMethod.reason?.isEmpty == false)
             #expect(h.apple.records.isEmpty)
             #expect(try await h.push(token: t).status == 201)

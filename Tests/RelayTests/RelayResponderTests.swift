@@ -144,11 +144,12 @@ struct RelayResponderTests {
             ("GET", "/nope", 404, nil),
             ("POST", "/push/\(Sample.token)", 404, nil),
             ("POST", "/push/\(Sample.token)/a/b", 404, nil),
-            ("GET", "/push/\(Sample.token)/a", 405, "POST"),
-            ("PUT", "/push/\(Sample.token)/a", 405, "POST"),
-            ("POST", "/health", 405, "GET"),
-            ("DELETE", "/metrics", 405, "GET"),
-            ("POST", "/", 405, "GET"),
+            ("GET", "/push/\(Sample.token)/a", 405, "POST, OPTIONS"),
+            ("PUT", "/push/\(Sample.token)/a", 405, "POST, OPTIONS"),
+            ("HEAD", "/push/xyz/a", 405, "POST, OPTIONS"),
+            ("POST", "/health", 405, "GET, HEAD, OPTIONS"),
+            ("DELETE", "/metrics", 405, "GET, HEAD, OPTIONS"),
+            ("POST", "/", 405, "GET, HEAD, OPTIONS"),
         ]
         for (method, target, status, allow) in cases {
             let response = await responder.respond(to: HTTPRequest(method: method, target: target))
@@ -157,6 +158,33 @@ struct RelayResponderTests {
             #expect(response.headers["Content-Type"] == "application/json")
             #expect((json(response)["reason"] as? String)?.isEmpty == false, "\(method) \(target)")
         }
+    }
+
+    @Test("HEAD answers every GET route with the GET's status and headers")
+    func headLikeGet() async {
+        for (target, ready) in [("/", true), ("/health", true), ("/ready", true), ("/ready", false), ("/metrics", true)] {
+            let (responder, _) = make(readiness: { ready ? nil : "no APNs connection is up" })
+            let get = await responder.respond(to: HTTPRequest(method: "GET", target: target))
+            let head = await responder.respond(to: HTTPRequest(method: "HEAD", target: target))
+            #expect(head.status == get.status, "HEAD \(target)")
+            #expect(head.headers["Content-Type"] == get.headers["Content-Type"], "HEAD \(target)")
+            #expect(head.headers["Allow"] == nil, "HEAD \(target)")
+        }
+    }
+
+    @Test("OPTIONS answers 204 with the route's Allow and sends no push")
+    func options() async {
+        let sender = FakeSender()
+        let (responder, _) = make(sender)
+        for (target, allow) in [("/", "GET, HEAD, OPTIONS"), ("/health", "GET, HEAD, OPTIONS"),
+                                ("/ready", "GET, HEAD, OPTIONS"), ("/metrics", "GET, HEAD, OPTIONS"),
+                                ("/push/\(Sample.token)/a", "POST, OPTIONS")] {
+            let response = await responder.respond(to: HTTPRequest(method: "OPTIONS", target: target))
+            #expect(response.status == 204, "OPTIONS \(target)")
+            #expect(response.headers["Allow"] == allow, "OPTIONS \(target)")
+            #expect(response.body.isEmpty)
+        }
+        #expect(sender.all.isEmpty)
     }
 
     @Test("malformed pushes answer their status, reach no APNs, and the relay keeps serving")
@@ -227,7 +255,7 @@ struct RelayResponderTests {
     @Test("a payload too big for Apple goes out degraded, answered 201 and counted")
     func degraded() async throws {
         let sender = FakeSender()
-        let (responder, _) = make(sender)
+        let (responder, sink) = make(sender)
         var request = Sample.aesgcm()
         request.body = [UInt8](repeating: 7, count: 5000)
         let response = await responder.respond(to: request)
@@ -235,6 +263,29 @@ struct RelayResponderTests {
         let payload = String(decoding: try #require(sender.all.first).notification.payload, as: UTF8.self)
         #expect(payload == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"i":"sub-1"}"#)
         #expect(responder.metrics.degradedPayloads.value == 1)
+        let line = try #require(sink.records.last)
+        #expect(line.metadata["payload.degraded"] == true)
+        guard case .string(let why)? = line.metadata["payload.degraded_reason"] else {
+            Issue.record("the log line does not say why the push was degraded: \(line.metadata)")
+            return
+        }
+        #expect(why.contains("5000-byte encrypted body") && why.contains("over Apple's 4096"), "\(why)")
+    }
+
+    @Test("a body padded to webpush-go's default record size of 4096 is logged with the fix")
+    func degradedByRecordSize() async throws {
+        let (responder, sink) = make()
+        // aes128gcm header: salt(16) ‖ rs = 4096 ‖ idlen = 65 ‖ keyid(65), then one padded record.
+        var body = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04] + [UInt8](repeating: 0x5A, count: 64)
+        body += [UInt8](repeating: 0x33, count: 4096)
+        let request = HTTPRequest(method: "POST", target: "/push/\(Sample.token)/sub-1",
+                                  headers: ["Content-Encoding": "aes128gcm"], body: body)
+        #expect(await responder.respond(to: request).status == 201)
+        guard case .string(let why)? = sink.records.last?.metadata["payload.degraded_reason"] else {
+            Issue.record("no payload.degraded_reason in \(String(describing: sink.records.last))")
+            return
+        }
+        #expect(why.contains("rs=4096") && why.contains("2048"), "\(why)")
     }
 
     @Test("Retry-After accompanies 429 and 503")

@@ -72,7 +72,7 @@ struct RelayToResponderTests {
         #expect(reason(badToken)?.contains("hex digits") == true)
         let get = await responder.respond(to: HTTPRequest(method: "GET", target: "/relay-to/production/\(Sample.token)"))
         #expect(get.status == 405)
-        #expect(get.headers["Allow"] == "POST")
+        #expect(get.headers["Allow"] == "POST, OPTIONS")
         var unsupported = relayTo()
         unsupported.headers = HTTPHeaders([("Content-Encoding", "br")])
         #expect(await responder.respond(to: unsupported).status == 415)

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Builds the project's Dockerfile, unchanged, with a real Docker engine, and runs the image:
+#   `demo --once` in the container, then `serve` against the APNs emulator (on the host, over
+#   loopback): the HEALTHCHECK goes healthy, a push is delivered, the process runs as uid 10001,
+#   and SIGTERM ends it with status 0 within 10 s. Prints the image's layer sizes.
+#
+# No registry is reachable, so the base images the Dockerfile names are made here and kept in
+# Docker's own image store, labelled with a key of what they were made from (a later run with
+# the same inputs reuses them):
+#   debian:bookworm-slim   debootstrap --variant=minbase bookworm from the configured Debian mirror
+#   swift:X.Y-bookworm     that, plus this machine's Swift toolchain and the packages it needs
+#
+# Uses a running Docker engine when there is one; otherwise starts Debian's dockerd without
+# bridge or iptables (containers use --network host, so every address stays on loopback) and
+# stops it by its PID at the end. Skips (exit 0) when no engine can be started.
+# Installs docker.io and debootstrap from Debian when missing (as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SWIFT=${SWIFT:-swift}
+DEBIAN_RELEASE=bookworm
+IMAGE=apns-relay:ci
+KEY_LABEL=org.apns-relay.ci.key
+started_at=$SECONDS
+
+passed=0
+say() { echo "[docker-test $((SECONDS - started_at))s] $*"; }
+fail() { echo "docker-test: FAIL: $*" >&2; echo "docker-test: $passed passed, 1 failed"; exit 1; }
+ok() { echo "  ok: $*"; passed=$((passed + 1)); }
+skip() { echo "docker-test: skipped: $*"; echo "docker-test: 0 passed, 0 failed, 1 skipped"; exit 0; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+if [ "$(id -u)" != 0 ] && ! sudo -n true 2>/dev/null; then skip "needs root to run dockerd and debootstrap"; fi
+missing=()
+[ -x /usr/bin/docker ] && command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+command -v python3 >/dev/null || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Debian's client, which matches Debian's engine and builds with the engine's built-in BuildKit
+# (no buildx plugin, no frontend image from a registry).
+docker() { DOCKER_BUILDKIT=1 as_root /usr/bin/docker "$@"; }
+
+work=$(mktemp -d)
+chmod 755 "$work"
+dockerd_pid=
+container=
+mock_pid=
+cleanup() {
+    [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
+    if [ -n "$mock_pid" ]; then kill -TERM "$mock_pid" 2>/dev/null || true; fi
+    if [ -n "$dockerd_pid" ]; then
+        as_root kill -TERM "$dockerd_pid" 2>/dev/null || true
+        for _ in $(seq 200); do as_root kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.1; done
+        as_root kill -KILL "$dockerd_pid" 2>/dev/null || true
+    fi
+    as_root rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- the engine ------------------------------------------------------------------------------
+if docker info >/dev/null 2>&1; then
+    say "using the running Docker engine"
+else
+    say "starting dockerd (no bridge, no iptables)"
+    # Its own pid file, so the PID stopped at the end is dockerd's own (not a sudo's or a shell's).
+    as_root dockerd --bridge=none --iptables=false --ip6tables=false --pidfile "$work/dockerd.pid" \
+        >"$work/dockerd.log" 2>&1 &
+    launcher=$!
+    for _ in $(seq 300); do
+        [ -n "$dockerd_pid" ] || dockerd_pid=$(as_root cat "$work/dockerd.pid" 2>/dev/null || true)
+        docker info >/dev/null 2>&1 && break
+        kill -0 "$launcher" 2>/dev/null || break
+        sleep 0.1
+    done
+    docker info >/dev/null 2>&1 || skip "no Docker engine could be started: $(tail -3 "$work/dockerd.log")"
+    say "dockerd pid $dockerd_pid"
+fi
+
+has_image() { # TAG KEY: the tag exists and was made from KEY
+    [ "$(docker image inspect -f "{{index .Config.Labels \"$KEY_LABEL\"}}" "$1" 2>/dev/null)" = "$2" ]
+}
+
+# ---- debian:bookworm-slim from debootstrap ---------------------------------------------------
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
+[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+debian_key=$(echo "debootstrap $(dpkg-query -W -f '${Version}' debootstrap) minbase $DEBIAN_RELEASE $mirror" | sha256sum | cut -c1-16)
+if has_image "debian:$DEBIAN_RELEASE-slim" "$debian_key"; then
+    say "debian:$DEBIAN_RELEASE-slim cached ($debian_key)"
+else
+    say "debootstrap --variant=minbase $DEBIAN_RELEASE from $mirror"
+    as_root debootstrap --variant=minbase "$DEBIAN_RELEASE" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 \
+        || fail "debootstrap failed: $(tail -5 "$work/debootstrap.log")"
+    as_root rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb "$work/rootfs/var/lib/apt/lists/"*
+    as_root tar -C "$work/rootfs" -c . | docker import --change "LABEL $KEY_LABEL=$debian_key" --change 'CMD ["bash"]' \
+        - "debian:$DEBIAN_RELEASE-slim" >/dev/null
+    as_root rm -rf "$work/rootfs"
+    say "made debian:$DEBIAN_RELEASE-slim"
+fi
+
+# ---- swift:X.Y-bookworm from this machine's toolchain ----------------------------------------
+swift_bin_dir=$(readlink -f "$(dirname "$(command -v "$SWIFT")")")
+toolchain=${swift_bin_dir%/usr/bin}
+[ -d "$toolchain/usr/lib/swift" ] || fail "cannot find the toolchain around $swift_bin_dir"
+swift_version=$("$SWIFT" --version 2>&1 | sed -nE 's/.*Swift version ([0-9]+\.[0-9]+).*/\1/p' | head -1)
+# The packages the official swift:*-bookworm image installs for building, plus none of ours:
+# the Dockerfile's build stage installs those itself.
+swift_packages="binutils gcc git libc6-dev libcurl4-openssl-dev libedit2 libgcc-12-dev libpython3-dev libsqlite3-0
+  libstdc++-12-dev libxml2-dev libncurses-dev libz3-dev pkg-config tzdata zlib1g-dev ca-certificates unzip"
+swift_key=$( { "$SWIFT" --version 2>&1; echo "$toolchain $swift_packages"; docker image inspect -f '{{.Id}}' "debian:$DEBIAN_RELEASE-slim"; } \
+    | sha256sum | cut -c1-16)
+swift_image="swift:$swift_version-$DEBIAN_RELEASE"
+if has_image "$swift_image" "$swift_key"; then
+    say "$swift_image cached ($swift_key)"
+else
+    say "making $swift_image from $toolchain ($(du -sh "$toolchain" | cut -f1))"
+    mkdir -p "$work/swift-context"
+    cat >"$work/swift-context/Dockerfile" <<DOCKERFILE
+FROM debian:$DEBIAN_RELEASE-slim
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(echo $swift_packages) \\
+ && rm -rf /var/lib/apt/lists/*
+COPY ${toolchain#/} $toolchain
+ENV PATH=$toolchain/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+LABEL $KEY_LABEL=$swift_key
+DOCKERFILE
+    # The context is a tar of the Dockerfile and the toolchain, streamed: nothing is copied to disk.
+    tar -c -C "$work/swift-context" Dockerfile -C / "${toolchain#/}" \
+        | docker build --network host -q -t "$swift_image" - >"$work/swift-build.log" 2>&1 \
+        || fail "building $swift_image failed: $(tail -20 "$work/swift-build.log")"
+    say "made $swift_image"
+fi
+
+# ---- the project's image ---------------------------------------------------------------------
+say "docker build (the project's Dockerfile, SWIFT_VERSION=$swift_version)"
+docker build --network host --progress plain --build-arg "SWIFT_VERSION=$swift_version" -t "$IMAGE" . >"$work/build.log" 2>&1 \
+    || fail "docker build failed: $(tail -30 "$work/build.log")"
+ok "the Dockerfile builds with the built-in BuildKit frontend and local base images"
+echo "  layers of $IMAGE (newest first):"
+docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 \
+    | sed -e 's/^\([0-9.]*[kMG]*B\)\t$/\1\t(debian:'"$DEBIAN_RELEASE"'-slim, from debootstrap)/' -e 's/^/    /'
+echo "  image size: $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.1f MB", $1 / 1e6}')"
+
+# ---- demo --once -----------------------------------------------------------------------------
+say "docker run $IMAGE demo --once"
+timeout 60 /usr/bin/docker run --rm --network host "$IMAGE" demo --once >"$work/demo.out" 2>&1 \
+    || fail "demo --once in the container failed: $(cat "$work/demo.out")"
+sed -n '1,3p;/the device decrypts/,$p' "$work/demo.out" | cut -c1-160 | sed 's/^/    /'
+grep -q 'relay answered 201' "$work/demo.out" || fail "demo --once: no 201"
+grep -q 'the device decrypts' "$work/demo.out" || fail "demo --once: nothing decrypted"
+ok "demo --once in the container: 201 and the payload decrypts"
+
+# ---- serve against the emulator --------------------------------------------------------------
+"$SWIFT" build --product apns-mock >/dev/null
+mock_bin="$("$SWIFT" build --show-bin-path)/apns-mock"
+"$mock_bin" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
+mock_pid=$!
+for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
+banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
+mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
+# The container's user (10001) reads the key and the CA from a read-only mount.
+install -m 0644 "$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")" "$work/key.p8"
+chmod 0644 "$work/ca.pem"
+relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/relay.env" <<ENV
+APNS_AUTH_KEY_FILE=/ci/key.p8
+APNS_KEY_ID=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
+APPLE_TEAM_ID=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
+TOPIC=com.example.app
+APNS_HOST=localhost:$mock_port
+APNS_SANDBOX_HOST=localhost:$mock_port
+APNS_CA_FILE=/ci/ca.pem
+BIND_ADDRESS=127.0.0.1
+PORT=$relay_port
+ENV
+container=apns-relay-ci-$$
+say "docker run -d $IMAGE (serve on 127.0.0.1:$relay_port, emulator on 127.0.0.1:$mock_port)"
+docker run -d --name "$container" --network host --env-file "$work/relay.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
+    || fail "docker run failed"
+# The image's own HEALTHCHECK (30 s interval): the first check runs 30 s after the start.
+health=
+for _ in $(seq 90); do
+    health=$(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null || echo gone)
+    [ "$health" = healthy ] || [ "$health" = unhealthy ] || [ "$health" = gone ] && break
+    sleep 1
+done
+[ "$health" = healthy ] || fail "the HEALTHCHECK says $health: $(docker logs "$container" 2>&1 | tail -5)"
+ok "the HEALTHCHECK went healthy after $(docker inspect -f '{{len .State.Health.Log}}' "$container") check(s)"
+
+python3 - "$relay_port" <<'PY' || fail "the push through the container was not answered 201"
+import base64, http.client, os, sys
+b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+c.request("POST", "/push/" + "ab" * 32 + "/docker-1", body=os.urandom(300),
+          headers={"Content-Encoding": "aesgcm", "Encryption": "salt=" + b64(os.urandom(16)),
+                   "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64))})
+r = c.getresponse(); r.read()
+print(f"  POST /push/… -> {r.status} apns-id {r.getheader('apns-id')}")
+sys.exit(0 if r.status == 201 else 1)
+PY
+for _ in $(seq 50); do grep -qE '^200 ' "$work/mock.out" && break; sleep 0.1; done
+grep -qE '^200 ' "$work/mock.out" || fail "the emulator recorded no delivered push: $(cat "$work/mock.out")"
+ok "a push through the container reaches the emulator and answers 201"
+
+host_pid=$(docker inspect -f '{{.State.Pid}}' "$container")
+uid=$(awk '/^Uid:/ {print $2}' "/proc/$host_pid/status")
+[ "$uid" = 10001 ] || fail "the relay runs as uid $uid, not 10001"
+ok "the relay runs as uid 10001 (configured user $(docker inspect -f '{{.Config.User}}' "$container"))"
+
+t0=$(date +%s.%N)
+docker kill --signal TERM "$container" >/dev/null
+code=$(timeout 10 /usr/bin/docker wait "$container" 2>/dev/null) || fail "the container did not stop within 10 s of SIGTERM"
+elapsed=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+[ "$code" = 0 ] || fail "the relay exited $code after SIGTERM: $(docker logs "$container" 2>&1 | tail -5)"
+ok "SIGTERM: exit 0 after ${elapsed} s"
+say "done"
+echo "docker-test: $passed passed, 0 failed"
