@@ -35,6 +35,9 @@ public struct MockAPNsConfiguration: Sendable {
     public var sandbox: Bool = false
     /// Scripted faults at start-up; tests can change them later through `MockAPNsRules.faults`.
     public var faults: MockFaults = .standard
+    /// Seconds after its `iat` a provider token is refused with `ExpiredProviderToken`: Apple's
+    /// hour, shortened in tests so tokens age without moving clocks.
+    public var providerTokenMaxAge: Int64 = 3600
 
     public init(
         topics: [String],
@@ -43,7 +46,8 @@ public struct MockAPNsConfiguration: Sendable {
         maxConcurrentStreams: UInt32 = 1000,
         dropToOneAfterRejection: Bool = false,
         sandbox: Bool = false,
-        faults: MockFaults = .standard
+        faults: MockFaults = .standard,
+        providerTokenMaxAge: Int64 = 3600
     ) {
         self.topics = topics
         self.teamID = teamID
@@ -52,6 +56,7 @@ public struct MockAPNsConfiguration: Sendable {
         self.dropToOneAfterRejection = dropToOneAfterRejection
         self.sandbox = sandbox
         self.faults = faults
+        self.providerTokenMaxAge = providerTokenMaxAge
     }
 }
 
