@@ -201,6 +201,8 @@ struct PoolStateMachine {
     /// Retries go before new pushes: they are older and closer to their deadlines.
     private var retryQueue: [PushID] = []
     private var retryHead = 0
+    /// Retries after ExpiredProviderToken that wait for a fresh token; few, and each only once.
+    private var tokenWaiters: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
     private(set) var queuedCount = 0
     private var connections: [ConnectionID: Connection] = [:]
@@ -343,27 +345,53 @@ struct PoolStateMachine {
 
     /// Sends waiting pushes while some connection has a free stream.
     private mutating func dispatch(now: Instant, into actions: inout [Action]) {
+        if !tokenWaiters.isEmpty { dispatchTokenWaiters(now: now, into: &actions) }
         while let (id, fromRetry) = peekQueued() {
-            var push = pushes[id]!
+            let push = pushes[id]!
             if now >= push.deadline {
                 popQueued(fromRetry: fromRetry)
                 end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
                 continue
             }
-            // The head waits for a connection that suits it (a fresh token); so does everything
-            // behind it, which keeps the order and costs nothing in the common case.
-            guard let c = bestConnection(for: push) else { return }
-            popQueued(fromRetry: fromRetry)
-            push.state = .inFlight(c)
-            pushes[id] = push
-            queuedCount -= 1
-            connections[c]!.streams[id] = push.deadline
-            connections[c]!.streamsOpened += 1
-            actions.append(.send(id, on: c))
-            if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
-                // Out of stream ids soon: drain it while its replacement opens.
-                retire(c, failed: false, now: now, into: &actions)
+            guard let c = bestConnection(for: push) else {
+                // A retry waiting for a fresh token steps aside, so it holds up no other push.
+                guard push.needsTokenAfter != nil, bestConnection(for: nil) != nil else { return }
+                popQueued(fromRetry: fromRetry)
+                tokenWaiters.append(id)
+                continue
             }
+            popQueued(fromRetry: fromRetry)
+            place(id, push, on: c, now: now, into: &actions)
+        }
+    }
+
+    /// Sends the retries that wait for a connection with a token signed since their refusal.
+    private mutating func dispatchTokenWaiters(now: Instant, into actions: inout [Action]) {
+        var waiting: [PushID] = []
+        for id in tokenWaiters {
+            guard let push = pushes[id], push.state == .queued else { continue }
+            if now >= push.deadline {
+                end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a fresh provider token")), into: &actions)
+            } else if let c = bestConnection(for: push) {
+                place(id, push, on: c, now: now, into: &actions)
+            } else {
+                waiting.append(id)
+            }
+        }
+        tokenWaiters = waiting
+    }
+
+    private mutating func place(_ id: PushID, _ push: Push, on c: ConnectionID, now: Instant, into actions: inout [Action]) {
+        var push = push
+        push.state = .inFlight(c)
+        pushes[id] = push
+        queuedCount -= 1
+        connections[c]!.streams[id] = push.deadline
+        connections[c]!.streamsOpened += 1
+        actions.append(.send(id, on: c))
+        if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
+            // Its stream ids would run out: drain it while its replacement opens.
+            retire(c, failed: false, now: now, into: &actions)
         }
     }
 
@@ -620,6 +648,7 @@ struct PoolStateMachine {
         var ids: [PushID] = []
         for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
         for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
+        for id in tokenWaiters where pushes[id]?.state == .queued { ids.append(id) }
         // A push can sit in both lists only after a stale entry; report it once.
         var seen = Set<PushID>()
         return ids.filter { seen.insert($0).inserted }
