@@ -113,6 +113,30 @@ struct ClientTests {
         await harness.close()
     }
 
+    @Test("connections that run out of stream ids are replaced, and pushes keep being delivered")
+    func streamIDsRunOut() async throws {
+        let harness = try ClientHarness(poolSize: 2)
+        #expect(harness.waitUntilReady())
+        // Each connection carries one stream until its first answer: warm both.
+        for i in 0..<4 { #expect(try await harness.client.send(Fixture.notification("", i), environment: .production).get().ok) }
+        // Three ids left on each: 2^31 - 5, 2^31 - 3 and 2^31 - 1.
+        #expect(await harness.client.setNextStreamID(Int32.max - 4) == 2)
+        let count = 40
+        let ledger = Ledger()
+        for i in 0..<count {
+            harness.client.send(Fixture.notification("", 100 + i), environment: .production, completion: ledger.completion(i))
+        }
+        #expect(ledger.wait(for: count))
+        #expect(ledger.eachEndedOnce(count))
+        let failures = ledger.results.values.compactMap { result -> String? in
+            if case .failure(let error) = result { return "\(error)" } else { return nil }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        #expect(harness.server.connectionCount > 2)
+        #expect(harness.client.isReady)
+        await harness.close()
+    }
+
     @Test("a dead token answers 410 with removeToken and the time it died")
     func deadToken() async throws {
         let harness = try ClientHarness()
