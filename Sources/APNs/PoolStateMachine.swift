@@ -390,8 +390,9 @@ struct PoolStateMachine {
         connections[c]!.streamsOpened += 1
         actions.append(.send(id, on: c))
         if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
-            // Its stream ids would run out: drain it while its replacement opens.
-            retire(c, failed: false, now: now, into: &actions)
+            // Its stream ids would run out: drain it while its replacement opens. Planned, so
+            // not a young death even when a low budget makes it short-lived.
+            retire(c, failed: false, planned: true, now: now, into: &actions)
         }
     }
 
@@ -548,16 +549,17 @@ struct PoolStateMachine {
 
     /// Gives a slot whose connection ended its next one. At once when the old connection lived
     /// past its young age and did not fail; after the exponential backoff when it failed or died
-    /// young, whatever it answered; and never sooner than `minimumConnectInterval` after the
-    /// slot's last connect, so no mix of events can make a slot connect in a loop.
+    /// young, whatever it answered, unless we retired it as `planned` (its stream budget); and
+    /// never sooner than `minimumConnectInterval` after the slot's last connect, so no mix of
+    /// events can make a slot connect in a loop.
     private mutating func replace(slot index: Int, after old: Connection, id c: ConnectionID, failed: Bool,
-                                  now: Instant, into actions: inout [Action]) {
+                                  planned: Bool = false, now: Instant, into actions: inout [Action]) {
         slots[index].connection = nil
         guard !isShuttingDown else { return }
         let young = now - old.openedAt < configuration.youngConnectionAge
         if !young && old.answered { slots[index].failures = 0 }
         var delay = Duration.zero
-        if failed || young {
+        if failed || (young && !planned) {
             slots[index].failures += 1
             delay = backoffDelay(failures: slots[index].failures)
         }
@@ -574,13 +576,14 @@ struct PoolStateMachine {
 
     /// Takes a connection out of service: no new streams, a replacement for its slot (at once or
     /// after backoff, see `replace`), and a close once its streams have finished.
-    private mutating func retire(_ c: ConnectionID, failed: Bool, now: Instant, into actions: inout [Action]) {
+    private mutating func retire(_ c: ConnectionID, failed: Bool, planned: Bool = false, now: Instant,
+                                 into actions: inout [Action]) {
         guard var connection = connections[c] else { return }
         let slot = connection.slot
         connection.state = .draining
         connection.slot = nil
         connections[c] = connection
-        if let slot { replace(slot: slot, after: connection, id: c, failed: failed, now: now, into: &actions) }
+        if let slot { replace(slot: slot, after: connection, id: c, failed: failed, planned: planned, now: now, into: &actions) }
         closeIfDrained(c, into: &actions)
     }
 

@@ -380,6 +380,16 @@ struct PoolStateMachineTests {
         #expect(pool.handle(.streamCompleted(c(1), p(2), success), now: at(0)) == [.completePush(p(2), response(200)), .closeConnection(c(1))])
     }
 
+    @Test("a young connection retired for its stream budget is replaced at once: a planned retirement is no death")
+    func streamBudgetWhenYoung() {
+        var pool = Pool(configuration: .init(poolSize: 1, maxStreamsPerConnection: 2), random: ConstantRandom(value: 0))
+        _ = pool.handle(.start, now: at(0))
+        _ = pool.handle(.connectionEstablished(c(1)), now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        _ = pool.handle(.streamCompleted(c(1), p(1), success), now: at(0))
+        #expect(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(1)) == [.send(p(2), on: c(1)), .createConnection(c(2))])
+    }
+
     @Test("a push its connection could not submit (going away, out of stream ids) is requeued without using a retry, and that connection is never chosen again")
     func notSentIsNotAnAttempt() {
         var pool = warmPool(size: 2) { $0.maxRetries = 0 }
