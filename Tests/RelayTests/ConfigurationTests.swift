@@ -341,6 +341,6 @@ struct EnvFileTests {
     func variableList() {
         #expect(RelayConfiguration.variableNames.count == Set(RelayConfiguration.variableNames).count)
         #expect(RelayConfiguration.variableNames.contains("MAX_CONNECTIONS"))
-        #expect(RelayConfiguration.variableNames.count == 20)
+        #expect(RelayConfiguration.variableNames.count == 21)
     }
 }
