@@ -2,11 +2,29 @@ import Foundation
 import Testing
 import APNs
 import MockAPNs
+@testable import APNs
 @testable import Relay
 
 /// Apple's bad days, end to end: the relay against the emulator over TLS + HTTP/2.
 @Suite("APNs pool endurance, end to end")
 struct PoolEnduranceTests {
+    @Test("connections that run out of stream ids are replaced: pushes keep answering 201 and /ready stays 200")
+    func streamIDsRunOut() async throws {
+        try await RelayHarness.with { h in
+            #expect(try await h.push(token: token("b0")).status == 201)
+            // Two ids left on each open connection: 2^31 - 3 and 2^31 - 1.
+            #expect(await h.relay.client.setNextStreamID(Int32.max - 2) >= 1)
+            for i in 0..<12 {
+                let response = try await h.push(token: token(String(format: "c%03x", i)))
+                #expect(response.status == 201, "push \(i): \(response.status) \(response.reason ?? "")")
+            }
+            #expect(h.apple.connectionCount > 2)
+            let ready = ContinuousClock.now + .seconds(3)
+            while !h.relay.isReady, ContinuousClock.now < ready { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await TestHTTP.get(port: h.port, target: "/ready").status == 200)
+        }
+    }
+
     @Test("ExpiredProviderToken with a pool of 4 renews the token and delivers: 201")
     func expiredTokenWithFourConnections() async throws {
         try await RelayHarness.with(poolSize: 4, emulator: { $0.providerTokenMaxAge = 1 }) { h in
