@@ -25,7 +25,10 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - call `.start` once, then report each created connection as established, failed or closed;
 /// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
 ///   call `.timerFired` about once a second (it expires queued pushes and finds stalled streams);
-/// - report every submitted stream's end with `.streamCompleted` (or the connection's end);
+/// - report every provider token a connection signs with `.providerTokenIssued`, the first
+///   before `.connectionEstablished`;
+/// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and
+///   a `.send` it could not submit (closing, GOAWAY, out of stream ids) as `.notSent`;
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
 struct PoolStateMachine {
     typealias Instant = ContinuousClock.Instant
