@@ -119,6 +119,10 @@ public final class APNsClient: APNsSending, Sendable {
     /// True when a production connection can take a push now (the relay's readiness probe).
     public var isReady: Bool { production.isReady }
 
+    /// Test seam: moves the next stream id of every open production connection (see
+    /// `HTTP2ClientSession.setNextStreamID`); returns how many took it.
+    func setNextStreamID(_ streamID: Int32) async -> Int { await production.setNextStreamID(streamID) }
+
     /// Production and sandbox together: ready connections, pushes on the wire, pushes waiting.
     public func connectionStats() -> (open: Int, inFlight: Int, queued: Int) {
         var total = production.stats

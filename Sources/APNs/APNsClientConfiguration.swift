@@ -74,6 +74,12 @@ public struct APNsClientConfiguration: Sendable {
     public var tickInterval: Duration = .milliseconds(250)
     /// An unanswered stream this long past its deadline marks its connection as stalled.
     public var stallGrace: Duration = .seconds(2)
+    /// Streams a connection opens before it is retired (drained while a fresh one takes its
+    /// place): HTTP/2 client stream ids end at 2^31, i.e. 2^30 requests per connection.
+    public var maxStreamsPerConnection = 1_000_000_000
+    /// A connection that ends within this time of opening died young: its pool slot backs off
+    /// before reconnecting, whatever it answered (Apple treats rapid reconnects as an attack).
+    public var youngConnectionAge: Duration = .seconds(10)
     public var tokenPolicy = ProviderTokenPolicy()
 
     public init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
@@ -101,6 +107,8 @@ public protocol APNsClientObserver: Sendable {
     func connectFailed(environment: APNsEnvironment, error: String)
     func tokenRenewed(environment: APNsEnvironment, connection: Int)
     func reconnectScheduled(environment: APNsEnvironment, after delay: Duration)
+    /// A connection opens to replace one that ended (every reconnect, with or without a delay).
+    func reconnecting(environment: APNsEnvironment, connection: Int)
     /// A push is sent again (another connection, a fresh token); a duplicate may reach the device.
     func pushRetried(environment: APNsEnvironment)
 }
@@ -111,6 +119,7 @@ extension APNsClientObserver {
     public func connectFailed(environment: APNsEnvironment, error: String) {}
     public func tokenRenewed(environment: APNsEnvironment, connection: Int) {}
     public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
+    public func reconnecting(environment: APNsEnvironment, connection: Int) {}
     public func pushRetried(environment: APNsEnvironment) {}
 }
 

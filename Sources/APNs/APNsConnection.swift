@@ -74,7 +74,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
 
     func send(_ push: PushID, _ notification: APNsNotification, deadline: ContinuousClock.Instant) {
         guard let h2, !h2.isClosed, !closing else {
-            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("the connection to APNs closed before the push went out"))))
+            pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("the connection to APNs closed before the push went out"))))
             return
         }
         do {
@@ -91,6 +91,11 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
         let stream: Int32
         do {
             stream = try h2.submitRequest(path: notification.path, headers: headers, body: notification.payload)
+        } catch let error as HTTP2Error where Self.neverSent.contains(error.code) {
+            // Closing, going away or out of stream ids: nothing left us, so no retry is used,
+            // and the pool stops choosing this connection.
+            pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("APNs connection \(number) cannot open streams: \(error.message)"))))
+            return
         } catch {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
             return
@@ -107,6 +112,15 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
         h2?.close()
     }
 
+    /// Submit errors that mean the request never left us and this connection can take no more.
+    private static let neverSent: Set<HTTP2Error.Code> = [.goingAway, .sessionClosed, .streamIDsExhausted]
+
+    /// Test seam: moves the id of this connection's next stream (see `HTTP2ClientSession.setNextStreamID`).
+    func setNextStreamID(_ streamID: Int32) throws {
+        guard let h2 else { throw HTTP2Error(code: .sessionClosed, message: "connection \(number) is not open") }
+        try h2.setNextStreamID(streamID)
+    }
+
     // MARK: Internals
 
     /// One token per connection, made when it opens and replaced around 50 minutes; never
@@ -121,6 +135,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
         let renewal = token != nil
         token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: now,
                                   signer: configuration.signer)
+        // The pool sends a push refused for an expired token only to a connection with a newer one.
+        pool?.handle(.providerTokenIssued(id, issuedAt: now))
         if renewal { observer?.tokenRenewed(environment: environment, connection: number) }
     }
 

@@ -34,7 +34,7 @@ final class APNsPool: Sendable {
     }
 
     private enum Work {
-        case create(APNsConnection)
+        case create(APNsConnection, reconnect: Bool)
         case send(APNsConnection, PushID, APNsNotification, Instant)
         case finish(Completion, Result<APNsResponse, APNsError>)
         case close(APNsConnection)
@@ -54,7 +54,9 @@ final class APNsPool: Sendable {
         let machineConfiguration = PoolStateMachine.Configuration(
             poolSize: configuration.poolSize, queueCapacity: configuration.queueCapacity,
             maxRetries: configuration.maxRetries, backoffBase: configuration.backoffBase,
-            backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace)
+            backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace,
+            maxStreamsPerConnection: configuration.maxStreamsPerConnection,
+            youngConnectionAge: configuration.youngConnectionAge)
         self.state = Mutex(State(machine: PoolStateMachine(configuration: machineConfiguration)))
     }
 
@@ -89,7 +91,8 @@ final class APNsPool: Sendable {
         perform(work)
     }
 
-    var isReady: Bool { state.withLock { $0.machine.readyConnectionCount > 0 } }
+    /// True when a push sent now could go out at once (a ready connection with a free stream limit).
+    var isReady: Bool { state.withLock { $0.machine.canSendNow } }
 
     var stats: (open: Int, inFlight: Int, queued: Int) {
         state.withLock { ($0.machine.readyConnectionCount, $0.machine.inFlightCount, $0.machine.queuedCount) }
@@ -105,6 +108,20 @@ final class APNsPool: Sendable {
             }
             if done { continuation.resume() } else { handle(.shutdown) }
         }
+    }
+
+    /// Test seam: moves the next stream id of every open connection, so a test can bring them to
+    /// the end of HTTP/2's 2^31 ids. Returns how many connections took it.
+    func setNextStreamID(_ streamID: Int32) async -> Int {
+        let connections = state.withLock { Array($0.connections.values) }
+        var moved = 0
+        for connection in connections {
+            let ok = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                connection.loop.execute { done.resume(returning: (try? connection.setNextStreamID(streamID)) != nil) }
+            }
+            if ok { moved += 1 }
+        }
+        return moved
     }
 
     // MARK: Events from connections and timers
@@ -132,7 +149,7 @@ final class APNsPool: Sendable {
                 let loop = pool.loops[Int(c.value % UInt64(pool.loops.count))]
                 let connection = APNsConnection(id: c, loop: loop, pool: pool)
                 s.connections[c] = connection
-                work.append(.create(connection))
+                work.append(.create(connection, reconnect: s.machine.isReconnect(c)))
             case .send(let id, let c):
                 guard var entry = s.entries[id] else { continue }
                 entry.attempts += 1
@@ -161,7 +178,8 @@ final class APNsPool: Sendable {
     private func perform(_ work: [Work]) {
         for item in work {
             switch item {
-            case .create(let connection):
+            case .create(let connection, let reconnect):
+                if reconnect { observer?.reconnecting(environment: environment, connection: Int(truncatingIfNeeded: connection.id.value)) }
                 connection.loop.execute { connection.connect() }
             case .send(let connection, let id, let notification, let deadline):
                 // Always hop, even on the right loop: we may be inside an nghttp2 callback.

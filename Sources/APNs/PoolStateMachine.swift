@@ -25,7 +25,10 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - call `.start` once, then report each created connection as established, failed or closed;
 /// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
 ///   call `.timerFired` about once a second (it expires queued pushes and finds stalled streams);
-/// - report every submitted stream's end with `.streamCompleted` (or the connection's end);
+/// - report every provider token a connection signs with `.providerTokenIssued`, the first
+///   before `.connectionEstablished`;
+/// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and
+///   a `.send` it could not submit (closing, GOAWAY, out of stream ids) as `.notSent`;
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
 struct PoolStateMachine {
     typealias Instant = ContinuousClock.Instant
@@ -43,16 +46,30 @@ struct PoolStateMachine {
         var backoffMax: Duration = .seconds(60)
         /// How long past a push's deadline an unanswered stream may linger before its connection is replaced.
         var stallGrace: Duration = .seconds(2)
+        /// Streams one connection may open before it is retired: HTTP/2 client stream ids end at
+        /// 2^31 (2^30 requests), so a connection drains well before and a fresh one takes its slot.
+        var maxStreamsPerConnection: Int = 1_000_000_000
+        /// A connection that ends sooner than this after its connect began died young: its slot
+        /// backs off whatever it answered, so a peer that sends GOAWAY after every request (or
+        /// refuses every token) cannot make us reconnect in a loop.
+        var youngConnectionAge: Duration = .seconds(10)
 
         init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
-             backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2)) {
+             backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),
+             maxStreamsPerConnection: Int = 1_000_000_000, youngConnectionAge: Duration = .seconds(10)) {
             self.poolSize = max(1, poolSize)
             self.queueCapacity = max(0, queueCapacity)
             self.maxRetries = max(0, maxRetries)
             self.backoffBase = backoffBase
             self.backoffMax = backoffMax
             self.stallGrace = stallGrace
+            self.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
+            self.youngConnectionAge = youngConnectionAge
         }
+
+        /// No slot connects more often than this, whatever ended its last connection: half the
+        /// first backoff step, so a slot makes at most two connects a second with the defaults.
+        var minimumConnectInterval: Duration { backoffBase / 2 }
     }
 
     /// How a stream ended, as the connection saw it. Use ``classify(_:)`` for Apple's answers.
@@ -67,6 +84,10 @@ struct PoolStateMachine {
         case expiredProviderToken(APNsResponse)
         /// 429 TooManyProviderTokenUpdates: this connection renewed its token too often.
         case tooManyProviderTokenUpdates(APNsResponse)
+        /// The push never left us: the connection was closing, going away or out of stream ids
+        /// when it came to submit it. Requeued without using a retry; the connection takes no
+        /// new streams and is replaced.
+        case notSent(APNsError)
 
         static func classify(_ response: APNsResponse) -> StreamOutcome {
             if response.ok { return .success(response) }
@@ -92,6 +113,9 @@ struct PoolStateMachine {
         case connectionClosed(ConnectionID)
         /// Apple's live SETTINGS_MAX_CONCURRENT_STREAMS.
         case maxConcurrentStreamsChanged(ConnectionID, Int)
+        /// The connection signed a provider token with this `iat` (Unix seconds); report it before
+        /// the connection is established, and again on each renewal.
+        case providerTokenIssued(ConnectionID, issuedAt: Int64)
         /// `unprocessed`: the pushes on streams above GOAWAY's last_stream_id, never seen by Apple.
         case goAwayReceived(ConnectionID, unprocessed: [PushID])
         case streamCompleted(ConnectionID, PushID, StreamOutcome)
@@ -121,6 +145,15 @@ struct PoolStateMachine {
         var state: ConnectionState
         /// The pool slot it fills; nil once a replacement has taken the slot (draining).
         var slot: Int?
+        /// When its connect began: how old it is when it ends decides whether it died young.
+        var openedAt: Instant
+        /// Streams handed to it so far, for `maxStreamsPerConnection`.
+        var streamsOpened = 0
+        /// Its provider token's `iat`; nil until the connection reports one.
+        var tokenIssuedAt: Int64?
+        /// The order in which the pool heard of its token: a retry after ExpiredProviderToken
+        /// waits for a token signed after the refusal (an `iat` has only whole seconds).
+        var tokenSerial: UInt64?
         /// Apple's live limit; 1 until Apple's SETTINGS say otherwise.
         var maxStreams = 1
         /// Apple answers a connection's first authenticated request before raising its limit,
@@ -136,9 +169,12 @@ struct PoolStateMachine {
 
     private struct Slot {
         var connection: ConnectionID?
-        /// Consecutive failures, for the backoff; reset by an answer from Apple.
+        /// Consecutive failures and young deaths, for the backoff; reset only by a connection
+        /// that answered and lived past `youngConnectionAge`.
         var failures = 0
         var reconnectAt: Instant?
+        /// When its last connect began, for `minimumConnectInterval`.
+        var lastConnectAt: Instant?
     }
 
     private enum PushState: Equatable { case queued, inFlight(ConnectionID) }
@@ -150,6 +186,13 @@ struct PoolStateMachine {
         var tokenRetried = false
         /// Where the last attempt went, so a retry prefers another connection.
         var lastConnection: ConnectionID?
+        /// After ExpiredProviderToken: the newest token serial at the refusal; the retry goes
+        /// only to a connection whose token was signed after it (an older one may be refused too).
+        var needsTokenAfter: UInt64?
+        /// The connection whose loss used one of this push's retries. The owner hops to the
+        /// connection's loop to submit, so a push may be lost with a connection it never
+        /// reached; when that connection then says so (`.notSent`), the retry is given back.
+        var lossCountedOn: ConnectionID?
     }
 
     let configuration: Configuration
@@ -161,11 +204,14 @@ struct PoolStateMachine {
     /// Retries go before new pushes: they are older and closer to their deadlines.
     private var retryQueue: [PushID] = []
     private var retryHead = 0
+    /// Retries after ExpiredProviderToken that wait for a fresh token; few, and each only once.
+    private var tokenWaiters: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
     private(set) var queuedCount = 0
     private var connections: [ConnectionID: Connection] = [:]
     private var slots: [Slot]
     private var nextConnection: UInt64 = 1
+    private var tokenSerial: UInt64 = 0
     private var started = false
     private(set) var isShuttingDown = false
     private var shutdownReported = false
@@ -180,8 +226,14 @@ struct PoolStateMachine {
     var livePushCount: Int { pushes.count }
     /// Connections the pool still tracks (connecting, ready or draining).
     var connectionCount: Int { connections.count }
-    /// Connections that may take new streams now: what "the client is ready" means.
+    /// Connections that may take new streams now.
     var readyConnectionCount: Int { connections.values.count { $0.state == .ready } }
+    /// True when a push enqueued now could go out: some connection is ready, not draining, and
+    /// Apple allows it at least one stream. What `/ready` reports.
+    var canSendNow: Bool { !isShuttingDown && connections.values.contains { $0.state == .ready && $0.limit > 0 } }
+    /// Connection ids are handed out in order and the first `poolSize` open at `.start`: any
+    /// later one replaces a connection that ended (a reconnect, for the metrics and logs).
+    func isReconnect(_ c: ConnectionID) -> Bool { c.value > UInt64(configuration.poolSize) }
     /// Pushes handed to a connection and not yet ended.
     var inFlightCount: Int { pushes.count - queuedCount }
 
@@ -193,7 +245,7 @@ struct PoolStateMachine {
         case .start:
             guard !started, !isShuttingDown else { break }
             started = true
-            for index in slots.indices { open(slot: index, into: &actions) }
+            for index in slots.indices { open(slot: index, now: now, into: &actions) }
         case .enqueue(let id, let deadline):
             enqueue(id, deadline: deadline, now: now, into: &actions)
         case .connectionEstablished(let c):
@@ -211,6 +263,11 @@ struct PoolStateMachine {
             lose(c, cleanly: true, now: now, into: &actions)
         case .maxConcurrentStreamsChanged(let c, let n):
             connections[c]?.maxStreams = max(0, n)
+        case .providerTokenIssued(let c, let issuedAt):
+            guard connections[c] != nil else { break }
+            tokenSerial += 1
+            connections[c]!.tokenIssuedAt = issuedAt
+            connections[c]!.tokenSerial = tokenSerial
         case .goAwayReceived(let c, let unprocessed):
             goAway(c, unprocessed: unprocessed, now: now, into: &actions)
         case .streamCompleted(let c, let id, let outcome):
@@ -224,6 +281,7 @@ struct PoolStateMachine {
             shutdown(into: &actions)
         }
         dispatch(now: now, into: &actions)
+        failHopeless(now: now, into: &actions)
         if isShuttingDown, !shutdownReported, connections.isEmpty, pushes.isEmpty {
             shutdownReported = true
             actions.append(.shutdownComplete)
@@ -245,7 +303,7 @@ struct PoolStateMachine {
             return
         }
         // A free stream means the queue is empty (dispatch drains it), so the push goes out at once.
-        if queuedCount >= configuration.queueCapacity, bestConnection(avoiding: nil) == nil {
+        if queuedCount >= configuration.queueCapacity, bestConnection(for: nil) == nil {
             actions.append(.failPush(id, .overloaded("the APNs queue is full (\(configuration.queueCapacity) pushes); try again later")))
             return
         }
@@ -280,6 +338,7 @@ struct PoolStateMachine {
             return
         }
         if counts { push.retries += 1 }
+        push.lossCountedOn = nil
         push.state = .queued
         push.lastConnection = c
         pushes[id] = push
@@ -289,20 +348,54 @@ struct PoolStateMachine {
 
     /// Sends waiting pushes while some connection has a free stream.
     private mutating func dispatch(now: Instant, into actions: inout [Action]) {
+        if !tokenWaiters.isEmpty { dispatchTokenWaiters(now: now, into: &actions) }
         while let (id, fromRetry) = peekQueued() {
-            var push = pushes[id]!
+            let push = pushes[id]!
             if now >= push.deadline {
                 popQueued(fromRetry: fromRetry)
                 end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
                 continue
             }
-            guard let c = bestConnection(avoiding: push.lastConnection) else { return }
+            guard let c = bestConnection(for: push) else {
+                // A retry waiting for a fresh token steps aside, so it holds up no other push.
+                guard push.needsTokenAfter != nil, bestConnection(for: nil) != nil else { return }
+                popQueued(fromRetry: fromRetry)
+                tokenWaiters.append(id)
+                continue
+            }
             popQueued(fromRetry: fromRetry)
-            push.state = .inFlight(c)
-            pushes[id] = push
-            queuedCount -= 1
-            connections[c]!.streams[id] = push.deadline
-            actions.append(.send(id, on: c))
+            place(id, push, on: c, now: now, into: &actions)
+        }
+    }
+
+    /// Sends the retries that wait for a connection with a token signed since their refusal.
+    private mutating func dispatchTokenWaiters(now: Instant, into actions: inout [Action]) {
+        var waiting: [PushID] = []
+        for id in tokenWaiters {
+            guard let push = pushes[id], push.state == .queued else { continue }
+            if now >= push.deadline {
+                end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a fresh provider token")), into: &actions)
+            } else if let c = bestConnection(for: push) {
+                place(id, push, on: c, now: now, into: &actions)
+            } else {
+                waiting.append(id)
+            }
+        }
+        tokenWaiters = waiting
+    }
+
+    private mutating func place(_ id: PushID, _ push: Push, on c: ConnectionID, now: Instant, into actions: inout [Action]) {
+        var push = push
+        push.state = .inFlight(c)
+        pushes[id] = push
+        queuedCount -= 1
+        connections[c]!.streams[id] = push.deadline
+        connections[c]!.streamsOpened += 1
+        actions.append(.send(id, on: c))
+        if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
+            // Its stream ids would run out: drain it while its replacement opens. Planned, so
+            // not a young death even when a low budget makes it short-lived.
+            retire(c, failed: false, planned: true, now: now, into: &actions)
         }
     }
 
@@ -337,13 +430,17 @@ struct PoolStateMachine {
     }
 
     /// The ready connection with the most free streams (lowest id on ties). A retry prefers a
-    /// connection other than its last one, but takes that one rather than wait when it alone has room.
-    private func bestConnection(avoiding avoided: ConnectionID?) -> ConnectionID? {
+    /// connection other than its last one, but takes that one rather than wait when it alone has
+    /// room; after an expired token it takes only a connection whose token was signed since.
+    private func bestConnection(for push: Push?) -> ConnectionID? {
+        let avoided = push?.lastConnection
+        let tokenAfter = push?.needsTokenAfter
         var best: (id: ConnectionID, free: Int)?
         var fallback: ConnectionID?
         for (id, connection) in connections {
             let free = connection.free
             guard free > 0 else { continue }
+            if let tokenAfter, (connection.tokenSerial ?? 0) <= tokenAfter { continue }
             if id == avoided { fallback = id; continue }
             if let current = best, current.free > free || (current.free == free && current.id < id) { continue }
             best = (id, free)
@@ -355,15 +452,21 @@ struct PoolStateMachine {
 
     private mutating func streamCompleted(_ c: ConnectionID, _ id: PushID, _ outcome: StreamOutcome,
                                           now: Instant, into actions: inout [Action]) {
+        if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
         guard var connection = connections[c], connection.streams.removeValue(forKey: id) != nil else { return }
         switch outcome {
         case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
             connection.answered = true
-        case .retryable:
+        case .retryable, .notSent:
             break
         }
-        if case .success = outcome, let slot = connection.slot { slots[slot].failures = 0 }
-        if case .final = outcome, let slot = connection.slot { slots[slot].failures = 0 }
+        // An answer proves the slot healthy only from a connection past its young age: one that
+        // answers and then dies at once (a GOAWAY after every request) must keep backing off.
+        let grownUp = now - connection.openedAt >= configuration.youngConnectionAge
+        if grownUp, let slot = connection.slot {
+            if case .success = outcome { slots[slot].failures = 0 }
+            if case .final = outcome { slots[slot].failures = 0 }
+        }
         connections[c] = connection
 
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
@@ -378,33 +481,61 @@ struct PoolStateMachine {
                     end(id, with: .completePush(id, response), into: &actions)
                 } else {
                     pushes[id]!.tokenRetried = true
+                    pushes[id]!.needsTokenAfter = connections.values.compactMap(\.tokenSerial).max()
                     retryOrFail(id, .unavailable("APNs said the provider token expired"), from: c, counts: false,
                                 now: now, into: &actions)
                 }
             case .tooManyProviderTokenUpdates(let response):
                 end(id, with: .completePush(id, response), into: &actions)
+            case .notSent:
+                break
             }
         }
 
         switch outcome {
         case .expiredProviderToken:
             // A fresh connection makes a fresh token; this one finishes its streams and closes.
-            retire(c, backoff: false, now: now, into: &actions)
+            // Every other connection whose token is as old would be refused the same way: they
+            // are replaced too, rather than each failing one push first.
+            retire(c, failed: false, now: now, into: &actions)
+            if let refused = connection.tokenIssuedAt {
+                let stale = connections.filter { $0.value.state != .draining && ($0.value.tokenIssuedAt ?? .max) <= refused }
+                for other in stale.keys.sorted() { retire(other, failed: false, now: now, into: &actions) }
+            }
         case .tooManyProviderTokenUpdates:
-            retire(c, backoff: true, now: now, into: &actions)
+            retire(c, failed: true, now: now, into: &actions)
         default:
             closeIfDrained(c, into: &actions)
         }
     }
 
+    /// The push never reached the wire: requeue it as if untried, and stop using the connection
+    /// (closing, going away or out of stream ids, it can only refuse the next one too).
+    private mutating func notSent(_ c: ConnectionID, _ id: PushID, _ error: APNsError,
+                                  now: Instant, into actions: inout [Action]) {
+        if let push = pushes[id] {
+            if push.state == .inFlight(c), connections[c]?.streams.removeValue(forKey: id) != nil {
+                retryOrFail(id, error, from: c, counts: false, now: now, into: &actions)
+            } else if push.lossCountedOn == c {
+                // Its connection was lost before the push reached it: that retry was not used.
+                pushes[id]!.retries -= 1
+                pushes[id]!.lossCountedOn = nil
+            }
+        } else {
+            connections[c]?.streams[id] = nil
+        }
+        retire(c, failed: false, now: now, into: &actions)
+    }
+
     // MARK: Connections
 
-    private mutating func open(slot index: Int, into actions: inout [Action]) {
+    private mutating func open(slot index: Int, now: Instant, into actions: inout [Action]) {
         let id = ConnectionID(nextConnection)
         nextConnection += 1
-        connections[id] = Connection(state: .connecting, slot: index)
+        connections[id] = Connection(state: .connecting, slot: index, openedAt: now)
         slots[index].connection = id
         slots[index].reconnectAt = nil
+        slots[index].lastConnectAt = now
         actions.append(.createConnection(id))
     }
 
@@ -419,31 +550,43 @@ struct PoolStateMachine {
         return delay / 2 + (delay / 2) * jitter
     }
 
-    private mutating func scheduleReconnect(slot index: Int, after c: ConnectionID, now: Instant, into actions: inout [Action]) {
+    /// Gives a slot whose connection ended its next one. At once when the old connection lived
+    /// past its young age and did not fail; after the exponential backoff when it failed or died
+    /// young, whatever it answered, unless we retired it as `planned` (its stream budget); and
+    /// never sooner than `minimumConnectInterval` after the slot's last connect, so no mix of
+    /// events can make a slot connect in a loop.
+    private mutating func replace(slot index: Int, after old: Connection, id c: ConnectionID, failed: Bool,
+                                  planned: Bool = false, now: Instant, into actions: inout [Action]) {
         slots[index].connection = nil
         guard !isShuttingDown else { return }
-        slots[index].failures += 1
-        let delay = backoffDelay(failures: slots[index].failures)
+        let young = now - old.openedAt < configuration.youngConnectionAge
+        if !young && old.answered { slots[index].failures = 0 }
+        var delay = Duration.zero
+        if failed || (young && !planned) {
+            slots[index].failures += 1
+            delay = backoffDelay(failures: slots[index].failures)
+        }
+        if let last = slots[index].lastConnectAt {
+            delay = max(delay, last + configuration.minimumConnectInterval - now)
+        }
+        guard delay > .zero else {
+            open(slot: index, now: now, into: &actions)
+            return
+        }
         slots[index].reconnectAt = now + delay
         actions.append(.scheduleReconnect(c, after: delay))
     }
 
     /// Takes a connection out of service: no new streams, a replacement for its slot (at once or
-    /// after backoff), and a close once its streams have finished.
-    private mutating func retire(_ c: ConnectionID, backoff: Bool, now: Instant, into actions: inout [Action]) {
+    /// after backoff, see `replace`), and a close once its streams have finished.
+    private mutating func retire(_ c: ConnectionID, failed: Bool, planned: Bool = false, now: Instant,
+                                 into actions: inout [Action]) {
         guard var connection = connections[c] else { return }
         let slot = connection.slot
         connection.state = .draining
         connection.slot = nil
         connections[c] = connection
-        if let slot {
-            if backoff {
-                scheduleReconnect(slot: slot, after: c, now: now, into: &actions)
-            } else {
-                slots[slot].connection = nil
-                if !isShuttingDown { open(slot: slot, into: &actions) }
-            }
-        }
+        if let slot { replace(slot: slot, after: connection, id: c, failed: failed, planned: planned, now: now, into: &actions) }
         closeIfDrained(c, into: &actions)
     }
 
@@ -469,33 +612,41 @@ struct PoolStateMachine {
         // GOAWAY on a healthy connection too, e.g. for maintenance, often before its answers).
         // Only a GOAWAY that took nothing, on a connection never answered, looks like one that
         // cannot work: back off then, or we would reconnect in a tight loop.
+        // Either way a connection that dies young backs off (see `replace`).
         let tookSomething = !connection.streams.isEmpty
-        retire(c, backoff: !connection.answered && !tookSomething, now: now, into: &actions)
+        retire(c, failed: !connection.answered && !tookSomething, now: now, into: &actions)
     }
 
     /// The connection is gone: its open streams are retried elsewhere, its slot reconnects.
     private mutating func lose(_ c: ConnectionID, cleanly: Bool, now: Instant, into actions: inout [Action]) {
         guard let connection = connections.removeValue(forKey: c) else { return }
-        for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
-            retryOrFail(id, .unavailable("the connection to APNs was lost"), from: c, counts: true, now: now, into: &actions)
-        }
+        lostStreams(of: connection, c, "the connection to APNs was lost", now: now, into: &actions)
         guard let slot = connection.slot else { return }
-        if cleanly && connection.answered && !isShuttingDown {
-            slots[slot].connection = nil
-            open(slot: slot, into: &actions)
-        } else {
-            scheduleReconnect(slot: slot, after: c, now: now, into: &actions)
-            failHopeless(now: now, into: &actions)
+        replace(slot: slot, after: connection, id: c, failed: !(cleanly && connection.answered), now: now, into: &actions)
+    }
+
+    /// Retries the pushes on a connection that is gone; each uses a retry, given back if the
+    /// connection later says the push never left (`.notSent`).
+    private mutating func lostStreams(of connection: Connection, _ c: ConnectionID, _ why: String,
+                                      now: Instant, into actions: inout [Action]) {
+        for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
+            retryOrFail(id, .unavailable(why), from: c, counts: true, now: now, into: &actions)
+            if pushes[id]?.state == .queued { pushes[id]!.lossCountedOn = c }
         }
     }
 
-    /// When no connection is up or coming up before a queued push's deadline, fail it now with
-    /// `unavailable` (the sender retries) instead of holding it until it times out.
+    /// When no connection is up or coming up before a queued push's deadline (every slot in
+    /// backoff past it), fail it now with `unavailable` (the sender retries) instead of holding
+    /// it until it times out. A push enqueued then is answered at once.
     private mutating func failHopeless(now: Instant, into actions: inout [Action]) {
+        guard started, !isShuttingDown, queuedCount > 0 else { return }
         guard !connections.values.contains(where: { $0.state != .draining }) else { return }
         guard let earliest = slots.compactMap(\.reconnectAt).min() else { return }
+        let wait = Int(((earliest - now) / .seconds(1)).rounded(.up))
         for id in queuedIDs() where pushes[id]!.deadline <= earliest {
-            end(id, with: .failPush(id, .unavailable("every connection to APNs is failing; try again later")), into: &actions)
+            let error = APNsError.unavailable(
+                "every connection to APNs is failing and the next attempt, in \(wait) s, comes after the push's deadline; try again later")
+            end(id, with: .failPush(id, error), into: &actions)
         }
     }
 
@@ -503,6 +654,7 @@ struct PoolStateMachine {
         var ids: [PushID] = []
         for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
         for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
+        for id in tokenWaiters where pushes[id]?.state == .queued { ids.append(id) }
         // A push can sit in both lists only after a stale entry; report it once.
         var seen = Set<PushID>()
         return ids.filter { seen.insert($0).inserted }
@@ -514,7 +666,7 @@ struct PoolStateMachine {
         if !isShuttingDown && started {
             for index in slots.indices where slots[index].connection == nil {
                 if let at = slots[index].reconnectAt, at > now { continue }
-                open(slot: index, into: &actions)
+                open(slot: index, now: now, into: &actions)
             }
         }
         for id in queuedIDs() where pushes[id]!.deadline <= now {
@@ -527,10 +679,8 @@ struct PoolStateMachine {
         for c in stalled {
             guard let connection = connections.removeValue(forKey: c) else { continue }
             actions.append(.closeConnection(c))
-            for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
-                retryOrFail(id, .unavailable("the connection to APNs stalled"), from: c, counts: true, now: now, into: &actions)
-            }
-            if let slot = connection.slot { scheduleReconnect(slot: slot, after: c, now: now, into: &actions) }
+            lostStreams(of: connection, c, "the connection to APNs stalled", now: now, into: &actions)
+            if let slot = connection.slot { replace(slot: slot, after: connection, id: c, failed: true, now: now, into: &actions) }
         }
     }
 

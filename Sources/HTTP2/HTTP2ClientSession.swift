@@ -100,6 +100,16 @@ public final class HTTP2ClientSession {
         deliver()
     }
 
+    /// Moves the id the next request will get (odd, above every id used so far), so a test can
+    /// bring a connection to the end of its 2^31 stream ids without sending a billion requests.
+    package func setNextStreamID(_ id: Int32) throws {
+        let session = try core.requireSession()
+        let rv = nghttp2_session_set_next_stream_id(session, id)
+        guard rv == 0 else {
+            throw HTTP2Error(code: .internalError, message: "nghttp2 refused next stream id \(id): \(libraryText(rv))")
+        }
+    }
+
     /// Sends a PING; `sessionDidReceivePingAck` tells the owner the connection is still alive.
     public func ping() {
         guard let session = core.session else { return }

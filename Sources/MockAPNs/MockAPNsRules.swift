@@ -16,7 +16,7 @@ import Synchronization
 /// | a header name repeated | 400 `DuplicateHeaders` |
 /// | no `authorization: bearer …` | 403 `MissingProviderToken` |
 /// | JWT malformed, wrong `alg`, unknown `kid`, wrong `iss`, `iat` not an integer, bad signature, `iat` > 5 min ahead | 403 `InvalidProviderToken` |
-/// | `iat` more than 3600 s ago | 403 `ExpiredProviderToken` |
+/// | `iat` more than `providerTokenMaxAge` (3600) s ago | 403 `ExpiredProviderToken` |
 /// | another token accepted on this connection less than 20 min ago | 429 `TooManyProviderTokenUpdates` |
 /// | no `apns-topic` | 400 `MissingTopic` |
 /// | `apns-push-type` unknown, or missing when `requirePushType` is on (Apple requires it on watchOS only; missing is an alert) | 400 `InvalidPushType` |
@@ -272,13 +272,13 @@ public final class MockAPNsRules: Sendable {
         let jwt = String(authorization.dropFirst(scheme.count))
 
         if jwt == connection.acceptedToken, let issuedAt = connection.acceptedTokenIssuedAt {
-            if now - issuedAt > 3600 { throw Rejection(403, "ExpiredProviderToken") }
+            if now - issuedAt > configuration.providerTokenMaxAge { throw Rejection(403, "ExpiredProviderToken") }
             return
         }
 
         guard let issuedAt = verifiedIssuedAt(jwt) else { throw Rejection(403, "InvalidProviderToken") }
         if issuedAt > now + 300 { throw Rejection(403, "InvalidProviderToken") }
-        if now - issuedAt > 3600 { throw Rejection(403, "ExpiredProviderToken") }
+        if now - issuedAt > configuration.providerTokenMaxAge { throw Rejection(403, "ExpiredProviderToken") }
         if let previous = connection.acceptedTokenAt, now - previous < 20 * 60 {
             throw Rejection(429, "TooManyProviderTokenUpdates")
         }

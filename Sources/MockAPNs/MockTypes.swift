@@ -41,6 +41,9 @@ public struct MockAPNsConfiguration: Sendable {
     /// Refuse a body that is not a JSON object with an `aps` object (400 `BadPayload`), which Apple
     /// does not check; for tests that want to see the client's payload is well formed.
     public var strictPayload: Bool = false
+    /// Seconds after its `iat` a provider token is refused with `ExpiredProviderToken`: Apple's
+    /// hour, shortened in tests so tokens age without moving clocks.
+    public var providerTokenMaxAge: Int64 = 3600
 
     public init(
         topics: [String],
@@ -51,7 +54,8 @@ public struct MockAPNsConfiguration: Sendable {
         sandbox: Bool = false,
         faults: MockFaults = .standard,
         requirePushType: Bool = false,
-        strictPayload: Bool = false
+        strictPayload: Bool = false,
+        providerTokenMaxAge: Int64 = 3600
     ) {
         self.topics = topics
         self.teamID = teamID
@@ -62,6 +66,7 @@ public struct MockAPNsConfiguration: Sendable {
         self.faults = faults
         self.requirePushType = requirePushType
         self.strictPayload = strictPayload
+        self.providerTokenMaxAge = providerTokenMaxAge
     }
 }
 

@@ -31,8 +31,12 @@ struct APNsEventLog: APNsClientObserver {
     }
 
     func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {
-        metrics.reconnectScheduled(environment: environment, after: delay)
         logger.notice("APNs reconnect scheduled", ["apns.environment": .string("\(environment)"), "delay_ms": .int(Int(delay / .milliseconds(1)))])
+    }
+
+    func reconnecting(environment: APNsEnvironment, connection: Int) {
+        metrics.reconnecting(environment: environment, connection: connection)
+        logger.notice("APNs reconnecting", ["apns.environment": .string("\(environment)"), "apns.connection": .int(connection)])
     }
 
     func pushRetried(environment: APNsEnvironment) {

@@ -48,6 +48,9 @@ public struct RelayConfiguration: Sendable {
     /// The longest `RELAY_TO_ALERT`, in UTF-8 bytes, so a degraded `/relay-to` payload (the
     /// alert and an extra path of `PushRoute.maxIDBytes`) always fits Apple's 4096 bytes.
     public static let maxRelayToAlertBytes = 256
+    /// Streams one APNs connection opens before it is drained and replaced: HTTP/2 stream ids
+    /// end at 2^31, so a connection must retire before (at most 2^30 requests).
+    public var apnsMaxStreamsPerConnection: Int
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
@@ -58,7 +61,7 @@ public struct RelayConfiguration: Sendable {
         pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
         alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
         maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000, relayToTopic: String? = nil,
-        relayToAlert: String = PayloadMapper.defaultRelayToAlert
+        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = 1_000_000_000
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -79,6 +82,7 @@ public struct RelayConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.relayToTopic = relayToTopic ?? topic
         self.relayToAlert = relayToAlert
+        self.apnsMaxStreamsPerConnection = apnsMaxStreamsPerConnection
     }
 
     public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
@@ -111,7 +115,7 @@ public struct RelayConfiguration: Sendable {
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
-        Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert,
+        Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
     ]
 
     /// The settings without secrets, for the start-up log line.
@@ -124,6 +128,7 @@ public struct RelayConfiguration: Sendable {
             "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
+            "apns.max_streams_per_connection": String(apnsMaxStreamsPerConnection),
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
             "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
         ]
@@ -190,6 +195,7 @@ enum Variable {
     static let maxConnections = "MAX_CONNECTIONS"
     static let relayToTopic = "RELAY_TO_TOPIC"
     static let relayToAlert = "RELAY_TO_ALERT"
+    static let apnsMaxStreamsPerConnection = "APNS_MAX_STREAMS_PER_CONNECTION"
 }
 
 extension RelayConfiguration {
@@ -448,13 +454,16 @@ private struct Reader {
         }
         let maxQueued = try integer(Variable.maxQueuedPushes, default: 10_000, in: 1...1_000_000, "")
         let maxConnections = try integer(Variable.maxConnections, default: 10_000, in: 1...1_000_000, "")
+        // 2^30: the requests one HTTP/2 connection can carry (odd client ids up to 2^31 - 1).
+        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: 1_000_000_000, in: 1...1_073_741_824,
+                                     " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
 
         return RelayConfiguration(
             authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
             bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
             pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
             logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
-            relayToTopic: relayToTopic, relayToAlert: relayToAlert)
+            relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams)
     }
 
     /// The `apns-topic` rule shared by `TOPIC` and `RELAY_TO_TOPIC`.

@@ -19,7 +19,7 @@ public final class RelayMetrics: Sendable {
     public let degradedPayloads: Counter
     /// Provider tokens signed by the client (one per connection, rotated around 50 min).
     public let tokenRenewals: Counter
-    /// Reconnects the client scheduled after a lost or failed connection.
+    /// Connections opened to replace one that ended (lost, failed, drained, retired).
     public let reconnects: Counter
     /// APNs connections open now.
     public let apnsConnections: Gauge
@@ -46,7 +46,7 @@ public final class RelayMetrics: Sendable {
         degradedPayloads = registry.counter(
             "relay_degraded_payloads_total", help: "Pushes sent as alert + id only because the message did not fit 4096 bytes.")
         tokenRenewals = registry.counter("relay_apns_token_renewals_total", help: "Provider tokens signed.")
-        reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs reconnects scheduled after a lost or failed connection.")
+        reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs connections opened to replace one that ended.")
         apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
     }
@@ -106,6 +106,6 @@ extension RelayMetrics: APNsClientObserver {
     public func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
     public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
     public func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
-    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) { reconnects.increment() }
+    public func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
     public func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
 }

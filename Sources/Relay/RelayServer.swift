@@ -126,6 +126,7 @@ public final class RelayServer: Sendable {
         clientConfiguration.poolSize = configuration.connectionPoolSize
         clientConfiguration.queueCapacity = configuration.maxQueuedPushes
         clientConfiguration.pushTimeout = configuration.pushTimeout
+        clientConfiguration.maxStreamsPerConnection = configuration.apnsMaxStreamsPerConnection
         tune?(&clientConfiguration)
         return clientConfiguration
     }

@@ -113,6 +113,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         channel.scheduleFlush()
     }
 
+    /// Test seam: see `HTTP2ClientSession.setNextStreamID`.
+    package func setNextStreamID(_ id: Int32) throws {
+        guard !isClosed else {
+            throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
+        }
+        try h2.setNextStreamID(id)
+    }
+
     public func ping() {
         guard !isClosed else { return }
         h2.ping()

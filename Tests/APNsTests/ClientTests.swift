@@ -97,7 +97,10 @@ struct ClientTests {
 
     @Test("GOAWAY mid-flight loses nothing and duplicates nothing")
     func goAwayMidFlight() async throws {
-        let harness = try ClientHarness(poolSize: 2, faults: MockFaults(globalDelay: .milliseconds(2), goAwayAfterRequests: 25))
+        // Twelve connections that each die young: their slots back off, so give the pushes time.
+        let harness = try ClientHarness(poolSize: 2, faults: MockFaults(globalDelay: .milliseconds(2), goAwayAfterRequests: 25)) {
+            $0.pushTimeout = .seconds(25)
+        }
         let ledger = Ledger()
         var ids: [String] = []
         for i in 0..<300 {
@@ -105,11 +108,35 @@ struct ClientTests {
             ids.append(notification.apnsID)
             harness.client.send(notification, environment: .production, completion: ledger.completion(i))
         }
-        #expect(ledger.wait(for: 300))
+        #expect(ledger.wait(for: 300, timeout: .seconds(30)))
         #expect(ledger.eachEndedOnce(300))
-        #expect(ledger.results.values.allSatisfy { (try? $0.get().ok) == true })
+        #expect(ledger.results.values.allSatisfy { (try? $0.get().ok) == true }, "\(Set(ledger.results.values.compactMap { r -> String? in if case .failure(let e) = r { return e.description } else { return nil } }).prefix(3))")
         #expect(ids.allSatisfy { harness.delivered($0) == 1 })
         #expect(harness.server.connectionCount > 2)
+        await harness.close()
+    }
+
+    @Test("connections that run out of stream ids are replaced, and pushes keep being delivered")
+    func streamIDsRunOut() async throws {
+        let harness = try ClientHarness(poolSize: 2)
+        #expect(harness.waitUntilReady())
+        // Each connection carries one stream until its first answer: warm both.
+        for i in 0..<4 { #expect(try await harness.client.send(Fixture.notification("", i), environment: .production).get().ok) }
+        // Three ids left on each: 2^31 - 5, 2^31 - 3 and 2^31 - 1.
+        #expect(await harness.client.setNextStreamID(Int32.max - 4) == 2)
+        let count = 40
+        let ledger = Ledger()
+        for i in 0..<count {
+            harness.client.send(Fixture.notification("", 100 + i), environment: .production, completion: ledger.completion(i))
+        }
+        #expect(ledger.wait(for: count))
+        #expect(ledger.eachEndedOnce(count))
+        let failures = ledger.results.values.compactMap { result -> String? in
+            if case .failure(let error) = result { return "\(error)" } else { return nil }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        #expect(harness.server.connectionCount > 2)
+        #expect(harness.client.isReady)
         await harness.close()
     }
 

@@ -27,7 +27,7 @@ struct PoolBackoffTests {
         #expect(delays.last! >= .seconds(30))
     }
 
-    @Test("an answer from Apple resets the backoff")
+    @Test("an answer from a connection that outlives its young age resets the backoff")
     func answerResetsBackoff() {
         var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SplitMix64(state: 7))
         var now = ContinuousClock.now
@@ -45,9 +45,46 @@ struct PoolBackoffTests {
         #expect(sent == [.send(push, on: c)])
         let ok = APNsResponse(ok: true, status: 200, apnsID: "x", device: "d")
         #expect(machine.handle(.streamCompleted(c, push, .success(ok)), now: now) == [.completePush(push, ok)])
+        now = now + .seconds(10)
         guard case .scheduleReconnect(_, let delay) = machine.handle(.connectionFailed(c), now: now).first else {
             Issue.record("no backoff"); return
         }
         #expect(delay <= .seconds(1))
+    }
+
+    @Test("a connection that answers and then dies young (GOAWAY after every request) backs off, longer each time")
+    func youngDeathBacksOff() {
+        var pool = PoolStateMachine(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var now = at(0)
+        var conn = created(pool.handle(.start, now: now))[0]
+        var delays: [Duration] = []
+        for n in 1...5 {
+            _ = pool.handle(.connectionEstablished(conn), now: now)
+            let id = p(UInt64(n))
+            #expect(pool.handle(.enqueue(id, deadline: now + .seconds(100)), now: now) == [.send(id, on: conn)])
+            _ = pool.handle(.streamCompleted(conn, id, success), now: now)
+            let actions = pool.handle(.goAwayReceived(conn, unprocessed: []), now: now + .milliseconds(5))
+            #expect(created(actions).isEmpty, "reconnected at once after a young death: \(actions)")
+            guard let delay = actions.lazy.compactMap({ if case .scheduleReconnect(_, let d) = $0 { d } else { nil } }).first else {
+                Issue.record("no backoff: \(actions)"); return
+            }
+            delays.append(delay)
+            now = now + .milliseconds(5) + delay
+            conn = created(pool.handle(.timerFired, now: now))[0]
+        }
+        #expect(delays == [0.5, 1, 2, 4, 8].map { Duration.milliseconds(Int64($0 * 1000)) })
+    }
+
+    @Test("with no young age at all, a slot still never connects twice within half the base delay")
+    func minimumConnectInterval() {
+        var pool = PoolStateMachine(configuration: .init(poolSize: 1, youngConnectionAge: .zero), random: ConstantRandom(value: 0))
+        let conn = created(pool.handle(.start, now: at(0)))[0]
+        _ = pool.handle(.connectionEstablished(conn), now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        _ = pool.handle(.streamCompleted(conn, p(1), success), now: at(0))
+        let actions = pool.handle(.connectionClosed(conn), now: at(0.1))
+        #expect(actions == [.scheduleReconnect(conn, after: .milliseconds(400))])
+        #expect(pool.handle(.timerFired, now: at(0.4)) == [])
+        #expect(created(pool.handle(.timerFired, now: at(0.5))).count == 1)
     }
 }

@@ -10,6 +10,9 @@ private struct Owner {
         var maxStreams = 1
         var draining = false
         var streams: Set<PushID> = []
+        /// Streams it was given: at the pool's budget (40 here) it drains.
+        var opened = 0
+        var tokenIssuedAt: Int64?
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { established && !draining ? max(0, limit - streams.count) : 0 }
     }
@@ -27,11 +30,27 @@ private struct Owner {
     var problems: [String] = []
     var shutdownCompleted = false
     let capacity: Int
+    /// Sends that reached the wire, per push: "after N attempts" may only count these.
+    var attempts: [PushID: Int] = [:]
+    /// When each connect began, to check that no slot connects more often than it may.
+    var connects: [Instant] = []
+    /// Provider tokens in the order the pool heard of them, per connection.
+    var tokenSerial: UInt64 = 0
+    var tokenOf: [ConnectionID: UInt64] = [:]
+    /// A push refused for an expired token may go out again only on a token signed after this.
+    var needsTokenAfter: [PushID: UInt64] = [:]
+    var tokenRefused: Set<PushID> = []
+    /// Pushes the last lost connection held: the owner's hop may still reach it and find it gone.
+    var lostWith: [(ConnectionID, PushID)] = []
+    /// While on, Apple sends GOAWAY after every answer (and refuses the rest on that connection).
+    var storm = false
+    let poolSize = 3
 
     init(seed: UInt64, capacity: Int) {
         self.capacity = capacity
         rng = SplitMix64(state: seed)
-        pool = Pool(configuration: .init(poolSize: 3, queueCapacity: capacity), random: SplitMix64(state: seed ^ 0xABCDEF))
+        pool = Pool(configuration: .init(poolSize: poolSize, queueCapacity: capacity, maxRetries: 1, maxStreamsPerConnection: 40),
+                    random: SplitMix64(state: seed ^ 0xABCDEF))
     }
 
     mutating func problem(_ text: String) { if problems.count < 20 { problems.append(text) } }
@@ -41,16 +60,29 @@ private struct Owner {
         case .connectionEstablished(let c): conns[c]?.established = true
         case .maxConcurrentStreamsChanged(let c, let n): conns[c]?.maxStreams = n
         case .connectionFailed(let c), .connectionClosed(let c):
+            lostWith = (conns[c]?.streams.sorted() ?? []).map { (c, $0) }
             conns[c] = nil; closed.insert(c)
         case .goAwayReceived(let c, let unprocessed):
             conns[c]?.draining = true
-            for id in unprocessed { conns[c]?.streams.remove(id) }
+            for id in unprocessed where conns[c]?.streams.remove(id) != nil { attempts[id, default: 0] -= 1 }
+        case .providerTokenIssued(let c, let issuedAt):
+            if conns[c] != nil { tokenSerial += 1; tokenOf[c] = tokenSerial; conns[c]!.tokenIssuedAt = issuedAt }
         case .streamCompleted(let c, let id, let outcome):
-            conns[c]?.streams.remove(id)
+            let wasOpen = conns[c]?.streams.remove(id) != nil
             switch outcome {
             case .retryable: break
+            case .notSent:
+                conns[c]?.draining = true
+                if wasOpen || lostWith.contains(where: { $0 == (c, id) }) { attempts[id, default: 0] -= 1 }
             case .expiredProviderToken, .tooManyProviderTokenUpdates:
                 conns[c]?.answered = true; conns[c]?.draining = true
+                if case .expiredProviderToken = outcome, wasOpen {
+                    if live.contains(id), tokenRefused.insert(id).inserted { needsTokenAfter[id] = tokenSerial }
+                    // Every connection whose token is as old is replaced too.
+                    if let refused = conns[c]?.tokenIssuedAt {
+                        for k in conns.keys where (conns[k]!.tokenIssuedAt ?? .max) <= refused { conns[k]!.draining = true }
+                    }
+                }
             default: conns[c]?.answered = true
             }
         case .shutdown:
@@ -68,6 +100,10 @@ private struct Owner {
         case .createConnection(let c):
             if conns[c] != nil || closed.contains(c) { problem("connection id \(c) reused") }
             conns[c] = Conn()
+            // Each slot waits at least half the base delay (0.5 s) between connects.
+            connects.append(now)
+            let recent = connects.suffix(poolSize + 1).filter { $0 > now - .milliseconds(500) }
+            if recent.count > poolSize { problem("\(recent.count) connects within 0.5 s at \(now - t0)") }
         case .send(let id, let c):
             guard let conn = conns[c] else { problem("sent \(id) on unknown or closed \(c)"); return }
             if !conn.established { problem("sent \(id) on \(c) before it was established") }
@@ -77,9 +113,23 @@ private struct Owner {
             if !everSent.contains(id), let best = conns.values.map(\.free).max(), conn.free < best {
                 problem("sent \(id) on \(c) with \(conn.free) free streams while another had \(best)")
             }
+            if let after = needsTokenAfter.removeValue(forKey: id), (tokenOf[c] ?? 0) <= after {
+                problem("retried \(id) after an expired token on \(c), whose token predates the refusal")
+            }
             everSent.insert(id)
+            attempts[id, default: 0] += 1
             conns[c]!.streams.insert(id)
-        case .failPush(let id, _), .completePush(let id, _):
+            conns[c]!.opened += 1
+            if conns[c]!.opened >= 40 { conns[c]!.draining = true }
+        case .failPush(let id, let error):
+            if let range = error.message.range(of: #"after (\d+) attempts"#, options: .regularExpression) {
+                let n = Int(error.message[range].split(separator: " ")[1])!
+                if n > attempts[id, default: 0] { problem("\(id) failed after \(n) attempts, only \(attempts[id, default: 0]) reached the wire") }
+            }
+            if ended.contains(id) { problem("\(id) ended twice (after \(event))") }
+            if !live.contains(id) && !ended.contains(id) { problem("\(id) ended but was never enqueued") }
+            live.remove(id); ended.insert(id)
+        case .completePush(let id, _):
             if ended.contains(id) { problem("\(id) ended twice (after \(event))") }
             if !live.contains(id) && !ended.contains(id) { problem("\(id) ended but was never enqueued") }
             live.remove(id); ended.insert(id)
@@ -123,10 +173,20 @@ private struct Owner {
             fire(.enqueue(id, deadline: deadline))
         case 30..<35:
             if let c = conns.filter({ !$0.value.established }).keys.sorted().randomElement(using: &rng) {
+                fire(.providerTokenIssued(c, issuedAt: Int64((now - t0) / .seconds(1))))
                 fire(.connectionEstablished(c))
+                // A young death: the connection ends at once, sometimes after its first answer.
+                if roll(16) == 0 {
+                    if let id = conns[c]?.streams.first, roll(2) == 0 { fire(.streamCompleted(c, id, .success(response(200)))) }
+                    fire(roll(2) == 0 ? .connectionClosed(c) : .connectionFailed(c))
+                }
             }
         case 35..<37:
-            if let c = randomConnection() { fire(.connectionFailed(c)) }
+            if let c = randomConnection() {
+                fire(.connectionFailed(c))
+                // The owner's hop reaches the lost connection for some of its pushes: never sent.
+                for (c, id) in lostWith where roll(2) == 0 { fire(.streamCompleted(c, id, .notSent(.unavailable("closed")))) }
+            }
         case 37..<38:
             if let c = randomConnection() { fire(.connectionClosed(c)) }
         case 38..<43:
@@ -136,9 +196,19 @@ private struct Owner {
                 let streams = conns[c]?.streams.sorted() ?? []
                 fire(.goAwayReceived(c, unprocessed: streams.filter { _ in roll(2) == 0 }))
             }
-        case 45..<80:
+        case 45..<76:
             let open = conns.flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
-            if let (c, id) = open.randomElement(using: &rng) { fire(.streamCompleted(c, id, randomOutcome())) }
+            if let (c, id) = open.randomElement(using: &rng) {
+                fire(.streamCompleted(c, id, randomOutcome()))
+                if storm, let rest = conns[c]?.streams.sorted() { fire(.goAwayReceived(c, unprocessed: rest)) }
+            }
+        case 76..<79:
+            // Submit refused: going away or out of stream ids.
+            let open = conns.flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+            if let (c, id) = open.randomElement(using: &rng) { fire(.streamCompleted(c, id, .notSent(.unavailable("out of stream ids")))) }
+        case 79..<80:
+            // GOAWAY storms come and go, about a quarter of the time.
+            storm = roll(4) == 0
         case 80..<88:
             now = now + .milliseconds(Int64(roll(1_500)))
             fire(.timerFired)
@@ -180,6 +250,6 @@ struct PoolInvariantTests {
         #expect(owner.shutdownCompleted)
         #expect(owner.pool.connectionCount == 0)
         #expect(owner.ended.count > 500, "too few pushes to mean anything: \(owner.ended.count)")
-        #expect(owner.everSent.count > 100)
+        #expect(owner.everSent.count > 100, "sent \(owner.everSent.count), ended \(owner.ended.count)")
     }
 }

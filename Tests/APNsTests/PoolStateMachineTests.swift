@@ -43,21 +43,25 @@ func created(_ actions: [Pool.Action]) -> [ConnectionID] {
     actions.compactMap { if case .createConnection(let id) = $0 { id } else { nil } }
 }
 
-/// A pool whose connections are established, answered once and allow `streams` each.
-func warmPool(size: Int = 2, streams: Int = 10, capacity: Int = 100) -> Pool {
-    var pool = Pool(configuration: .init(poolSize: size, queueCapacity: capacity), random: ConstantRandom(value: 0))
-    let conns = created(pool.handle(.start, now: at(0)))
+/// A pool whose connections are established, answered once and allow `streams` each. They
+/// opened a minute before `at(0)`, so none of them counts as young.
+func warmPool(size: Int = 2, streams: Int = 10, capacity: Int = 100,
+              configure: (inout Pool.Configuration) -> Void = { _ in }) -> Pool {
+    var configuration = Pool.Configuration(poolSize: size, queueCapacity: capacity)
+    configure(&configuration)
+    var pool = Pool(configuration: configuration, random: ConstantRandom(value: 0))
+    let conns = created(pool.handle(.start, now: at(-60)))
     for conn in conns {
-        _ = pool.handle(.connectionEstablished(conn), now: at(0))
-        _ = pool.handle(.maxConcurrentStreamsChanged(conn, streams), now: at(0))
+        _ = pool.handle(.connectionEstablished(conn), now: at(-60))
+        _ = pool.handle(.maxConcurrentStreamsChanged(conn, streams), now: at(-60))
     }
     // Each new connection takes exactly one stream until answered, so these spread one per connection.
     var warm: [PushID: ConnectionID] = [:]
     for n in 0..<conns.count {
-        warm.merge(sends(pool.handle(.enqueue(PushID(10_000 + UInt64(n)), deadline: at(100)), now: at(0)))) { a, _ in a }
+        warm.merge(sends(pool.handle(.enqueue(PushID(10_000 + UInt64(n)), deadline: at(100)), now: at(-60)))) { a, _ in a }
     }
     precondition(Set(warm.values) == Set(conns), "warm-up pushes did not spread")
-    for (id, conn) in warm { _ = pool.handle(.streamCompleted(conn, id, success), now: at(0)) }
+    for (id, conn) in warm { _ = pool.handle(.streamCompleted(conn, id, success), now: at(-60)) }
     return pool
 }
 
@@ -228,8 +232,9 @@ struct PoolStateMachineTests {
         _ = pool.handle(.connectionEstablished(conn), now: at(0))
         let sent = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))
         #expect(sent[p(1)] == conn)
-        // p(1) is at or below last_stream_id: processed, its answer still on the way.
-        let actions = pool.handle(.goAwayReceived(conn, unprocessed: []), now: at(0))
+        // p(1) is at or below last_stream_id: processed, its answer still on the way. The
+        // connection is past its young age, so nothing says the slot is failing.
+        let actions = pool.handle(.goAwayReceived(conn, unprocessed: []), now: at(11))
         #expect(created(actions).count == 1)
         #expect(!actions.contains { if case .scheduleReconnect = $0 { true } else { false } })
     }
@@ -264,6 +269,8 @@ struct PoolStateMachineTests {
         _ = pool.handle(.connectionEstablished(conn), now: now)
         _ = pool.handle(.enqueue(p(1), deadline: now + .seconds(8)), now: now)
         _ = pool.handle(.streamCompleted(conn, p(1), success), now: now)
+        // Only a connection that outlived its young age proves the slot healthy again.
+        now = now + .seconds(10)
         #expect(pool.handle(.connectionFailed(conn), now: now).first == .scheduleReconnect(conn, after: .milliseconds(500)))
     }
 
@@ -359,6 +366,93 @@ struct PoolStateMachineTests {
         _ = pool.handle(.shutdown, now: at(0))
         let actions = pool.handle(.streamCompleted(conn, p(1), refused), now: at(0))
         #expect(actions == [.failPush(p(1), .unavailable("")), .closeConnection(conn), .shutdownComplete])
+    }
+
+    @Test("a connection that has opened maxStreamsPerConnection streams drains while its replacement opens")
+    func streamBudget() {
+        // The warm-up push already used one of c(1)'s three streams.
+        var pool = warmPool(size: 1) { $0.maxStreamsPerConnection = 3 }
+        #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)) == [.send(p(1), on: c(1))])
+        #expect(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0)) == [.send(p(2), on: c(1)), .createConnection(c(2))])
+        #expect(pool.handle(.enqueue(p(3), deadline: at(8)), now: at(0)) == [])
+        #expect(pool.handle(.connectionEstablished(c(2)), now: at(0)) == [.send(p(3), on: c(2))])
+        #expect(pool.handle(.streamCompleted(c(1), p(1), success), now: at(0)) == [.completePush(p(1), response(200))])
+        #expect(pool.handle(.streamCompleted(c(1), p(2), success), now: at(0)) == [.completePush(p(2), response(200)), .closeConnection(c(1))])
+    }
+
+    @Test("a young connection retired for its stream budget is replaced at once: a planned retirement is no death")
+    func streamBudgetWhenYoung() {
+        var pool = Pool(configuration: .init(poolSize: 1, maxStreamsPerConnection: 2), random: ConstantRandom(value: 0))
+        _ = pool.handle(.start, now: at(0))
+        _ = pool.handle(.connectionEstablished(c(1)), now: at(0))
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        _ = pool.handle(.streamCompleted(c(1), p(1), success), now: at(0))
+        #expect(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(1)) == [.send(p(2), on: c(1)), .createConnection(c(2))])
+    }
+
+    @Test("a push its connection could not submit (going away, out of stream ids) is requeued without using a retry, and that connection is never chosen again")
+    func notSentIsNotAnAttempt() {
+        var pool = warmPool(size: 2) { $0.maxRetries = 0 }
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let other = first == c(1) ? c(2) : c(1)
+        let actions = pool.handle(.streamCompleted(first, p(1), .notSent(.unavailable("out of stream ids"))), now: at(0))
+        #expect(actions == [.createConnection(c(3)), .closeConnection(first), .send(p(1), on: other)])
+        for n in 2...6 {
+            #expect(sends(pool.handle(.enqueue(p(UInt64(n)), deadline: at(8)), now: at(0)))[p(UInt64(n))] == other)
+        }
+        #expect(pool.handle(.streamCompleted(other, p(1), success), now: at(0)) == [.completePush(p(1), response(200))])
+    }
+
+    @Test("a push lost with a connection it never reached gets its retry back")
+    func lossOfAnUnsentPushIsGivenBack() {
+        var pool = warmPool(size: 2) { $0.maxRetries = 1 }
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        let second = sends(pool.handle(.connectionFailed(first), now: at(0)))[p(1)]!
+        #expect(second != first)
+        // The owner's hop reaches the dead connection after the loss: the push never left.
+        _ = pool.handle(.streamCompleted(first, p(1), .notSent(.unavailable("closed"))), now: at(0))
+        // So one real failure still leaves it a retry.
+        #expect(sends(pool.handle(.streamCompleted(second, p(1), refused), now: at(1)))[p(1)] == second)
+    }
+
+    @Test("ExpiredProviderToken replaces every connection whose token is as old, and retries only on a token signed since")
+    func expiredTokenEverywhere() {
+        var pool = warmPool(size: 3)
+        _ = pool.handle(.providerTokenIssued(c(1), issuedAt: 100), now: at(0))
+        _ = pool.handle(.providerTokenIssued(c(2), issuedAt: 100), now: at(0))
+        _ = pool.handle(.providerTokenIssued(c(3), issuedAt: 160), now: at(0))
+        #expect(sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))) == [p(1): c(1)])
+        let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(response(403, .expiredProviderToken))), now: at(0))
+        #expect(created(actions) == [c(4), c(5)])
+        #expect(actions.contains(.closeConnection(c(1))) && actions.contains(.closeConnection(c(2))))
+        #expect(sends(actions).isEmpty, "c(3)'s token predates the refusal and may be as stale")
+        // The waiting retry holds up no other push.
+        #expect(sends(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))) == [p(2): c(3)])
+        _ = pool.handle(.providerTokenIssued(c(4), issuedAt: 170), now: at(0))
+        #expect(pool.handle(.connectionEstablished(c(4)), now: at(0)) == [.send(p(1), on: c(4))])
+    }
+
+    @Test("a push that arrives while every slot backs off past its deadline is answered unavailable at once")
+    func hopelessAtEnqueue() {
+        var pool = Pool(configuration: .init(poolSize: 2, backoffBase: .seconds(20)), random: ConstantRandom(value: 0))
+        for conn in created(pool.handle(.start, now: at(0))) { _ = pool.handle(.connectionFailed(conn), now: at(0)) }
+        // Both slots reconnect at 10 s.
+        #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(1)) == [.failPush(p(1), .unavailable(""))])
+        #expect(pool.handle(.enqueue(p(2), deadline: at(12)), now: at(1)) == [])
+    }
+
+    @Test("the pool says it can send only while a connection could take a push now")
+    func canSendNow() {
+        var pool = warmPool(size: 1)
+        #expect(pool.canSendNow)
+        _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 0), now: at(0))
+        #expect(!pool.canSendNow)
+        _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 5), now: at(0))
+        let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        _ = pool.handle(.streamCompleted(conn, p(1), .notSent(.unavailable("out of stream ids"))), now: at(0))
+        #expect(!pool.canSendNow, "the exhausted connection is draining and its replacement not yet up")
+        _ = pool.handle(.connectionEstablished(c(2)), now: at(0))
+        #expect(pool.canSendNow)
     }
 
     @Test("a push whose deadline has already passed is refused at enqueue")

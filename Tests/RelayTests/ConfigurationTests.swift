@@ -366,6 +366,7 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("MAX_CONNECTIONS"))
         #expect(RelayConfiguration.variableNames.contains("RELAY_TO_TOPIC"))
         #expect(RelayConfiguration.variableNames.contains("RELAY_TO_ALERT"))
-        #expect(RelayConfiguration.variableNames.count == 22)
+        #expect(RelayConfiguration.variableNames.contains("APNS_MAX_STREAMS_PER_CONNECTION"))
+        #expect(RelayConfiguration.variableNames.count == 23)
     }
 }

@@ -139,15 +139,19 @@ final class RelayHarness: Sendable {
     /// The relay's wall clock, fixed to a whole second so `apns-expiration` is exact.
     let now: Date
 
+    /// - Parameters:
+    ///   - emulator: changes both emulators' configuration (token max age, faults).
+    ///   - tuneClient: runs after the harness's own short timings, to change them.
     init(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-         poolSize: Int = 2) throws {
+         poolSize: Int = 2, emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
+         tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil) throws {
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
-            try MockAPNsServer.start(
-                configuration: MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
-                                                     keys: [Self.keyID: .es256(Self.key.publicKey)], sandbox: sandbox,
-                                                     // The relay always sends both: hold it to that.
-                                                     requirePushType: true, strictPayload: true),
-                certificates: Self.certificates)
+            var configuration = MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
+                                                      keys: [Self.keyID: .es256(Self.key.publicKey)], sandbox: sandbox,
+                                                      // The relay always sends both: hold it to that.
+                                                      requirePushType: true, strictPayload: true)
+            configure(&configuration)
+            return try MockAPNsServer.start(configuration: configuration, certificates: Self.certificates)
         }
         apple = try emulator(sandbox: false)
         sandbox = try emulator(sandbox: true)
@@ -166,6 +170,7 @@ final class RelayHarness: Sendable {
             c.backoffMax = .milliseconds(300)
             c.tickInterval = .milliseconds(50)
             c.connectTimeout = .seconds(3)
+            tuneClient?(&c)
         }
         relay = try RelayServer.start(configuration: configuration, logger: Logger(label: "relay", level: .debug, sink: logs),
                                       options: options)
@@ -189,8 +194,11 @@ final class RelayHarness: Sendable {
 
     /// Runs `body` against a ready relay and always stops everything afterwards.
     static func with(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-                     poolSize: Int = 2, _ body: (RelayHarness) async throws -> Void) async throws {
-        let harness = try RelayHarness(topic: topic, relayToTopic: relayToTopic, pushTimeout: pushTimeout, poolSize: poolSize)
+                     poolSize: Int = 2, emulator: (inout MockAPNsConfiguration) -> Void = { _ in },
+                     tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil,
+                     _ body: (RelayHarness) async throws -> Void) async throws {
+        let harness = try RelayHarness(topic: topic, relayToTopic: relayToTopic, pushTimeout: pushTimeout, poolSize: poolSize,
+                                       emulator: emulator, tuneClient: tuneClient)
         do {
             try await harness.waitUntilReady()
             try await body(harness)

@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+import APNs
+import MockAPNs
+@testable import APNs
+@testable import Relay
+
+/// Apple's bad days, end to end: the relay against the emulator over TLS + HTTP/2.
+@Suite("APNs pool endurance, end to end")
+struct PoolEnduranceTests {
+    @Test("connections that run out of stream ids are replaced: pushes keep answering 201 and /ready stays 200")
+    func streamIDsRunOut() async throws {
+        try await RelayHarness.with { h in
+            #expect(try await h.push(token: token("b0")).status == 201)
+            // Two ids left on each open connection: 2^31 - 3 and 2^31 - 1.
+            #expect(await h.relay.client.setNextStreamID(Int32.max - 2) >= 1)
+            for i in 0..<12 {
+                let response = try await h.push(token: token(String(format: "c%03x", i)))
+                #expect(response.status == 201, "push \(i): \(response.status) \(response.reason ?? "")")
+            }
+            #expect(h.apple.connectionCount > 2)
+            let ready = ContinuousClock.now + .seconds(3)
+            while !h.relay.isReady, ContinuousClock.now < ready { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await TestHTTP.get(port: h.port, target: "/ready").status == 200)
+        }
+    }
+
+    @Test("ExpiredProviderToken with a pool of 4 renews the token and delivers: 201")
+    func expiredTokenWithFourConnections() async throws {
+        try await RelayHarness.with(poolSize: 4, emulator: { $0.providerTokenMaxAge = 1 }) { h in
+            // Two seconds on, every connection's token is older than the emulator accepts.
+            try await Task.sleep(for: .milliseconds(2_100))
+            let device = token("e1")
+            let response = try await h.push(token: device)
+            #expect(response.status == 201, "\(response.status) \(response.reason ?? "")")
+            let records = h.apple.records.filter { $0.path == "/3/device/" + device }
+            #expect(records.map(\.status) == [403, 200])
+            #expect(records.first?.reason == "ExpiredProviderToken")
+        }
+    }
+
+    @Test("a GOAWAY after every request: no push Apple never saw fails 'after N attempts', connects stay within the backoff, and every reconnect is counted")
+    func goAwayStorm() async throws {
+        let pool = 2
+        let base = Duration.milliseconds(200)
+        try await RelayHarness.with(
+            pushTimeout: .seconds(3), poolSize: pool, emulator: { $0.faults.goAwayAfterRequests = 1 },
+            tuneClient: { $0.backoffBase = base; $0.backoffMax = .seconds(2) }
+        ) { h in
+            // Both first connections up, so every connect from here on is a reconnect.
+            let up = ContinuousClock.now + .seconds(5)
+            while h.relay.client.connectionStats().open < pool || h.apple.connectionCount < pool, ContinuousClock.now < up {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let connectsBefore = h.apple.connectionCount
+            let reconnectsBefore = h.relay.metrics.reconnects.value
+            let start = ContinuousClock.now
+            let count = 60
+            let answers = try await withThrowingTaskGroup(of: (String, TestHTTP.Response).self) { group in
+                for i in 0..<count {
+                    let device = token(String(format: "a%03x", i))
+                    group.addTask { (device, try await h.push(token: device, id: "storm-\(i)")) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let elapsed = ContinuousClock.now - start
+            let seen = Set(h.apple.records.map(\.path))
+
+            #expect(answers.count == count)
+            let unexpected = answers.filter { ![201, 503, 504].contains($0.1.status) }
+            #expect(unexpected.isEmpty, "\(unexpected.prefix(3).map { "\($0.1.status) \($0.1.reason ?? "")" })")
+            #expect(answers.allSatisfy { $0.1.status != 503 || $0.1.header("Retry-After") != nil })
+            let countedButUnsent = answers.filter { device, answer in
+                (answer.reason ?? "").contains("attempts") && !seen.contains("/3/device/" + device)
+            }
+            #expect(countedButUnsent.isEmpty,
+                    "\(countedButUnsent.count) pushes never reached the emulator, yet: \(countedButUnsent.first?.1.reason ?? "")")
+            #expect(answers.contains { $0.1.status == 201 })
+
+            // Each slot waits at least half the base delay between connects (and longer as young
+            // deaths add up): the bound holds whatever the emulator does.
+            let connects = h.apple.connectionCount - connectsBefore
+            let perSlotBound = 1 + Int(elapsed / (base / 2))
+            #expect(connects <= pool * perSlotBound, "\(connects) connects in \(elapsed)")
+
+            // Every connect after the first ones is a reconnect, counted once (a pending one may land late).
+            let settle = ContinuousClock.now + .seconds(3)
+            while h.relay.metrics.reconnects.value - reconnectsBefore != h.apple.connectionCount - connectsBefore,
+                  ContinuousClock.now < settle {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let reconnects = h.relay.metrics.reconnects.value - reconnectsBefore
+            #expect(reconnects == h.apple.connectionCount - connectsBefore, "\(reconnects) counted, \(h.apple.connectionCount - connectsBefore) seen")
+            #expect(h.relay.metrics.reconnects.value > 0)
+            #expect(h.logs.records.contains { $0.message == "APNs reconnecting" })
+        }
+    }
+
+    @Test("when every APNs connection is failing and backs off past the deadline, a push is answered 503 at once and /ready is 503")
+    func unreachableAnswersAtOnce() async throws {
+        try await RelayHarness.with(tuneClient: { $0.backoffBase = .seconds(20); $0.backoffMax = .seconds(60) }) { h in
+            h.apple.stop()
+            let gone = ContinuousClock.now + .seconds(5)
+            while h.relay.isReady, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(!h.relay.isReady)
+            #expect(try await TestHTTP.get(port: h.port, target: "/ready").status == 503)
+
+            let start = ContinuousClock.now
+            let response = try await h.push(token: token("ab"))
+            let took = ContinuousClock.now - start
+            #expect(response.status == 503, "\(response.status) \(response.reason ?? "")")
+            #expect(response.header("Retry-After") != nil)
+            #expect(took < .seconds(2), "held for \(took) although no connection could be up before the deadline")
+        }
+    }
+}
+
+@Suite("APNS_MAX_STREAMS_PER_CONNECTION")
+struct MaxStreamsConfigurationTests {
+    private static let minimal: [String: String] = [
+        "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": "ABC123DEFG", "APPLE_TEAM_ID": "TEAM123456",
+        "TOPIC": "com.example.app",
+    ]
+
+    @Test("defaults to a billion, takes 1 to 2^30, and reaches the APNs client")
+    func maxStreams() throws {
+        #expect(try RelayConfiguration.load(environment: Self.minimal).apnsMaxStreamsPerConnection == 1_000_000_000)
+        var env = Self.minimal
+        env["APNS_MAX_STREAMS_PER_CONNECTION"] = "5000"
+        let configuration = try RelayConfiguration.load(environment: env)
+        #expect(configuration.apnsMaxStreamsPerConnection == 5000)
+        #expect(try RelayServer.clientConfiguration(configuration).maxStreamsPerConnection == 5000)
+        for bad in ["0", "1073741825", "lots"] {
+            env["APNS_MAX_STREAMS_PER_CONNECTION"] = bad
+            #expect(throws: ConfigurationError(.invalid, "APNS_MAX_STREAMS_PER_CONNECTION", "")) {
+                try RelayConfiguration.load(environment: env)
+            }
+        }
+        #expect(RelayConfiguration.variableNames.contains("APNS_MAX_STREAMS_PER_CONNECTION"))
+    }
+}
