@@ -190,10 +190,13 @@ package func httpGet(port: Int, path: String) -> Result<(status: Int, body: [UIn
         if n == 0 { break }
         guard n > 0 else {
             if input.count >= 12 { break }
-            return .failure(BenchError("no answer to GET \(path)"))
+            let error = errno
+            return .failure(BenchError(error == EAGAIN || error == EWOULDBLOCK ? "no answer to GET \(path) within 2 s"
+                                       : "GET \(path): the connection failed (errno \(error))"))
         }
         input.append(contentsOf: buffer[0..<n])
     }
+    guard !input.isEmpty else { return .failure(BenchError("GET \(path): the connection closed without an answer")) }
     guard input.count >= 12, let status = Int(String(decoding: input[9..<12], as: UTF8.self)) else {
         return .failure(BenchError("GET \(path) answered something that is not HTTP"))
     }

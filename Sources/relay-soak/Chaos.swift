@@ -73,12 +73,12 @@ struct ChaosSchedule {
                 kill(relayPID, SIGHUP)
                 log.state.withLock { $0.sighups += 1 }
             } catch {
-                print("relay-soak: could not rewrite the key for SIGHUP: \(error)")
+                say("relay-soak: could not rewrite the key for SIGHUP: \(error)")
             }
         case .emulatorRestart:
             emulator.stop()
             sleep(2)
-            do { try emulator.restart() } catch { print("relay-soak: the emulator did not restart: \(error)") }
+            do { try emulator.restart() } catch { say("relay-soak: the emulator did not restart: \(error)") }
         case .idleFlood:
             flood(slowBody: false)
         case .slowBodyFlood:

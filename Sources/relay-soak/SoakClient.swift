@@ -42,7 +42,10 @@ final class SoakConnection {
             }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else {
-                let why = n == 0 ? "the relay closed the connection" : "no answer within 10 s (errno \(errno))"
+                let error = errno
+                let why = n == 0 ? "the relay closed the connection"
+                    : error == EAGAIN || error == EWOULDBLOCK ? "no answer within 10 s"
+                    : "the connection failed (errno \(error))"
                 drop()
                 return .failure(BenchError(why))
             }

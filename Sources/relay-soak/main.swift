@@ -63,6 +63,11 @@ func writeSettings(directory: URL, keyIndex: Int, keys: [ES256PrivateKey], relay
         """.write(to: directory.appendingPathComponent("relay.env"), atomically: true, encoding: .utf8)
 }
 
+/// One line on stdout, written at once (not buffered) so a CI log shows a long run as it goes.
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
 /// One row of the table: what was measured against what must hold.
 struct Criterion {
     var name: String
@@ -87,11 +92,11 @@ func run() -> Int32 {
     installInterruptHandlers()
     let settings: SoakSettings
     do { settings = try SoakSettings.fromEnvironment() } catch {
-        print("relay-soak: \(error)")
+        say("relay-soak: \(error)")
         return 2
     }
     guard FileManager.default.isExecutableFile(atPath: settings.binary.path) else {
-        print("relay-soak: \(settings.binary.path) is missing; build it with swift build -c release --product apns-relay (make soak does)")
+        say("relay-soak: \(settings.binary.path) is missing; build it with swift build -c release --product apns-relay (make soak does)")
         return 2
     }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-soak-\(getpid())")
@@ -119,13 +124,13 @@ func run() -> Int32 {
         relayPort = try freeLoopbackPort()
         try writeSettings(directory: directory, keyIndex: 0, keys: keys, relayPort: relayPort, emulatorPort: emulator.port)
     } catch {
-        print("relay-soak: could not set up the emulator and the relay's files: \(error)")
+        say("relay-soak: could not set up the emulator and the relay's files: \(error)")
         return 2
     }
     defer { emulator.stop() }
     let variants: [PushVariant]
     do { variants = try PushVariant.make(count: 8) } catch {
-        print("relay-soak: could not encrypt the sample pushes: \(error)")
+        say("relay-soak: could not encrypt the sample pushes: \(error)")
         return 2
     }
 
@@ -137,7 +142,7 @@ func run() -> Int32 {
             port: relayPort, logURL: directory.appendingPathComponent("relay.log"))
         try relay.waitUntilHealthy(timeout: 20)
     } catch {
-        print("relay-soak: the relay did not start: \(error)")
+        say("relay-soak: the relay did not start: \(error)")
         return 2
     }
     let readyBy = Date().addingTimeInterval(10)
@@ -148,7 +153,7 @@ func run() -> Int32 {
     let runStart = monotonicNanos()
     let warmup = max(5, settings.seconds / 10)
     let tail = max(5, settings.seconds / 10)
-    print("relay-soak: \(fixed(settings.seconds, 0)) s (warm-up \(fixed(warmup, 0)) s, chaos, calm \(fixed(tail, 0)) s), "
+    say("relay-soak: \(fixed(settings.seconds, 0)) s (warm-up \(fixed(warmup, 0)) s, chaos, calm \(fixed(tail, 0)) s), "
           + "\(fixed(settings.rate, 0)) pushes/s, relay pid \(relay.pid) on 127.0.0.1:\(relayPort), emulator on 127.0.0.1:\(emulator.port), "
           + "pool \(poolSize), MAX_CONNECTIONS \(connectionCap), APNS_MAX_STREAMS_PER_CONNECTION \(maxStreamsPerConnection)")
 
@@ -253,29 +258,29 @@ func run() -> Int32 {
                               bound: "exit 0", holds: exitStatus == 0))
 
     let events = chaosState.events.map { "\(fixed($0.at, 0))s \($0.event.rawValue)" }
-    print("chaos (\(events.count) events, \(chaosState.floodConnections) flood connections): " + events.joined(separator: "; "))
+    say("chaos (\(events.count) events, \(chaosState.floodConnections) flood connections): " + events.joined(separator: "; "))
     var load: [String] = []
     for kind in PushKind.allCases {
         let statuses = (counts.byKindAndStatus[kind] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key == 0 ? "none" : String($0.key))×\($0.value)" }
         load.append("\(kind.rawValue) " + statuses.joined(separator: " "))
     }
-    print("answers by kind: " + load.joined(separator: "; "))
-    print("relay peak RSS \(peakRSS.map { fixed(Double($0) / 1024, 1) } ?? "?") MiB; emulator streams \(emulatorStreams); relay log \(logLines.count) lines")
-    if !counts.examples.isEmpty { print("first wrong answers: " + counts.examples.joined(separator: "; ")) }
-    if let first = healthCounts.firstFailure { print("first /health failure: \(first)") }
+    say("answers by kind: " + load.joined(separator: "; "))
+    say("relay peak RSS \(peakRSS.map { fixed(Double($0) / 1024, 1) } ?? "?") MiB; emulator streams \(emulatorStreams); relay log \(logLines.count) lines")
+    if !counts.examples.isEmpty { say("first wrong answers: " + counts.examples.joined(separator: "; ")) }
+    if let first = healthCounts.firstFailure { say("first /health failure: \(first)") }
 
     let widths = (max(6, criteria.map { $0.name.count }.max()!), max(8, criteria.map { $0.measured.count }.max()!), max(5, criteria.map { $0.bound.count }.max()!))
     func row(_ a: String, _ b: String, _ c: String, _ d: String) -> String {
         a.padding(toLength: widths.0, withPad: " ", startingAt: 0) + "  " + b.padding(toLength: widths.1, withPad: " ", startingAt: 0)
             + "  " + c.padding(toLength: widths.2, withPad: " ", startingAt: 0) + "  " + d
     }
-    print("")
-    print(row("criterion", "measured", "bound", "verdict"))
-    print(String(repeating: "-", count: widths.0 + widths.1 + widths.2 + 14))
-    for c in criteria { print(row(c.name, c.measured, c.bound, c.holds ? "ok" : "FAIL")) }
+    say("")
+    say(row("criterion", "measured", "bound", "verdict"))
+    say(String(repeating: "-", count: widths.0 + widths.1 + widths.2 + 14))
+    for c in criteria { say(row(c.name, c.measured, c.bound, c.holds ? "ok" : "FAIL")) }
     let failed = criteria.filter { !$0.holds }.count
-    print("")
-    print(failed == 0 ? "relay-soak: every criterion held" : "relay-soak: \(failed) of \(criteria.count) criteria failed")
+    say("")
+    say(failed == 0 ? "relay-soak: every criterion held" : "relay-soak: \(failed) of \(criteria.count) criteria failed")
     return failed == 0 ? 0 : 1
 }
 
