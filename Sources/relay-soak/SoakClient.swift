@@ -107,9 +107,9 @@ final class SoakWorker: Sendable {
                 (isDead ? dead : own).write(id: index * 100_000_000 + sequence, into: &request)
                 let sent: PushKind = isDead ? .dead : kind
                 switch connection.exchange(request) {
-                case .success(let answer): tally.record(sent, answer)
+                case .success(let answer): tally.record(sent, answer, sentAt: started)
                 case .failure(let error):
-                    tally.unanswered(sent, error.message)
+                    tally.unanswered(sent, error.message, sentAt: started)
                     usleep(100_000)
                 }
                 // Mastodon's pool opens new connections too (idle ones expire after 30 s): they

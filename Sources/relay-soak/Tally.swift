@@ -43,12 +43,27 @@ final class Tally: Sendable {
         /// Sent (or tried) and never answered: connection refused, closed or timed out.
         var unanswered = 0
         var examples: [String] = []
+        /// Normal pushes sent once the run was calm again, and how many of them got 201: a relay
+        /// that answers 503 for ever (out of stream ids, stuck in back-off) keeps every other
+        /// criterion, but not this one.
+        var calmNormal = 0
+        var calmNormalCreated = 0
     }
 
     private let counts = Mutex(Counts())
+    /// Pushes sent from this monotonic instant on count as calm (`UInt64.max`: not yet).
+    private let calmFrom = Atomic<UInt64>(.max)
 
-    func record(_ kind: PushKind, _ answer: Answer) {
+    func startCalm(at instant: UInt64) { calmFrom.store(instant, ordering: .relaxed) }
+
+    /// - Parameter sentAt: when the request went out (monotonic nanoseconds).
+    func record(_ kind: PushKind, _ answer: Answer, sentAt: UInt64) {
+        let calm = kind == .normal && sentAt >= calmFrom.load(ordering: .relaxed)
         counts.withLock { c in
+            if calm {
+                c.calmNormal += 1
+                if answer.status == 201 { c.calmNormalCreated += 1 }
+            }
             c.byKindAndStatus[kind, default: [:]][answer.status, default: 0] += 1
             var wrong: String?
             switch answer.status {
@@ -71,8 +86,10 @@ final class Tally: Sendable {
         }
     }
 
-    func unanswered(_ kind: PushKind, _ why: String) {
+    func unanswered(_ kind: PushKind, _ why: String, sentAt: UInt64) {
+        let calm = kind == .normal && sentAt >= calmFrom.load(ordering: .relaxed)
         counts.withLock { c in
+            if calm { c.calmNormal += 1 }
             c.unanswered += 1
             c.byKindAndStatus[kind, default: [:]][0, default: 0] += 1
             if c.examples.count < 5 { c.examples.append("no answer for a \(kind.rawValue) token: \(why)") }

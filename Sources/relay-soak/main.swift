@@ -152,7 +152,9 @@ func run() -> Int32 {
 
     let runStart = monotonicNanos()
     let warmup = max(5, settings.seconds / 10)
-    let tail = max(5, settings.seconds / 10)
+    // The calm tail is long enough for the last event (at most 5 s) to end, then its second
+    // half checks that the relay delivers again.
+    let tail = max(10, settings.seconds / 10)
     say("relay-soak: \(fixed(settings.seconds, 0)) s (warm-up \(fixed(warmup, 0)) s, chaos, calm \(fixed(tail, 0)) s), "
           + "\(fixed(settings.rate, 0)) pushes/s, relay pid \(relay.pid) on 127.0.0.1:\(relayPort), emulator on 127.0.0.1:\(emulator.port), "
           + "pool \(poolSize), MAX_CONNECTIONS \(connectionCap), APNS_MAX_STREAMS_PER_CONNECTION \(maxStreamsPerConnection)")
@@ -188,6 +190,8 @@ func run() -> Int32 {
     let chaosEnd = runStart + UInt64((settings.seconds - tail) * 1e9)
     let window = settings.seconds - tail - warmup
     chaos.run(from: monotonicNanos(), until: chaosEnd, spacing: min(7, window / Double(ChaosEvent.allCases.count)))
+    let calmFrom = runStart + UInt64((settings.seconds - tail / 2) * 1e9)
+    tally.startCalm(at: calmFrom)
     let remaining = Double(runStart) / 1e9 + settings.seconds - Double(monotonicNanos()) / 1e9
     if remaining > 0 { usleep(UInt32(remaining * 1e6)) }
 
@@ -235,6 +239,9 @@ func run() -> Int32 {
     criteria.append(Criterion(name: "4xx for tokens that are not dead", measured: "\(counts.wrong4xx)", bound: "0", holds: counts.wrong4xx == 0))
     criteria.append(Criterion(name: "non-2xx outside 410 dead / 503+Retry-After / 504", measured: "\(counts.wrongStatus)", bound: "0",
                               holds: counts.wrongStatus == 0))
+    criteria.append(Criterion(name: "normal pushes 201 in the last \(fixed(tail / 2, 0)) s (calm)",
+                              measured: "\(counts.calmNormalCreated) of \(counts.calmNormal)", bound: "all",
+                              holds: counts.calmNormal > 0 && counts.calmNormalCreated == counts.calmNormal))
     criteria.append(Criterion(name: "pushes without an answer", measured: "\(counts.unanswered)", bound: "0", holds: counts.unanswered == 0))
     criteria.append(Criterion(name: "/health polls not answered 200", measured: "\(healthCounts.failures) of \(healthCounts.polls)",
                               bound: "0", holds: healthCounts.failures == 0 && healthCounts.polls > 0))
