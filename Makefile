@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench fuzz build release clean deploy-check image-smoke nginx-test docker-test
+.PHONY: deps test run mock bench soak fuzz build release clean deploy-check image-smoke nginx-test docker-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -42,6 +42,17 @@ bench: deps
 	$(SWIFT) build -c release --product apns-relay
 	$(SWIFT) build -c release --product relay-bench
 	.build/release/relay-bench
+
+# Soak and chaos run (release build, loopback only, bounded): `apns-relay serve` against the
+# in-process APNs emulator for SOAK_SECONDS (300) of mixed pushes (normal, dead, slow, never
+# answered) while GOAWAY bursts and storms, an emulator restart, MAX_CONCURRENT_STREAMS changes,
+# floods up to the connection cap and SIGHUP key rotations happen; one table, exit 1 unless every
+# criterion holds (no 201 lost, the status table kept, /health always up, reconnects within the
+# back-off, RSS and fds back). SOAK_RATE (200) sets the normal clients' pushes per second.
+soak: deps
+	$(SWIFT) build -c release --product apns-relay
+	$(SWIFT) build -c release --product relay-soak
+	.build/release/relay-soak
 
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.

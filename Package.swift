@@ -36,7 +36,10 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush", "WebPushCrypto"]),
-        .executableTarget(name: "relay-bench", dependencies: ["MockAPNs", "OpenSSLSupport", "Transport", "EventLoop", "WebPushCrypto"]),
+        // What relay-bench and relay-soak share: the relay as a child process, loopback probes, the pushes.
+        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "WebPushCrypto"]),
+        .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "Transport", "EventLoop"]),
+        .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport"]),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "COpenSSL"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import OpenSSLSupport
 
 /// Lets the OpenSSL key sign provider tokens directly; the model only knows the protocol.
@@ -45,10 +46,13 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
 /// Everything the client needs to reach Apple. The defaults follow Apple's guidance and the
 /// lessons in DESIGN.md §5; tests shrink the timings.
 public struct APNsClientConfiguration: Sendable {
-    public var keyID: String
-    public var teamID: String
+    /// Who signs provider tokens. A reference shared by every copy of this configuration, so a
+    /// key rotated in it (SIGHUP) reaches every connection's next token without a restart.
+    public let credentials: APNsCredentials
+    public var keyID: String { credentials.current.keyID }
+    public var teamID: String { credentials.current.teamID }
     /// Signs provider tokens; an `ES256PrivateKey` loaded from the `.p8` file in production.
-    public var signer: any ProviderTokenSigner
+    public var signer: any ProviderTokenSigner { credentials.current.signer }
     public var production: APNsEndpoint = .production
     public var sandbox: APNsEndpoint = .sandbox
     /// Client TLS with ALPN h2; keep the system store (never pin Apple's CA) plus any test CA.
@@ -83,9 +87,7 @@ public struct APNsClientConfiguration: Sendable {
     public var tokenPolicy = ProviderTokenPolicy()
 
     public init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
-        self.keyID = keyID
-        self.teamID = teamID
-        self.signer = signer
+        self.credentials = APNsCredentials(APNsCredentials.Identity(keyID: keyID, teamID: teamID, signer: signer))
         self.tls = tls
     }
 
@@ -95,6 +97,41 @@ public struct APNsClientConfiguration: Sendable {
                 extraCAPEM: String? = nil) throws {
         let tls = try TLSContext.client(alpn: ["h2"], trustSystemStore: true, extraCAFile: extraCAFile, extraCAPEM: extraCAPEM)
         self.init(keyID: keyID, teamID: teamID, signer: signingKey, tls: tls)
+    }
+}
+
+/// The key id, team id and key that sign provider tokens, replaceable while the client runs.
+///
+/// Read once per token (a connection opening, a renewal), never per push: a replacement applies
+/// to new connections and to renewals, and tokens already accepted stay valid until they are
+/// renewed, as Apple keeps accepting them until the old key is revoked.
+public final class APNsCredentials: Sendable {
+    public struct Identity: Sendable {
+        public var keyID: String
+        public var teamID: String
+        public var signer: any ProviderTokenSigner
+
+        public init(keyID: String, teamID: String, signer: any ProviderTokenSigner) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.signer = signer
+        }
+    }
+
+    private let identity: Mutex<Identity>
+
+    public init(_ identity: Identity) {
+        self.identity = Mutex(identity)
+    }
+
+    /// What the next provider token is made from.
+    public var current: Identity { identity.withLock { $0 } }
+
+    /// Swaps in a new identity once it has signed a token; a key that cannot sign leaves the
+    /// old identity in place and throws `badKey`.
+    public func replace(with new: Identity, unixTime: Int64 = Int64(Date().timeIntervalSince1970)) throws(APNsError) {
+        _ = try ProviderToken(keyID: new.keyID, teamID: new.teamID, issuedAt: unixTime, signer: new.signer)
+        identity.withLock { $0 = new }
     }
 }
 

@@ -133,8 +133,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
                   policy.mayRenew(now: now, lastIssuedAt: token.issuedAt) else { return }
         }
         let renewal = token != nil
-        token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: now,
-                                  signer: configuration.signer)
+        // Read here, at each new token, so a reloaded key applies to new connections and renewals.
+        let identity = configuration.credentials.current
+        token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
         // The pool sends a push refused for an expired token only to a connection with a newer one.
         pool?.handle(.providerTokenIssued(id, issuedAt: now))
         if renewal { observer?.tokenRenewed(environment: environment, connection: number) }

@@ -11,13 +11,13 @@ import Synchronization
 /// | --- | --- |
 /// | `:path` not `/3/device/…`, or a `/` in the token | 404 `BadPath` |
 /// | `:method` not `POST` | 405 `MethodNotAllowed` |
-/// | `:path` is `/3/device/` | 400 `MissingDeviceToken` |
-/// | token not hex, odd length, under 64 or over 200 digits | 400 `BadDeviceToken` |
 /// | a header name repeated | 400 `DuplicateHeaders` |
 /// | no `authorization: bearer …` | 403 `MissingProviderToken` |
 /// | JWT malformed, wrong `alg`, unknown `kid`, wrong `iss`, `iat` not an integer, bad signature, `iat` > 5 min ahead | 403 `InvalidProviderToken` |
 /// | `iat` more than `providerTokenMaxAge` (3600) s ago | 403 `ExpiredProviderToken` |
 /// | another token accepted on this connection less than 20 min ago | 429 `TooManyProviderTokenUpdates` |
+/// | `:path` is `/3/device/` | 400 `MissingDeviceToken` |
+/// | token not hex, odd length, under 64 or over 200 digits, or all zeros (no device has it) | 400 `BadDeviceToken` |
 /// | no `apns-topic` | 400 `MissingTopic` |
 /// | `apns-push-type` unknown, or missing when `requirePushType` is on (Apple requires it on watchOS only; missing is an alert) | 400 `InvalidPushType` |
 /// | topic not derived from a configured base topic | 400 `TopicDisallowed` |
@@ -31,10 +31,15 @@ import Synchronization
 /// | with `strictPayload` on: body not a JSON object with an `aps` object | 400 `BadPayload` (a reason Apple does not have: off by default, Apple accepts `{}`) |
 ///
 /// Then the scripted faults (`MockFaults`), then 200.
+///
+/// The provider token is judged before the device token, as Apple does: a push to a token no
+/// device has (all zeros) answers 403 with a bad provider token and 400 `BadDeviceToken` with a
+/// good one, which is how `apns-relay check --connect` proves the credentials.
 public final class MockAPNsRules: Sendable {
-    /// The fixed part of the emulator's behaviour.
+    /// The emulator's behaviour at start-up; `keys` and `maxConcurrentStreams` may change later.
     public let configuration: MockAPNsConfiguration
     private let faultState: Mutex<MockFaults>
+    private let live: Mutex<LiveSettings>
     private let recorder: Mutex<RecordRing>
     private let makeID: @Sendable () -> String
 
@@ -53,6 +58,7 @@ public final class MockAPNsRules: Sendable {
     ) {
         self.configuration = configuration
         self.faultState = Mutex(configuration.faults)
+        self.live = Mutex(LiveSettings(keys: configuration.keys, maxConcurrentStreams: configuration.maxConcurrentStreams))
         self.recorder = Mutex(RecordRing(capacity: max(1, recordCapacity)))
         self.makeID = makeID
     }
@@ -66,6 +72,27 @@ public final class MockAPNsRules: Sendable {
     /// Changes the faults in one step (e.g. add one prefix) without losing a concurrent change.
     public func updateFaults(_ body: (inout MockFaults) -> Void) {
         faultState.withLock { body(&$0) }
+    }
+
+    /// What a running emulator may be told to change, as Apple changes it under a client.
+    struct LiveSettings: Sendable {
+        var keys: [String: MockKeyVerifier]
+        var maxConcurrentStreams: UInt32
+    }
+
+    /// The provider keys trusted now (key id → verifier), first `configuration.keys`: a test
+    /// registers a second key before rotating to it, or revokes the old one after.
+    public var keys: [String: MockKeyVerifier] {
+        get { live.withLock { $0.keys } }
+        set { live.withLock { $0.keys = newValue } }
+    }
+
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` advertised after an authenticated success, first
+    /// `configuration.maxConcurrentStreams`; a change reaches each connection with its next
+    /// success (`MockAPNsServer.advertiseMaxConcurrentStreams` sends it at once).
+    public var maxConcurrentStreams: UInt32 {
+        get { live.withLock { $0.maxConcurrentStreams } }
+        set { live.withLock { $0.maxConcurrentStreams = newValue } }
     }
 
     /// Every request decided so far, oldest first (at most `recordCapacity`).
@@ -129,8 +156,9 @@ public final class MockAPNsRules: Sendable {
 
         var newLimit: UInt32?
         if status == 200 {
-            if connection.advertisedMaxConcurrentStreams != configuration.maxConcurrentStreams {
-                newLimit = configuration.maxConcurrentStreams
+            let limit = maxConcurrentStreams
+            if connection.advertisedMaxConcurrentStreams != limit {
+                newLimit = limit
             }
         } else if status != nil, configuration.dropToOneAfterRejection, connection.advertisedMaxConcurrentStreams != 1 {
             newLimit = 1
@@ -191,7 +219,7 @@ public final class MockAPNsRules: Sendable {
     /// Runs every check; on success returns the device token, lower-cased.
     private func check(_ request: MockRequestHead, connection: inout MockConnectionState, now: Int64) -> Result<String, Rejection> {
         do throws(Rejection) {
-            let token = try Self.checkPathAndMethod(method: request.method, path: request.path)
+            let path = try Self.checkPathAndMethod(method: request.method, path: request.path)
 
             var headers: [String: String] = [:]
             for (name, value) in request.headers {
@@ -199,6 +227,7 @@ public final class MockAPNsRules: Sendable {
             }
 
             try checkProviderToken(headers["authorization"], connection: &connection, now: now)
+            let token = try Self.checkDeviceToken(path)
 
             guard let topic = headers["apns-topic"] else { throw Rejection(400, "MissingTopic") }
             if headers["apns-push-type"] == nil && configuration.requirePushType { throw Rejection(400, "InvalidPushType") }
@@ -225,15 +254,22 @@ public final class MockAPNsRules: Sendable {
         }
     }
 
-    private static func checkPathAndMethod(method: String, path: String) throws(Rejection) -> String {
+    /// Returns the path's device-token part, unchecked.
+    private static func checkPathAndMethod(method: String, path: String) throws(Rejection) -> Substring {
         let prefix = "/3/device/"
         guard path.hasPrefix(prefix) else { throw Rejection(404, "BadPath") }
         let token = path.dropFirst(prefix.count)
         if token.contains("/") { throw Rejection(404, "BadPath") }
         guard method == "POST" else { throw Rejection(405, "MethodNotAllowed") }
+        return token
+    }
+
+    /// The device token, lower-cased. An all-zero token is well formed but no device has it.
+    private static func checkDeviceToken(_ token: Substring) throws(Rejection) -> String {
         if token.isEmpty { throw Rejection(400, "MissingDeviceToken") }
         let digits = token.utf8
-        guard digits.count >= 64, digits.count <= 200, digits.count % 2 == 0, digits.allSatisfy(isHexDigit) else {
+        guard digits.count >= 64, digits.count <= 200, digits.count % 2 == 0, digits.allSatisfy(isHexDigit),
+              !digits.allSatisfy({ $0 == UInt8(ascii: "0") }) else {
             throw Rejection(400, "BadDeviceToken")
         }
         return token.lowercased()
@@ -298,7 +334,7 @@ public final class MockAPNsRules: Sendable {
               let header = MockJSON.parse(headerBytes), header.isObject,
               let claims = MockJSON.parse(claimBytes), claims.isObject,
               header["alg"]?.stringValue == "ES256",
-              let kid = header["kid"]?.stringValue, let key = configuration.keys[kid],
+              let kid = header["kid"]?.stringValue, let key = keys[kid],
               claims["iss"]?.stringValue == configuration.teamID,
               let issuedAt = claims["iat"]?.integerValue
         else { return nil }

@@ -142,6 +142,13 @@ public final class MockAPNsServer: Sendable {
         onEveryConnection { connection, handler in handler.goAway(connection, lastStreamID: nil, debugData: debug) }
     }
 
+    /// Sets the `SETTINGS_MAX_CONCURRENT_STREAMS` of every authenticated connection now (and
+    /// of later ones after their first success), as Apple lowers or raises it at run time.
+    public func advertiseMaxConcurrentStreams(_ limit: UInt32) {
+        rules.maxConcurrentStreams = limit
+        onEveryConnection { connection, handler in handler.advertise(limit, on: connection) }
+    }
+
     /// Stops listening (connects are refused) for `duration`, then listens again on the same
     /// port; open connections are left alone. Tests the client's reconnect back-off.
     public func refuseConnections(for duration: Duration) {
@@ -319,6 +326,13 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sen
                                 headers: head.headers, payload: head.body, status: response?.status,
                                 reason: response?.reason, apnsID: response?.header("apns-id")))
         }
+    }
+
+    /// A new stream limit; a connection not yet authenticated keeps 1, as Apple's do.
+    func advertise(_ limit: UInt32, on connection: HTTP2ServerConnection) {
+        guard state.authenticated, state.advertisedMaxConcurrentStreams != limit else { return }
+        state.advertisedMaxConcurrentStreams = limit
+        connection.updateMaxConcurrentStreams(limit)
     }
 
     /// Sends the one GOAWAY of this connection; later calls do nothing.

@@ -9,6 +9,9 @@ public struct RelayConfiguration: Sendable {
     /// Text of Apple's `.p8` signing key (PEM). Kept as text: the APNs module parses it, and
     /// this type never prints it (see `loggableSummary`).
     public var authKey: String
+    /// Where `authKey` came from (`APNS_AUTH_KEY` or `APNS_AUTH_KEY_FILE`), so an error about
+    /// the key names the variable the operator set.
+    public var authKeyVariable: String = Variable.authKey
     /// The 10-character key ID Apple shows next to the key; it becomes the JWT's `kid`.
     public var keyID: String
     /// The 10-character team ID; it becomes the JWT's `iss`.
@@ -372,7 +375,7 @@ private struct Reader {
         return RelayConfiguration.Endpoint(host: String(host), port: port)
     }
 
-    func authKey() throws(ConfigurationError) -> String {
+    func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
         let inline = value(Variable.authKey)
         let path = value(Variable.authKeyFile)
         var text: String
@@ -409,11 +412,11 @@ private struct Reader {
                 .invalid, source,
                 "\(source) must hold \(what) Apple's .p8 key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----), got \(text.count) characters that are not a PEM key")
         }
-        return text + "\n"
+        return (text + "\n", source)
     }
 
     func configuration() throws(ConfigurationError) -> RelayConfiguration {
-        let authKey = try authKey()
+        let (authKey, authKeyVariable) = try authKey()
         let keyID = try appleID(Variable.keyID, try required(Variable.keyID, "the 10-character key ID of the .p8 key"), "the key ID of the .p8 key")
         let teamText = try aliased(Variable.teamID, Variable.teamIDAlias, "the 10-character Apple team ID")
         let teamID = try appleID(value(Variable.teamID) != nil ? Variable.teamID : Variable.teamIDAlias, teamText, "the Apple team ID")
@@ -458,12 +461,14 @@ private struct Reader {
         let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: 1_000_000_000, in: 1...1_073_741_824,
                                      " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
 
-        return RelayConfiguration(
+        var configuration = RelayConfiguration(
             authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
             bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
             pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
             logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
             relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams)
+        configuration.authKeyVariable = authKeyVariable
+        return configuration
     }
 
     /// The `apns-topic` rule shared by `TOPIC` and `RELAY_TO_TOPIC`.

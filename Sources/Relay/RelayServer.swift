@@ -49,7 +49,8 @@ public final class RelayServer: Sendable {
                                 observer: APNsEventLog(metrics: metrics, logger: logger))
         } catch {
             group.shutdown()
-            throw ConfigurationError(.invalid, Variable.authKey, "\(Variable.authKey) cannot sign a provider token: \(error)")
+            throw ConfigurationError(.invalid, configuration.authKeyVariable,
+                                     "\(configuration.authKeyVariable) cannot sign a provider token: \(error)")
         }
         let responder = RelayResponder(
             settings: .init(configuration), sender: client, logger: logger, metrics: metrics,
@@ -105,6 +106,24 @@ public final class RelayServer: Sendable {
         return drained
     }
 
+    /// Applies the credentials of a freshly loaded configuration (SIGHUP): its key, key id and
+    /// team sign the tokens of new connections and of renewals; connections keep their current
+    /// token until it is due. Nothing changes when the key cannot sign.
+    ///
+    /// - Returns: the other settings that differ from the running ones; they need a restart.
+    /// - Throws: `ConfigurationError` naming the key's variable; the old credentials stay.
+    public func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
+        let key = try Self.signingKey(new)
+        do {
+            try client.configuration.credentials.replace(with: .init(keyID: new.keyID, teamID: new.teamID, signer: key))
+        } catch {
+            throw ConfigurationError(.invalid, new.authKeyVariable, "\(new.authKeyVariable) cannot sign a provider token: \(error.message)")
+        }
+        let reloaded: Set<String> = ["apns.key_id", "apns.team_id"]
+        let running = configuration.loggableSummary
+        return new.loggableSummary.filter { !reloaded.contains($0.key) && running[$0.key] != $0.value }.map(\.key).sorted()
+    }
+
     /// The APNs client's settings from the relay's: hosts, pool, queue bound, push deadline.
     /// Shared with `apns-relay check --connect`, so the check connects exactly as `serve` would.
     public static func clientConfiguration(
@@ -137,8 +156,9 @@ public final class RelayServer: Sendable {
             return try ES256PrivateKey(pem: configuration.authKey)
         } catch {
             // The key text never appears in the message: it is a secret.
-            throw ConfigurationError(.invalid, Variable.authKey,
-                                     "\(Variable.authKey) must hold Apple's ES256 (P-256) .p8 key; OpenSSL could not use it: \(error)")
+            let variable = configuration.authKeyVariable
+            throw ConfigurationError(.invalid, variable,
+                                     "\(variable) must hold Apple's ES256 (P-256) .p8 key; OpenSSL could not use it: \(error)")
         }
     }
 }

@@ -51,6 +51,11 @@ enum Check {
         while !client.isReady && ContinuousClock.now - started < .seconds(10) { Thread.sleep(forTimeInterval: 0.02) }
         let ready = client.isReady
         let elapsed = Int((ContinuousClock.now - started) / .milliseconds(1))
+        var verdict: CredentialProbe.Verdict?
+        if ready {
+            say("connected to \(configuration.apnsHost) (TLS, ALPN h2) in \(elapsed) ms")
+            verdict = CredentialProbe.run(client: client, topic: configuration.topic)
+        }
         let done = DispatchSemaphore(value: 0)
         Task {
             await client.shutdown()
@@ -58,11 +63,12 @@ enum Check {
         }
         done.wait()
         group.shutdown()
-        if ready {
-            say("connected to \(configuration.apnsHost) (TLS, ALPN h2) in \(elapsed) ms")
-            exit(0)
+        guard let verdict else {
+            fail("could not connect to \(configuration.apnsHost) within 10 s: check APNS_HOST, the network, and APNS_CA_FILE")
         }
-        fail("could not connect to \(configuration.apnsHost) within 10 s: check APNS_HOST, the network, and APNS_CA_FILE")
+        guard verdict.credentialsAccepted else { fail(verdict.message) }
+        say(verdict.message)
+        exit(0)
     }
 }
 

@@ -13,6 +13,8 @@ enum Serve {
             default: fail("serve: unknown option \(flag) (see --help)", code: 2)
             }
         }
+        // Until the reload handler is installed a SIGHUP must not kill the relay either.
+        signal(SIGHUP, SIG_IGN)
         let configuration = loadConfiguration(envFile: envFile)
         let logger = makeLogger(configuration)
         let relay: RelayServer
@@ -28,13 +30,22 @@ enum Serve {
         summary["port"] = .int(relay.port)
         logger.notice("apns-relay listening", summary)
         Shutdown.onSignal(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
+        let settingsFile = envFile
+        Reload.onSignal(logger: logger) { () throws(ConfigurationError) in
+            let new = try readConfiguration(envFile: settingsFile)
+            return (new, try relay.reload(new))
+        }
         dispatchMain()
+    }
+
+    static func readConfiguration(envFile: String?) throws(ConfigurationError) -> RelayConfiguration {
+        try RelayConfiguration.load(environment: ProcessInfo.processInfo.environment, envFile: envFile)
     }
 
     /// The settings, or one line naming the variable at fault and exit 1.
     static func loadConfiguration(envFile: String?) -> RelayConfiguration {
         do {
-            return try RelayConfiguration.load(environment: ProcessInfo.processInfo.environment, envFile: envFile)
+            return try readConfiguration(envFile: envFile)
         } catch {
             fail(error.message)
         }
@@ -74,5 +85,37 @@ enum Shutdown {
             source.resume()
             sources.append(source)
         }
+    }
+}
+
+/// SIGHUP re-reads the settings (the environment, `--env-file`, `APNS_AUTH_KEY_FILE`) and applies
+/// the key, key id and team to new connections and token renewals: a key rotation without a
+/// restart. A configuration that does not load is logged, naming its variable, and the running
+/// one stays. The process never exits on SIGHUP.
+enum Reload {
+    /// Lives as long as the process, like `Shutdown.sources`; written once before `dispatchMain`.
+    nonisolated(unsafe) static var source: DispatchSourceSignal?
+
+    /// - Parameter reload: loads the settings again and applies them; returns them with the names
+    ///   of the changed settings that only a restart applies.
+    static func onSignal(logger: Logger,
+                         _ reload: @escaping @Sendable () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+        source.setEventHandler {
+            do throws(ConfigurationError) {
+                let (new, needRestart) = try reload()
+                logger.notice("SIGHUP: reloaded the provider key; new connections and token renewals use it",
+                              ["apns.key_id": .string(new.keyID), "apns.team_id": .string(new.teamID)])
+                if !needRestart.isEmpty {
+                    logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")
+                }
+            } catch {
+                logger.error("SIGHUP: reload refused, the running configuration stays: \(error.message)",
+                             ["config.variable": .string(error.variable)])
+            }
+        }
+        source.resume()
+        self.source = source
     }
 }

@@ -13,7 +13,8 @@ let usage = """
 
     commands:
       serve [--env-file FILE]     run the relay (the default); settings from the environment,
-                                  FILE fills in variables the environment leaves unset
+                                  FILE fills in variables the environment leaves unset;
+                                  SIGHUP re-reads them and applies a new key, key id or team
       demo [--once] [--route push|relay-to]
                                   the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
                                   emulator and a throw-away key; prints a curl to try and every
@@ -21,7 +22,8 @@ let usage = """
                                   --route relay-to: the push goes to toot-relay's URL and payload
       check [--env-file FILE] [--connect]
                                   validate the settings and sign a provider token; --connect also
-                                  opens one connection to APNS_HOST and reports
+                                  connects to APNS_HOST and proves the token with a push to the
+                                  all-zero device token (400 BadDeviceToken: good; 403: exit 1)
       healthcheck [--port N]      GET http://127.0.0.1:$PORT/health; exit 0 when alive (Docker HEALTHCHECK)
       token                       print a provider token (JWT) made from APNS_AUTH_KEY[_FILE], APNS_KEY_ID,
                                   APPLE_TEAM_ID

@@ -4,6 +4,7 @@
 import Dispatch
 import Foundation
 import EventLoop
+import BenchSupport
 import HTTP2
 import OpenSSLSupport
 import Transport

@@ -3,6 +3,7 @@
 // per-request allocation beyond the response buffer, so the generator leaves the cores to the relay.
 import Dispatch
 import EventLoop
+import BenchSupport
 
 /// What one phase measured; built on the generator's loop, read after it has stopped.
 struct LoadResult: Sendable {

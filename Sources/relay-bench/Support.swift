@@ -1,6 +1,7 @@
-// Small pieces the benchmark phases share: settings, the clock, base64url, the JWT, statistics.
+// Small pieces the benchmark phases share: settings, the JWT, statistics.
 import Foundation
 import OpenSSLSupport
+import BenchSupport
 
 /// The benchmark's knobs, from the environment; every value is bounded so a run always ends.
 struct BenchSettings {
@@ -33,55 +34,11 @@ struct BenchSettings {
     }
 }
 
-/// Why the benchmark stopped; the message says what to fix.
-struct BenchError: Error, CustomStringConvertible {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
-}
-
-/// Monotonic nanoseconds: cheap enough to stamp every request.
-@inline(__always)
-func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
 /// CPU seconds the calling thread has used.
 func threadCPUSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-enum Base64URL {
-    /// Unpadded, as JWTs and WebPush headers carry it.
-    static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
-        var text = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-        if !padded {
-            while text.hasSuffix("=") { text.removeLast() }
-        }
-        return text
-    }
-}
-
-func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-}
-
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
 }
 
 /// An APNs provider token, written here rather than borrowed from the relay so the ceiling
@@ -92,26 +49,6 @@ func makeProviderToken(key: ES256PrivateKey, keyID: String, teamID: String, issu
     let signingInput = header + "." + claims
     let signature = try key.sign(Array(signingInput.utf8))
     return signingInput + "." + Base64URL.encode(signature)
-}
-
-/// Parses a UUID's 32 hex digits (dashes skipped, either case) into one number, so a
-/// million ids fit in a compact set; nil for anything else.
-func uuidKey<S: Sequence>(_ text: S) -> UInt128? where S.Element == UInt8 {
-    var value: UInt128 = 0
-    var digits = 0
-    for c in text {
-        let v: UInt8
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "-"): continue
-        default: return nil
-        }
-        value = value << 4 | UInt128(v)
-        digits += 1
-    }
-    return digits == 32 ? value : nil
 }
 
 /// Latencies of one phase, in nanoseconds; percentiles by sorting once at the end.
@@ -136,12 +73,6 @@ struct LatencySummary {
         p999 = at(0.999)
         max = sorted.last.map { Double($0) / 1e6 } ?? .nan
     }
-}
-
-/// `value` with `decimals` digits, or "n/a" when there is nothing to show.
-func fixed(_ value: Double, _ decimals: Int) -> String {
-    guard value.isFinite else { return "n/a" }
-    return String(format: "%.\(decimals)f", value)
 }
 
 /// A JSON number, or null when there is nothing to show.

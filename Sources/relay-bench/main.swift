@@ -9,6 +9,7 @@ import Synchronization
 import MockAPNs
 import OpenSSLSupport
 import EventLoop
+import BenchSupport
 
 let keyID = "BENCHKEY01"
 let teamID = "BENCHTEAM1"
@@ -26,11 +27,6 @@ struct RelayFindings {
     var terminated = false
     var logLines: [Substring] = []
     var failure: String?
-}
-
-/// The apns-id of every push the emulator accepted, filled on its loop, read after a phase.
-final class DeliveredIDs: Sendable {
-    let ids = Mutex<Set<UInt128>>([])
 }
 
 /// CPU seconds used by this process so far (the generator and the emulator).
@@ -82,7 +78,7 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
         if let before = cpuBefore, let after = cpuAfter { findings.cpuSeconds = after - before }
         // The emulator records a push just after answering it; give the last ones a moment.
         usleep(300_000)
-        findings.lost = delivered.ids.withLock { set in load.acceptedIDs.reduce(0) { $0 + (set.contains($1) ? 0 : 1) } }
+        findings.lost = delivered.missing(load.acceptedIDs)
         findings.load = load
     } catch {
         findings.failure = "\(error)"
@@ -126,7 +122,7 @@ func run() -> Int32 {
                                             loopCount: emulatorLoops, onRecord: { record in
             // Every push "Apple" accepted, by apns-id, to find 201s that never reached it.
             if record.status == 200, let id = record.apnsID, let number = uuidKey(id.utf8) {
-                _ = delivered.ids.withLock { $0.insert(number) }
+                delivered.insert(number)
             }
         })
     } catch {

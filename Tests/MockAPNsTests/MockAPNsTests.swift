@@ -118,6 +118,33 @@ struct PathTests {
     func badToken(token: String) throws {
         try expectRejected(Fixture.request(token: token), 400, "BadDeviceToken")
     }
+
+    @Test("the all-zero token, which no device has, answers 400 BadDeviceToken")
+    func allZeroToken() throws {
+        try expectRejected(Fixture.request(token: String(repeating: "0", count: 64)), 400, "BadDeviceToken")
+    }
+
+    @Test("the provider token is judged before the device token, as Apple does", arguments: [
+        String(repeating: "0", count: 64), String(repeating: "zz", count: 32), "",
+    ])
+    func providerTokenFirst(token: String) throws {
+        let unknownKey = Fixture.jwt(header: #"{"alg":"ES256","kid":"OTHERKEY00"}"#)
+        try expectRejected(Fixture.request(token: token, jwt: unknownKey), 403, "InvalidProviderToken")
+        let otherTeam = Fixture.jwt(claims: #"{"iss":"OTHERTEAM0","iat":\#(Fixture.now)}"#)
+        try expectRejected(Fixture.request(token: token, jwt: otherTeam), 403, "InvalidProviderToken")
+    }
+
+    @Test("a key trusted at run time is accepted, a revoked one refused")
+    func keysChangeAtRunTime() throws {
+        let rules = Fixture.rules()
+        let newKey = Fixture.jwt(header: #"{"alg":"ES256","kid":"NEWKEY6789"}"#)
+        try expectRejected(Fixture.request(jwt: newKey), 403, "InvalidProviderToken", rules: rules)
+        rules.keys["NEWKEY6789"] = Fixture.verifier
+        rules.keys[Fixture.kid] = nil
+        var state = MockConnectionState(connectionID: 1)
+        #expect(rules.decide(Fixture.request(jwt: newKey), connection: &state, now: Fixture.now).response?.status == 200)
+        try expectRejected(Fixture.request(), 403, "InvalidProviderToken", rules: rules)
+    }
 }
 
 @Suite("headers")

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 import MockAPNs
+import OpenSSLSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The built `apns-relay` executable, next to the test bundle in the build directory.
 private let executable: URL? = {
@@ -110,20 +114,215 @@ struct CommandLineTests {
         }
     }
 
-    @Test("check --connect validates the settings and opens a connection to APNS_HOST")
+    /// `check --connect`'s environment against the harness's production emulator.
+    private func checkEnvironment(_ h: RelayHarness, ca: URL, keyID: String = RelayHarness.keyID,
+                                  teamID: String = RelayHarness.teamID) -> [String: String] {
+        [
+            "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": keyID,
+            "APPLE_TEAM_ID": teamID, "TOPIC": RelayHarness.topic,
+            "APNS_HOST": "localhost:\(h.apple.port)", "APNS_CA_FILE": ca.path,
+        ]
+    }
+
+    @Test("check --connect connects and proves the credentials with a push to the all-zero token")
     func checkConnect() async throws {
         try await RelayHarness.with { h in
-            let ca = FileManager.default.temporaryDirectory.appendingPathComponent("relay-ca-\(getpid()).pem")
-            try RelayHarness.certificates.caPEM.write(to: ca, atomically: true, encoding: .utf8)
+            let ca = try TemporaryFiles.caFile()
             defer { try? FileManager.default.removeItem(at: ca) }
-            let environment = [
-                "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID,
-                "APPLE_TEAM_ID": RelayHarness.teamID, "TOPIC": RelayHarness.topic,
-                "APNS_HOST": "localhost:\(h.apple.port)", "APNS_CA_FILE": ca.path,
-            ]
-            let result = try await run(["check", "--connect"], environment: environment)
+            let result = try await run(["check", "--connect"], environment: checkEnvironment(h, ca: ca))
             #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
             #expect(result.stdout.contains("connected to localhost:\(h.apple.port)"))
+            #expect(result.stdout.contains("provider token accepted"), "\(result.stdout)")
+            #expect(h.apple.records.last?.reason == "BadDeviceToken")
+            #expect(h.apple.records.last?.path == "/3/device/" + String(repeating: "0", count: 64))
         }
+    }
+
+    @Test("check --connect fails with 403 when the key id or the team is wrong", arguments: [
+        ("WRONGKEY01", RelayHarness.teamID), (RelayHarness.keyID, "WRONGTEAM1"),
+    ])
+    func checkConnectRefused(keyID: String, teamID: String) async throws {
+        try await RelayHarness.with { h in
+            let ca = try TemporaryFiles.caFile()
+            defer { try? FileManager.default.removeItem(at: ca) }
+            let result = try await run(["check", "--connect"], environment: checkEnvironment(h, ca: ca, keyID: keyID, teamID: teamID))
+            #expect(result.status == 1, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stderr.contains("403 InvalidProviderToken"), "\(result.stderr)")
+            #expect(result.stderr.contains("APNS_KEY_ID"))
+        }
+    }
+
+    @Test("SIGHUP rotates the key from the env file and the key file; an invalid one is logged and the old stays")
+    func sighupReload() async throws {
+        let newKeyID = "ROTATED123"
+        let newKey = try ES256PrivateKey.generate()
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let port = try freePort()
+        func writeSettings(keyID: String, key: String) throws {
+            try key.write(to: files.keyFile, atomically: true, encoding: .utf8)
+            try """
+                APNS_AUTH_KEY_FILE=\(files.keyFile.path)
+                APNS_KEY_ID=\(keyID)
+                APPLE_TEAM_ID=\(RelayHarness.teamID)
+                TOPIC=\(RelayHarness.topic)
+                APNS_HOST=localhost:\(apple.port)
+                APNS_CA_FILE=\(ca.path)
+                PORT=\(port)
+                BIND_ADDRESS=127.0.0.1
+                CONNECTION_POOL_SIZE=1
+                """.write(to: files.envFile, atomically: true, encoding: .utf8)
+        }
+        try writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8)
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        defer { relay.stop() }
+        try await relay.waitUntilReady(port: port)
+
+        func pushKeyID() async throws -> String? {
+            let id = UUID().uuidString
+            let response = try await TestHTTP.post(
+                port: port, target: "/push/\(token("", fill: "2"))/\(id)",
+                headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"), ("Crypto-Key", "dh=\(Sample.dh)")],
+                body: Sample.body)
+            #expect(response.status == 201, "\(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            let record = apple.records.last { $0.status == 200 && $0.apnsID == response.header("apns-id") }
+            return record.flatMap { tokenKeyID($0.header("authorization")) }
+        }
+        #expect(try await pushKeyID() == RelayHarness.keyID)
+
+        // Rotate: the emulator trusts the new key, the files name it, SIGHUP, then the old key is revoked.
+        apple.rules.keys[newKeyID] = .es256(newKey.publicKey)
+        try writeSettings(keyID: newKeyID, key: newKey.pemPKCS8)
+        relay.signal(SIGHUP)
+        try await relay.waitForLog("reloaded the provider key")
+        apple.rules.keys[RelayHarness.keyID] = nil
+        apple.dropAllConnections()
+        try await relay.waitUntilReady(port: port)
+        #expect(try await pushKeyID() == newKeyID)
+
+        // An invalid key file: logged with the variable's name; the running key keeps working.
+        try "not a key".write(to: files.keyFile, atomically: true, encoding: .utf8)
+        relay.signal(SIGHUP)
+        try await relay.waitForLog("APNS_AUTH_KEY_FILE")
+        // An invalid key id in the env file: the same.
+        try writeSettings(keyID: "bad", key: newKey.pemPKCS8)
+        relay.signal(SIGHUP)
+        try await relay.waitForLog("APNS_KEY_ID must be")
+        apple.dropAllConnections()
+        try await relay.waitUntilReady(port: port)
+        #expect(try await pushKeyID() == newKeyID)
+        #expect(relay.isRunning)
+        #expect(relay.stop() == 0)
+    }
+}
+
+/// The `kid` of a provider token (`bearer header.claims.signature`).
+private func tokenKeyID(_ authorization: String?) -> String? {
+    guard let authorization, let header = authorization.dropFirst("bearer ".count).split(separator: ".").first else { return nil }
+    let bytes = base64URLDecode(String(header))
+    let json = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+    return json?["kid"] as? String
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+private func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw TestHTTP.Failure(description: "no free port on 127.0.0.1") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Files one test writes, under a directory of its own that `remove` deletes.
+private struct TemporaryFiles {
+    let directory: URL
+    var envFile: URL { directory.appendingPathComponent("relay.env") }
+    var keyFile: URL { directory.appendingPathComponent("AuthKey.p8") }
+    var log: URL { directory.appendingPathComponent("relay.log") }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-cli-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    /// The emulator's CA, where APNS_CA_FILE can name it.
+    static func caFile() throws -> URL {
+        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("relay-ca-\(getpid())-\(UUID().uuidString).pem")
+        try RelayHarness.certificates.caPEM.write(to: ca, atomically: true, encoding: .utf8)
+        return ca
+    }
+}
+
+/// `apns-relay serve` as a child process (nothing inherited from the test's environment), its
+/// stderr in a file; `stop` sends SIGTERM and, after 10 s, SIGKILL, so it never outlives the test.
+private final class ServeProcess: @unchecked Sendable {
+    // @unchecked: the Process is started in init and then only read (isRunning, pid) or stopped.
+    private let process = Process()
+    private let log: URL
+
+    init(arguments: [String], log: URL) throws {
+        let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = [:]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Polls GET /ready until 200 (bounded: 15 s).
+    func waitUntilReady(port: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw TestHTTP.Failure(description: "the relay exited (\(process.terminationStatus)): \(logText)") }
+            if let response = try? await TestHTTP.get(port: port, target: "/ready"), response.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestHTTP.Failure(description: "the relay never became ready: \(logText)")
+    }
+
+    /// Waits (bounded: 10 s) until the log holds `text`.
+    func waitForLog(_ text: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !logText.contains(text) {
+            guard process.isRunning else { throw TestHTTP.Failure(description: "the relay exited (\(process.terminationStatus)): \(logText)") }
+            guard ContinuousClock.now < deadline else { throw TestHTTP.Failure(description: "no log line with \"\(text)\": \(logText)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after 10 s; the exit status (128 + signal when killed by one).
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
     }
 }

@@ -1,12 +1,13 @@
-// The relay under test as a child process, and what the kernel says about it.
+// The relay under test as a child process, what the kernel says about it, and plain loopback
+// HTTP probes of it.
 import Foundation
 import Synchronization
 
 /// The relay's pid while it runs, so an interrupted benchmark does not leave it behind.
-let runningRelayPID = Atomic<Int32>(0)
+package let runningRelayPID = Atomic<Int32>(0)
 
 /// On SIGINT/SIGTERM: stop the relay too, then leave (only async-signal-safe calls).
-func installInterruptHandlers() {
+package func installInterruptHandlers() {
     for sig in [SIGINT, SIGTERM] {
         signal(sig) { received in
             let pid = runningRelayPID.load(ordering: .relaxed)
@@ -16,20 +17,20 @@ func installInterruptHandlers() {
     }
 }
 
-/// `apns-relay serve` started with a configuration in its environment; its stderr goes to a file
-/// so a noisy relay cannot flood the benchmark's table.
-final class RelayProcess {
-    let process = Process()
-    let port: Int
-    let logURL: URL
+/// `apns-relay serve` started with a configuration in its environment (and `arguments`, e.g.
+/// `--env-file`); its stderr goes to a file so a noisy relay cannot flood the caller's table.
+package final class RelayProcess {
+    package let process = Process()
+    package let port: Int
+    package let logURL: URL
 
-    init(binary: URL, environment: [String: String], port: Int, logURL: URL) throws {
+    package init(binary: URL, arguments: [String] = ["serve"], environment: [String: String], port: Int, logURL: URL) throws {
         self.port = port
         self.logURL = logURL
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         process.executableURL = binary
-        process.arguments = ["serve"]
+        process.arguments = arguments
         process.environment = environment
         process.standardOutput = log
         process.standardError = log
@@ -38,10 +39,10 @@ final class RelayProcess {
         runningRelayPID.store(process.processIdentifier, ordering: .relaxed)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    package var pid: Int32 { process.processIdentifier }
 
     /// Polls `GET /health` until it answers 200; fails early when the relay exits.
-    func waitUntilHealthy(timeout: Double) throws {
+    package func waitUntilHealthy(timeout: Double) throws {
         let deadline = Date().addingTimeInterval(timeout)
         var last = "no answer"
         while Date() < deadline {
@@ -59,7 +60,7 @@ final class RelayProcess {
     }
 
     /// utime + stime so far, in seconds.
-    func cpuSeconds() -> Double? {
+    package func cpuSeconds() -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         // Fields after "(comm)": state is field 3, utime 14, stime 15.
@@ -69,9 +70,19 @@ final class RelayProcess {
     }
 
     /// Peak resident set (VmHWM), in KiB.
-    func peakRSSKiB() -> Int? {
+    package func peakRSSKiB() -> Int? { statusField("VmHWM:") }
+
+    /// Resident set now (VmRSS), in KiB.
+    package func rssKiB() -> Int? { statusField("VmRSS:") }
+
+    /// Open file descriptors now (entries of /proc/PID/fd).
+    package func openFileDescriptors() -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+    }
+
+    private func statusField(_ name: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in text.split(separator: "\n") where line.hasPrefix(name) {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         }
         return nil
@@ -79,7 +90,7 @@ final class RelayProcess {
 
     /// Sends SIGTERM and waits up to `timeout` seconds; returns the exit status, or nil if it
     /// had to be killed.
-    func terminate(timeout: Double) -> Int32? {
+    package func terminate(timeout: Double) -> Int32? {
         defer { runningRelayPID.store(0, ordering: .relaxed) }
         guard process.isRunning else { return process.terminationStatus }
         kill(pid, SIGTERM)
@@ -94,19 +105,19 @@ final class RelayProcess {
     }
 
     /// The relay's log lines, and the last few of them for error messages.
-    func logLines() -> [Substring] {
+    package func logLines() -> [Substring] {
         guard let text = try? String(contentsOf: logURL, encoding: .utf8) else { return [] }
         return text.split(separator: "\n")
     }
 
-    func logTail(_ count: Int = 5) -> String {
+    package func logTail(_ count: Int = 5) -> String {
         let lines = logLines()
         return lines.isEmpty ? "(empty)" : lines.suffix(count).joined(separator: " | ")
     }
 }
 
 /// A port on 127.0.0.1 that was free a moment ago (bound to 0, read back, released).
-func freeLoopbackPort() throws -> Int {
+package func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw BenchError("could not open a socket to find a free port (errno \(errno))") }
     defer { close(fd) }
@@ -130,32 +141,71 @@ private func loopbackAddress(port: Int) -> sockaddr_in {
     return address
 }
 
-/// One blocking `GET` with `Connection: close` (2 s timeouts); the status code of the answer.
-func httpGetStatus(port: Int, path: String) -> Result<Int, BenchError> {
+/// A blocking TCP socket connected to 127.0.0.1:`port`, with `timeoutSeconds` on every send and
+/// receive; the caller closes it.
+package func connectLoopback(port: Int, timeoutSeconds: Int = 2) -> Result<Int32, BenchError> {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return .failure(BenchError("socket failed (errno \(errno))")) }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 2, tv_usec: 0)
+    var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var address = loopbackAddress(port: port)
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else { return .failure(BenchError("connect to 127.0.0.1:\(port) failed (errno \(errno))")) }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
-    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
+    guard connected == 0 else {
+        let error = errno
+        close(fd)
+        return .failure(BenchError("connect to 127.0.0.1:\(port) failed (errno \(error))"))
+    }
+    return .success(fd)
+}
+
+/// Writes all of `bytes`; false when the peer is gone or the send timed out.
+package func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard n > 0 else { return false }
+        sent += n
+    }
+    return true
+}
+
+/// One blocking `GET` with `Connection: close` (2 s timeouts); the status and body of the answer.
+package func httpGet(port: Int, path: String) -> Result<(status: Int, body: [UInt8]), BenchError> {
+    let fd: Int32
+    switch connectLoopback(port: port) {
+    case .success(let socket): fd = socket
+    case .failure(let error): return .failure(error)
+    }
+    defer { close(fd) }
+    guard sendAll(fd, Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)) else {
         return .failure(BenchError("sending GET \(path) failed (errno \(errno))"))
     }
-    var buffer = [UInt8](repeating: 0, count: 512)
-    var received = 0
-    while received < 12 {
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + received, $0.count - received, 0) }
-        guard n > 0 else { return .failure(BenchError("no answer to GET \(path)")) }
-        received += n
+    var input: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 16384)
+    while input.count < 4 << 20 {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 { break }
+        guard n > 0 else {
+            if input.count >= 12 { break }
+            let error = errno
+            return .failure(BenchError(error == EAGAIN || error == EWOULDBLOCK ? "no answer to GET \(path) within 2 s"
+                                       : "GET \(path): the connection failed (errno \(error))"))
+        }
+        input.append(contentsOf: buffer[0..<n])
     }
-    guard let status = Int(String(decoding: buffer[9..<12], as: UTF8.self)) else {
+    guard !input.isEmpty else { return .failure(BenchError("GET \(path): the connection closed without an answer")) }
+    guard input.count >= 12, let status = Int(String(decoding: input[9..<12], as: UTF8.self)) else {
         return .failure(BenchError("GET \(path) answered something that is not HTTP"))
     }
-    return .success(status)
+    let separator: [UInt8] = [13, 10, 13, 10]
+    let bodyStart = (0..<max(0, input.count - 3)).first { Array(input[$0..<$0 + 4]) == separator }.map { $0 + 4 } ?? input.count
+    return .success((status, Array(input[bodyStart...])))
+}
+
+/// `httpGet`'s status alone.
+package func httpGetStatus(port: Int, path: String) -> Result<Int, BenchError> {
+    httpGet(port: port, path: path).map(\.status)
 }

@@ -1,0 +1,57 @@
+import Dispatch
+import Synchronization
+import APNs
+
+/// Proves the provider token the way only Apple can: a push to a device token no device has
+/// (all zeros). Apple checks the provider token first, so 400 `BadDeviceToken` means the key,
+/// key id and team are good, and a 403 means they are not; nothing is ever delivered.
+enum CredentialProbe {
+    struct Verdict {
+        var credentialsAccepted: Bool
+        var message: String
+    }
+
+    static let deviceToken = String(repeating: "0", count: 64)
+
+    static func run(client: APNsClient, topic: String) -> Verdict {
+        let notification: APNsNotification
+        do {
+            let payload = try APNsAlertPayload(locKey: "apns-default-message").build()
+            // Expiration 0: even a mistaken success would not be stored for a device.
+            notification = try APNsNotification(token: try DeviceToken(deviceToken), topic: topic, payload: payload,
+                                                pushType: .alert, expiration: 0)
+        } catch {
+            return Verdict(credentialsAccepted: false, message: "cannot build the probe push: \(error.message)")
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<APNsResponse, APNsError>?>(nil)
+        client.send(notification, environment: .production) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return verdict(outcome.withLock { $0 }!)
+    }
+
+    static func verdict(_ result: Result<APNsResponse, APNsError>) -> Verdict {
+        let response: APNsResponse
+        switch result {
+        case .failure(let error):
+            return Verdict(credentialsAccepted: false,
+                           message: "the probe push to APNs got no answer (\(error.code)): \(error.message)")
+        case .success(let r): response = r
+        }
+        let reason = response.reason?.rawValue ?? ""
+        switch response.status {
+        case 400 where response.reason == .badDeviceToken, 200:
+            return Verdict(credentialsAccepted: true,
+                           message: "provider token accepted: APNs checked it and answered \(response.status) \(reason) for the all-zero probe token")
+        case 403:
+            return Verdict(credentialsAccepted: false,
+                           message: "APNs refused the provider token (403 \(reason)): check APNS_KEY_ID, APPLE_TEAM_ID and the .p8 key (APNS_AUTH_KEY or APNS_AUTH_KEY_FILE) belong together")
+        default:
+            return Verdict(credentialsAccepted: false,
+                           message: "provider token accepted, but APNs answered \(response.status) \(reason) to the probe push: check TOPIC (the app's bundle ID) and that the key may push to it")
+        }
+    }
+}

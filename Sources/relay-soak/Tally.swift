@@ -1,0 +1,100 @@
+// The kinds of push the soak sends, and every answer judged by the relay's status table.
+import Synchronization
+
+/// What a push was meant to meet at the emulator (its device token's prefix picks the fault).
+enum PushKind: String, CaseIterable, Sendable {
+    case normal
+    /// `dead…`: Apple answers 410 Unregistered; the relay must answer 410.
+    case dead
+    /// `de1a…`: Apple answers 200 after 2 s.
+    case slow
+    /// `0ff0…`: Apple never answers; the relay must answer 504 at its push deadline.
+    case neverAnswered
+
+    var tokenPrefix: String {
+        switch self {
+        case .normal: "a1b2"
+        case .dead: "dead"
+        case .slow: "de1a"
+        case .neverAnswered: "0ff0"
+        }
+    }
+}
+
+/// One answer from the relay, as much of it as the criteria need.
+struct Answer {
+    var status: Int
+    var retryAfter: Bool
+    var apnsID: UInt128?
+    var close: Bool
+}
+
+/// Every answer of the run, tallied by kind; shared by the client threads.
+final class Tally: Sendable {
+    struct Counts: Sendable {
+        var byKindAndStatus: [PushKind: [Int: Int]] = [:]
+        /// apns-ids of every 201.
+        var accepted: [UInt128] = []
+        var createdWithoutID = 0
+        /// A 4xx for a token that was not dead: Mastodon would delete a live subscription.
+        var wrong4xx = 0
+        /// A non-2xx the status table does not allow (a 502, a 503 without Retry-After, a 500…).
+        var wrongStatus = 0
+        /// Sent (or tried) and never answered: connection refused, closed or timed out.
+        var unanswered = 0
+        var examples: [String] = []
+        /// Normal pushes sent once the run was calm again, and how many of them got 201: a relay
+        /// that answers 503 for ever (out of stream ids, stuck in back-off) keeps every other
+        /// criterion, but not this one.
+        var calmNormal = 0
+        var calmNormalCreated = 0
+    }
+
+    private let counts = Mutex(Counts())
+    /// Pushes sent from this monotonic instant on count as calm (`UInt64.max`: not yet).
+    private let calmFrom = Atomic<UInt64>(.max)
+
+    func startCalm(at instant: UInt64) { calmFrom.store(instant, ordering: .relaxed) }
+
+    /// - Parameter sentAt: when the request went out (monotonic nanoseconds).
+    func record(_ kind: PushKind, _ answer: Answer, sentAt: UInt64) {
+        let calm = kind == .normal && sentAt >= calmFrom.load(ordering: .relaxed)
+        counts.withLock { c in
+            if calm {
+                c.calmNormal += 1
+                if answer.status == 201 { c.calmNormalCreated += 1 }
+            }
+            c.byKindAndStatus[kind, default: [:]][answer.status, default: 0] += 1
+            var wrong: String?
+            switch answer.status {
+            case 201:
+                if let id = answer.apnsID { c.accepted.append(id) } else { c.createdWithoutID += 1 }
+            case 410 where kind == .dead:
+                break
+            case 400..<500:
+                c.wrong4xx += 1
+                wrong = "\(answer.status) for a \(kind.rawValue) token"
+            case 503 where answer.retryAfter, 504:
+                // The status table: 503 always carries Retry-After; 504 (no answer before the
+                // push deadline) carries none.
+                break
+            default:
+                c.wrongStatus += 1
+                wrong = "\(answer.status)\(answer.retryAfter ? "" : " without Retry-After") for a \(kind.rawValue) token"
+            }
+            if let wrong, c.examples.count < 5 { c.examples.append(wrong) }
+        }
+    }
+
+    func unanswered(_ kind: PushKind, _ why: String, sentAt: UInt64) {
+        let calm = kind == .normal && sentAt >= calmFrom.load(ordering: .relaxed)
+        counts.withLock { c in
+            if calm { c.calmNormal += 1 }
+            c.unanswered += 1
+            c.byKindAndStatus[kind, default: [:]][0, default: 0] += 1
+            if c.examples.count < 5 { c.examples.append("no answer for a \(kind.rawValue) token: \(why)") }
+        }
+    }
+
+    var snapshot: Counts { counts.withLock { $0 } }
+}
