@@ -38,8 +38,15 @@ public struct RelayConfiguration: Sendable {
     public var logFormat: LogFormat
     /// Pushes waiting for an APNs stream; past this the relay answers 503 instead of queuing forever.
     public var maxQueuedPushes: Int
-    /// Inbound connections held open at once; past this new ones are refused.
+    /// Inbound connections held open at once; at the cap the longest-idle one makes room, and
+    /// when none is idle new ones are refused.
     public var maxConnections: Int
+    /// From a request's first byte to its last, head and body together; past it the answer is
+    /// 408 (which Mastodon retries), so a body trickled a byte at a time can't hold memory.
+    public var requestTimeout: Duration
+    /// Bytes all half-received requests may hold together; past it the slowest senders are
+    /// answered 408, so slow clients can't push the relay past its memory limit.
+    public var maxBufferedRequestBytes: Int
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
@@ -49,7 +56,8 @@ public struct RelayConfiguration: Sendable {
         apnsSandboxHost: Endpoint = defaultAPNsSandboxHost, caFile: String? = nil,
         pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
         alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
-        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000
+        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000,
+        requestTimeout: Duration = .milliseconds(10_000), maxBufferedRequestBytes: Int = 64 << 20
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -68,6 +76,8 @@ public struct RelayConfiguration: Sendable {
         self.logFormat = logFormat
         self.maxQueuedPushes = maxQueuedPushes
         self.maxConnections = maxConnections
+        self.requestTimeout = requestTimeout
+        self.maxBufferedRequestBytes = maxBufferedRequestBytes
     }
 
     public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
@@ -100,7 +110,7 @@ public struct RelayConfiguration: Sendable {
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
-        Variable.maxConnections,
+        Variable.maxConnections, Variable.requestTimeout, Variable.maxBufferedRequestBytes,
     ]
 
     /// The settings without secrets, for the start-up log line.
@@ -113,6 +123,8 @@ public struct RelayConfiguration: Sendable {
             "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
+            "request_timeout_ms": String(Int((requestTimeout / .milliseconds(1)).rounded())),
+            "max_buffered_request_bytes": String(maxBufferedRequestBytes),
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
         ]
     }
@@ -176,6 +188,8 @@ enum Variable {
     static let logFormat = "LOG_FORMAT"
     static let maxQueuedPushes = "MAX_QUEUED_PUSHES"
     static let maxConnections = "MAX_CONNECTIONS"
+    static let requestTimeout = "REQUEST_TIMEOUT_MS"
+    static let maxBufferedRequestBytes = "MAX_BUFFERED_REQUEST_BYTES"
 }
 
 extension RelayConfiguration {
@@ -438,12 +452,20 @@ private struct Reader {
         }
         let maxQueued = try integer(Variable.maxQueuedPushes, default: 10_000, in: 1...1_000_000, "")
         let maxConnections = try integer(Variable.maxConnections, default: 10_000, in: 1...1_000_000, "")
+        let requestTimeoutMS = try integer(Variable.requestTimeout, default: 10_000, in: 100...600_000, " milliseconds")
+        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: 64 << 20, in: 1 << 20...1 << 40, " bytes")
+        guard maxBuffered >= maxBody else {
+            throw ConfigurationError(
+                .invalid, Variable.maxBufferedRequestBytes,
+                "\(Variable.maxBufferedRequestBytes) must be at least \(Variable.maxBodyBytes) (\(maxBody)), so one whole body fits, got \(maxBuffered)")
+        }
 
         return RelayConfiguration(
             authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
             bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
             pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
-            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections)
+            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
+            requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
     }
 
     /// inet_pton parses without touching the network, so this stays free of I/O.

@@ -62,6 +62,8 @@ struct ConfigurationValueTests {
         #expect(c.logFormat == .json)
         #expect(c.maxQueuedPushes == 10_000)
         #expect(c.maxConnections == 10_000)
+        #expect(c.requestTimeout == .milliseconds(10_000))
+        #expect(c.maxBufferedRequestBytes == 64 << 20)
     }
 
     @Test("every optional variable is read")
@@ -73,6 +75,7 @@ struct ConfigurationValueTests {
             "APNS_HOST": "127.0.0.1:2197", "APNS_SANDBOX_HOST": "[::1]:8443", "APNS_CA_FILE": ca,
             "PUSH_TIMEOUT_MS": "5000", "MAX_BODY_BYTES": "8192", "ALERT_LOC_KEY": "my-fallback",
             "LOG_LEVEL": "DEBUG", "LOG_FORMAT": "text", "MAX_QUEUED_PUSHES": "500", "MAX_CONNECTIONS": "200",
+            "REQUEST_TIMEOUT_MS": "4000", "MAX_BUFFERED_REQUEST_BYTES": "8388608",
         ])
         #expect(c.connectionPoolSize == 4)
         #expect(c.port == 8080)
@@ -88,6 +91,16 @@ struct ConfigurationValueTests {
         #expect(c.logFormat == .text)
         #expect(c.maxQueuedPushes == 500)
         #expect(c.maxConnections == 200)
+        #expect(c.requestTimeout == .milliseconds(4000))
+        #expect(c.maxBufferedRequestBytes == 8 << 20)
+    }
+
+    @Test("a request budget smaller than one body is refused, naming the variable")
+    func budgetBelowOneBody() {
+        let error = failure(["MAX_BODY_BYTES": "4194304", "MAX_BUFFERED_REQUEST_BYTES": "2097152"])
+        #expect(error?.code == .invalid)
+        #expect(error?.variable == "MAX_BUFFERED_REQUEST_BYTES")
+        #expect(error?.message.contains("MAX_BODY_BYTES") == true)
     }
 
     @Test("a host without a port keeps 443")
