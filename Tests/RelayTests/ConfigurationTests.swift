@@ -354,6 +354,8 @@ struct EnvFileTests {
     func variableList() {
         #expect(RelayConfiguration.variableNames.count == Set(RelayConfiguration.variableNames).count)
         #expect(RelayConfiguration.variableNames.contains("MAX_CONNECTIONS"))
-        #expect(RelayConfiguration.variableNames.count == 20)
+        #expect(RelayConfiguration.variableNames.contains("REQUEST_TIMEOUT_MS"))
+        #expect(RelayConfiguration.variableNames.contains("MAX_BUFFERED_REQUEST_BYTES"))
+        #expect(RelayConfiguration.variableNames.count == 22)
     }
 }
