@@ -96,4 +96,4 @@ void clinux_set_thread_name(const char *name) {
 
 int clinux_malloc_trim(void) { return malloc_trim(0); }
 
-int clinux_malloc_limit_arenas(int n) { return mallopt(M_ARENA_MAX, n); }
+int clinux_malloc_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

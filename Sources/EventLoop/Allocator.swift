@@ -10,12 +10,13 @@ public enum Allocator {
         clinux_malloc_trim() == 1
     }
 
-    /// Caps glibc's malloc arenas at `count`. Each thread otherwise gets an arena of its own
-    /// (up to eight per core), and memory freed in one is never reused by another thread, so
-    /// a burst leaves several arenas' worth of RSS behind. Call once at start-up, before
-    /// threads allocate.
+    /// Gives blocks of at least `bytes` a mapping of their own, returned to the kernel the
+    /// moment they are freed (glibc `M_MMAP_THRESHOLD`). Request bodies near the 64 KiB limit
+    /// otherwise come from the heap, where thousands of them freed out of order leave holes
+    /// that keep RSS high; a fixed threshold also stops glibc from raising it on its own after
+    /// the first big free. Call once at start-up.
     @discardableResult
-    public static func limitArenas(_ count: Int) -> Bool {
-        clinux_malloc_limit_arenas(Int32(max(1, count))) == 1
+    public static func mapBlocks(ofAtLeast bytes: Int) -> Bool {
+        clinux_malloc_mmap_threshold(Int32(clamping: bytes)) == 1
     }
 }

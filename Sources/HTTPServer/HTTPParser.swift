@@ -297,15 +297,16 @@ public struct HTTPParser: Sendable {
         compact()
     }
 
-    /// Adds body bytes, growing the body by doubling but never past what the current framing
-    /// can still bring (the declared length, or the body limit for chunks), so capacity stays
-    /// within twice what arrived.
+    /// Adds body bytes, growing the body to twice what arrived but never past what the current
+    /// framing can still bring (the declared length, or the body limit for chunks): capacity
+    /// stays within twice what arrived, and a body that comes in one or two reads is allocated
+    /// once.
     private mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
         let needed = body.count + bytes.count
         if needed > body.capacity {
             let ceiling: Int
             if case .body = state { ceiling = body.count + remaining } else { ceiling = limits.maxBodyBytes }
-            let grown = min(max(body.capacity * 2, HTTPParser.firstBodyCapacity), ceiling)
+            let grown = min(max(needed * 2, HTTPParser.firstBodyCapacity), ceiling)
             body.reserveCapacity(max(needed, grown))
         }
         body.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))

@@ -267,7 +267,9 @@ final class ServerCore: Sendable {
         }
         let context = contexts[index]
         var evictElsewhere: LoopContext?
-        switch cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index) {
+        let decision = open > cap.maxConnections
+            ? cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index) : .accept
+        switch decision {
         case .accept:
             break
         case .reject:

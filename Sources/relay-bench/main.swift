@@ -86,8 +86,10 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
 }
 
 /// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
+/// glibc's MALLOC_* tunables in the bench's own environment pass through, for profiling.
 func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int) -> [String: String] {
-    [
+    var environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MALLOC_") }
+    environment.merge([
         "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         "APNS_AUTH_KEY_FILE": directory.appendingPathComponent("AuthKey_\(keyID).p8").path,
         "APNS_KEY_ID": keyID,
@@ -100,7 +102,8 @@ func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int) -
         "APNS_SANDBOX_HOST": "localhost:\(emulatorPort)",
         "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
         "LOG_LEVEL": "warning",
-    ]
+    ]) { $1 }
+    return environment
 }
 
 /// The APNs emulator the relay talks to, its CA and the bench's key written to `directory`;

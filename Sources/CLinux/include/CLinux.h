@@ -33,9 +33,9 @@ void clinux_set_thread_name(const char *name);
 /* glibc's malloc_trim(0): hands free heap pages of every arena back to the kernel. 1 when
    some memory was released. */
 int clinux_malloc_trim(void);
-/* mallopt(M_ARENA_MAX, n): at most n malloc arenas (each thread otherwise gets its own,
-   up to 8 per core, each keeping its freed memory). 1 on success. */
-int clinux_malloc_limit_arenas(int n);
+/* mallopt(M_MMAP_THRESHOLD, bytes): blocks of at least this size are mapped on their own
+   and unmapped when freed. 1 on success. */
+int clinux_malloc_mmap_threshold(int bytes);
 
 extern const uint32_t CLINUX_EPOLLIN;
 extern const uint32_t CLINUX_EPOLLOUT;
