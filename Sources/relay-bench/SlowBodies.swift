@@ -270,9 +270,12 @@ func runSlowBodies() -> Int32 {
     print("relay-bench slow-bodies: \(settings.connections) clients × (Content-Length \(settings.declaredLength), "
           + "\(settings.sentBeforeTrickle) bytes, then 1 byte every \(fixed(settings.trickleSeconds, 1)) s) for "
           + "\(fixed(settings.holdSeconds, 0)) s; open-file limit \(files); warm-up pushes \(statusText(warmup))")
+    let cpuBefore = relay.cpuSeconds()
     probe.start(every: 0.25)
     let load = runSlowClients(port: relay.port, settings: settings, relay: relay)
     let (pushes, slowest) = probe.stop()
+    var cpu: Double?
+    if let before = cpuBefore, let after = relay.cpuSeconds() { cpu = after - before }
     let peak = relay.peakRSSKiB() ?? 0
     var after: [(Double, Int)] = []
     let leftAt = Date()
@@ -294,6 +297,7 @@ func runSlowBodies() -> Int32 {
         ("  answered 408 / other answer", "\(load.answered408) / \(load.answeredOther)"),
         ("  closed without an answer", String(load.closedWithoutAnswer)),
         ("  held at the end / connect failures", "\(load.heldAtEnd) / \(load.connectFailures)"),
+        ("relay CPU s during the load", cpu.map { fixed($0, 1) } ?? "n/a"),
         ("valid pushes under load", statusText(pushes)),
         ("  slowest answer", fixed(slowest * 1000, 0) + " ms"),
         ("valid pushes after", statusText(afterPushes)),
