@@ -274,16 +274,16 @@ final class ServerCore: Sendable {
             break
         case .reject:
             counters.open.wrappingSubtract(1, ordering: .relaxed)
-            stream.close()
             noteRejected()
+            stream.close()
             return
         case .evict(let loop) where loop == index:
             if context.evictLongestIdle() {
                 noteEvicted()
             } else {
                 counters.open.wrappingSubtract(1, ordering: .relaxed)
-                stream.close()
                 noteRejected()
+                stream.close()
                 return
             }
         case .evict(let loop):
@@ -301,14 +301,15 @@ final class ServerCore: Sendable {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in
-                        connection.closeNow()
                         noteRejected()
+                        connection.closeNow()
                     }
                 }
             }
         }
     }
 
+    /// Counted before the close, so whoever sees the close also sees the count.
     private func noteRejected() {
         let rejected = counters.rejected.wrappingAdd(1, ordering: .relaxed).newValue
         if rejected == 1 || rejected % 1000 == 0 {
