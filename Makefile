@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench soak fuzz build release clean deploy-check image-smoke nginx-test docker-test
+.PHONY: deps test run mock bench soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -53,6 +53,15 @@ soak: deps
 	$(SWIFT) build -c release --product apns-relay
 	$(SWIFT) build -c release --product relay-soak
 	.build/release/relay-soak
+
+# Memory under slow request bodies (release build, loopback only, bounded): SLOW_CONNECTIONS (10000)
+# clients each hold a 64 KiB body 65,000 bytes in, then trickle a byte every 5 s, for
+# SLOW_HOLD_SECONDS (30), while a valid push goes every 250 ms; then RSS for SLOW_AFTER_SECONDS (30)
+# after they leave. Fails when a push is not 201 or peak RSS is over SLOW_MAX_PEAK_MIB (128).
+slow-bodies: deps
+	$(SWIFT) build -c release --product apns-relay
+	$(SWIFT) build -c release --product relay-bench
+	.build/release/relay-bench slow-bodies
 
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <malloc.h>
 
 const uint32_t CLINUX_EPOLLIN = EPOLLIN;
 const uint32_t CLINUX_EPOLLOUT = EPOLLOUT;
@@ -92,3 +93,7 @@ void clinux_set_thread_name(const char *name) {
     short_name[sizeof short_name - 1] = 0;
     pthread_setname_np(pthread_self(), short_name);
 }
+
+int clinux_malloc_trim(void) { return malloc_trim(0); }
+
+int clinux_malloc_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

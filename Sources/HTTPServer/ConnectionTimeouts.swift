@@ -29,12 +29,14 @@ enum ConnectionPhase: Equatable {
 struct ConnectionTimeouts {
     let headerTimeout: Duration
     let bodyTimeout: Duration
+    let requestTimeout: Duration
     let idleTimeout: Duration
     let writeTimeout: Duration
 
     /// When the connection last became idle (opened, or finished a response).
     var idleSince: ContinuousClock.Instant
-    /// When the first byte of the current request head arrived.
+    /// When the first byte of the current request arrived: the head timeout and the
+    /// whole-request deadline both count from here.
     var headStart: ContinuousClock.Instant
     /// When bytes last arrived: the body must keep moving.
     var lastRead: ContinuousClock.Instant
@@ -45,6 +47,7 @@ struct ConnectionTimeouts {
     init(configuration: HTTPServerConfiguration, now: ContinuousClock.Instant) {
         headerTimeout = configuration.headerTimeout
         bodyTimeout = configuration.bodyTimeout
+        requestTimeout = configuration.requestTimeout
         idleTimeout = configuration.idleTimeout
         writeTimeout = configuration.writeTimeout
         idleSince = now
@@ -67,6 +70,11 @@ struct ConnectionTimeouts {
         noteWriteBuffer(pendingWriteBytes, now: now)
         if pendingWriteBytes > 0 && now - writeProgress >= writeTimeout {
             return .close
+        }
+        // A body that trickles a byte at a time never stalls, yet holds its buffer: the whole
+        // request, head and body, gets one deadline whatever its pace.
+        if phase == .receivingHead || phase == .receivingBody, now - headStart >= requestTimeout {
+            return .requestTimeout("request not complete within \(requestTimeout); send the whole request at once")
         }
         switch phase {
         case .responding:

@@ -32,10 +32,16 @@ public enum HTTPParserEvent: Sendable, Equatable {
 /// byte that crosses them. Only `.expectContinue` depends on the split (it is skipped when
 /// the body has already arrived).
 ///
+/// Memory follows what arrived, never what a head declares: a `Content-Length` reserves
+/// nothing, the body grows (doubling, capped at the declared length) with the bytes that came,
+/// and body bytes that arrive after the head go straight into the body, so they are held once.
+/// The input buffer is freed as soon as all of it is consumed, so a connection between
+/// requests holds nothing.
+///
 /// Use: `append` what the socket read, then call `next()` until it returns nil (needs more
 /// bytes), or use `feed`, which does both. The parser holds unconsumed bytes; a server that
 /// stops calling `next()` (e.g. while a pipelined request is served) should stop reading
-/// once `bufferedByteCount` is large.
+/// once `bufferedByteCount` is large; `heldByteCount` is its whole footprint.
 public struct HTTPParser: Sendable {
     private enum State: Sendable {
         case requestLine
@@ -85,6 +91,8 @@ public struct HTTPParser: Sendable {
 
     /// Longest chunk-size line (size plus ignored extensions).
     private static let maxChunkLineBytes = 4096
+    /// The first allocation for a body; it then doubles with what arrives.
+    private static let firstBodyCapacity = 1024
 
     public init(limits: HTTPParserLimits = HTTPParserLimits(), peerAddress: String? = nil) {
         self.limits = limits
@@ -93,6 +101,10 @@ public struct HTTPParser: Sendable {
 
     /// Bytes received but not yet consumed; the server's back-pressure signal.
     public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// Bytes of memory this parser holds for the connection (input buffer and body so far, by
+    /// capacity): what a server's budget for half-received requests counts.
+    public var heldByteCount: Int { buffer.capacity + body.capacity }
 
     /// True once an error was produced: the connection must answer it and close.
     public var hasFailed: Bool {
@@ -116,11 +128,25 @@ public struct HTTPParser: Sendable {
         }
     }
 
-    /// Adds bytes read from the connection; ignored after an error.
+    /// Adds bytes read from the connection; ignored after an error. Body bytes that follow
+    /// bytes already parsed go straight into the body instead of through the input buffer.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if hasFailed || bytes.isEmpty { return }
         compact()
-        buffer.append(contentsOf: bytes)
+        var rest = bytes
+        if readIndex == buffer.count, remaining > 0, isTakingBodyBytes {
+            let take = min(remaining, rest.count)
+            appendBody(UnsafeRawBufferPointer(rebasing: rest[0..<take]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+        }
+        if !rest.isEmpty { buffer.append(contentsOf: rest) }
+    }
+
+    private var isTakingBodyBytes: Bool {
+        switch state {
+        case .body, .chunkData: return true
+        default: return false
+        }
     }
 
     /// Adds bytes read from the connection; ignored after an error.
@@ -234,13 +260,19 @@ public struct HTTPParser: Sendable {
 
     // MARK: - buffer
 
-    /// Drops consumed bytes: all of them when everything was read (the common case, free),
-    /// otherwise once they are the larger part, so the copy stays amortised O(1) per byte.
+    /// Drops consumed bytes: all of them when everything was read (the common case; the
+    /// buffer is freed, since a connection between requests should hold nothing and one
+    /// allocation per request is cheap), otherwise once they are the larger part, so the copy
+    /// stays amortised O(1) per byte.
     private mutating func compact() {
-        guard readIndex > 0 else { return }
         if readIndex == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-        } else if readIndex >= 4096 || readIndex * 2 >= buffer.count {
+            if buffer.capacity > 0 { buffer = [] }
+            readIndex = 0
+            scanIndex = 0
+            return
+        }
+        guard readIndex > 0 else { return }
+        if readIndex >= 4096 || readIndex * 2 >= buffer.count {
             buffer.removeSubrange(0..<readIndex)
         } else {
             return
@@ -257,11 +289,28 @@ public struct HTTPParser: Sendable {
     private mutating func takeBody() {
         let take = min(remaining, buffer.count - readIndex)
         if take > 0 {
-            body.append(contentsOf: buffer[readIndex..<(readIndex + take)])
+            let start = readIndex
+            buffer.withUnsafeBytes { appendBody(UnsafeRawBufferPointer(rebasing: $0[start..<(start + take)])) }
             readIndex += take
             scanIndex = readIndex
-            remaining -= take
         }
+        compact()
+    }
+
+    /// Adds body bytes, growing the body to twice what arrived but never past what the current
+    /// framing can still bring (the declared length, or the body limit for chunks): capacity
+    /// stays within twice what arrived, and a body that comes in one or two reads is allocated
+    /// once.
+    private mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
+        let needed = body.count + bytes.count
+        if needed > body.capacity {
+            let ceiling: Int
+            if case .body = state { ceiling = body.count + remaining } else { ceiling = limits.maxBodyBytes }
+            let grown = min(max(needed * 2, HTTPParser.firstBodyCapacity), ceiling)
+            body.reserveCapacity(max(needed, grown))
+        }
+        body.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        remaining -= bytes.count
     }
 
     /// Finds the next CRLF-terminated line from `readIndex`, checking every byte once as
@@ -480,7 +529,6 @@ public struct HTTPParser: Sendable {
         } else if length > 0 {
             state = .body
             remaining = length
-            body.reserveCapacity(length)
         } else {
             return emitRequest()
         }
@@ -535,6 +583,7 @@ public struct HTTPParser: Sendable {
         trailerBytes = 0
         remaining = 0
         state = .requestLine
+        compact()
         return .request(request)
     }
 

@@ -45,32 +45,44 @@ public struct HTTPServerConfiguration: Sendable {
     public var headerTimeout: Duration
     /// Longest pause while a body arrives; beyond it the answer is 408 (which Mastodon retries).
     public var bodyTimeout: Duration
+    /// From the first byte of a request to its last, head and body together: past it the
+    /// answer is 408 whatever the pace, so a body trickled a byte at a time can't hold its
+    /// buffer forever.
+    public var requestTimeout: Duration
     /// A kept connection with no request in progress closes silently after this. Longer than
     /// Mastodon's 30 s pool idle time, so the client closes first and never sends a request
     /// onto a connection the server is closing.
     public var idleTimeout: Duration
     /// A peer that does not take our bytes for this long is cut off, so it can't pin memory.
     public var writeTimeout: Duration
-    /// Beyond this many open connections new ones are closed at once, so a flood can't
-    /// exhaust file descriptors needed for the connections to Apple.
+    /// At most this many connections are open, so a flood can't exhaust the file descriptors
+    /// needed for the connections to Apple. At the cap the connection idle the longest makes
+    /// room for a new one; when none is idle the new one is closed at once.
     public var maxConnections: Int
+    /// Bytes all half-received requests may hold together. Past it the connections holding
+    /// the most stop being read and the slowest senders are answered 408 (see `RequestBudget`).
+    public var maxBufferedRequestBytes: Int
     /// Loops of the group the server makes when none is given.
     public var loopCount: Int
 
     public init(
         host: String = "0.0.0.0", port: Int = 3000, limits: HTTPParserLimits = HTTPParserLimits(),
         headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10),
+        requestTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(75), writeTimeout: Duration = .seconds(10),
-        maxConnections: Int = 10_000, loopCount: Int = System.coreCount
+        maxConnections: Int = 10_000, maxBufferedRequestBytes: Int = 64 << 20,
+        loopCount: Int = System.coreCount
     ) {
         self.host = host
         self.port = port
         self.limits = limits
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.requestTimeout = requestTimeout
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
+        self.maxBufferedRequestBytes = maxBufferedRequestBytes
         self.loopCount = loopCount
     }
 
@@ -78,7 +90,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// timeout (between 5 ms and 1 s), so a deadline is met within about 12 % and the
     /// check costs nothing per request.
     var sweepInterval: Duration {
-        let shortest = min(min(headerTimeout, bodyTimeout), min(idleTimeout, writeTimeout))
+        let shortest = min(min(headerTimeout, bodyTimeout), min(min(idleTimeout, writeTimeout), requestTimeout))
         return min(max(shortest / 8, .milliseconds(5)), .seconds(1))
     }
 }
@@ -125,10 +137,21 @@ public final class HTTPServer: Sendable {
     public var port: Int { listener.localPort }
 
     /// Connections open now; drain waits for this to reach zero.
-    public var openConnectionCount: Int { core.openCount.load(ordering: .relaxed) }
+    public var openConnectionCount: Int { core.counters.open.load(ordering: .relaxed) }
 
-    /// Connections closed at once because `maxConnections` were open: a metric to watch.
-    public var rejectedConnectionCount: Int { core.rejectedCount.load(ordering: .relaxed) }
+    /// Connections closed at once because `maxConnections` were open and none was idle: a
+    /// metric to watch.
+    public var rejectedConnectionCount: Int { core.counters.rejected.load(ordering: .relaxed) }
+
+    /// Idle connections closed to make room for a new one at `maxConnections`.
+    public var evictedConnectionCount: Int { core.counters.evicted.load(ordering: .relaxed) }
+
+    /// Bytes held now by requests still arriving (see `maxBufferedRequestBytes`).
+    public var bufferedRequestBytes: Int { core.counters.bufferedBytes.load(ordering: .relaxed) }
+
+    /// Half-received requests answered 408 because the buffered bytes went over
+    /// `maxBufferedRequestBytes`.
+    public var budgetCutCount: Int { core.counters.budgetCuts.load(ordering: .relaxed) }
 
     /// Graceful shutdown: stop accepting, let requests in flight finish (answered with
     /// `Connection: close`), close idle connections at once. True when every connection
@@ -137,10 +160,10 @@ public final class HTTPServer: Sendable {
         let end = ContinuousClock.now + deadline
         core.draining.store(true, ordering: .sequentiallyConsistent)
         await Self.offLoop { [listener] in listener.close() }
-        for context in core.contexts.values {
+        for context in core.contexts {
             context.loop.execute { context.beginDrain() }
         }
-        while core.openCount.load(ordering: .relaxed) > 0 {
+        while core.counters.open.load(ordering: .relaxed) > 0 {
             if ContinuousClock.now >= end { return false }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -153,7 +176,7 @@ public final class HTTPServer: Sendable {
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         core.draining.store(true, ordering: .sequentiallyConsistent)
         listener.close()
-        for context in core.contexts.values {
+        for context in core.contexts {
             let loop = context.loop
             if loop.inEventLoop {
                 context.closeAll()
@@ -179,16 +202,28 @@ public final class HTTPServer: Sendable {
     }
 }
 
+/// The server's counters, shared by every loop.
+final class ServerCounters: Sendable {
+    let open = Atomic<Int>(0)
+    let rejected = Atomic<Int>(0)
+    let evicted = Atomic<Int>(0)
+    /// What every connection's parser holds, summed (each connection adds its changes).
+    let bufferedBytes = Atomic<Int>(0)
+    let budgetCuts = Atomic<Int>(0)
+}
+
 /// What every connection of the server shares. Immutable apart from atomics; each loop's
 /// mutable state is in its `LoopContext`.
 final class ServerCore: Sendable {
     let configuration: HTTPServerConfiguration
     let responder: any HTTPResponder
     let logger: HTTPServerLogger?
-    let contexts: [ObjectIdentifier: LoopContext]
-    let openCount = Atomic<Int>(0)
-    let rejectedCount = Atomic<Int>(0)
+    /// One per loop, in the group's order.
+    let contexts: [LoopContext]
+    private let contextIndex: [ObjectIdentifier: Int]
+    let counters = ServerCounters()
     let draining = Atomic<Bool>(false)
+    let cap: ConnectionCap
     /// Unconsumed pipelined input a connection may hold while it answers; beyond it reading
     /// pauses and TCP slows the sender down.
     let maxBufferedInput: Int
@@ -198,17 +233,22 @@ final class ServerCore: Sendable {
         self.configuration = configuration
         self.responder = responder
         self.logger = logger
+        cap = ConnectionCap(maxConnections: configuration.maxConnections)
         let limits = configuration.limits
         maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
-        var contexts: [ObjectIdentifier: LoopContext] = [:]
-        for loop in group.loops {
-            contexts[ObjectIdentifier(loop)] = LoopContext(loop: loop, configuration: configuration)
+        let epoch = ContinuousClock.now
+        let counters = self.counters
+        contexts = group.loops.enumerated().map { index, loop in
+            LoopContext(loop: loop, configuration: configuration, counters: counters, epoch: epoch,
+                        trimsMemory: index == 0, logger: logger)
         }
-        self.contexts = contexts
+        var contextIndex: [ObjectIdentifier: Int] = [:]
+        for (index, loop) in group.loops.enumerated() { contextIndex[ObjectIdentifier(loop)] = index }
+        self.contextIndex = contextIndex
     }
 
     func startSweeps() {
-        for context in contexts.values {
+        for context in contexts {
             context.loop.execute { context.scheduleSweep() }
         }
     }
@@ -219,39 +259,89 @@ final class ServerCore: Sendable {
             stream.close()
             return
         }
-        let open = openCount.wrappingAdd(1, ordering: .relaxed).newValue
-        if open > configuration.maxConnections {
-            openCount.wrappingSubtract(1, ordering: .relaxed)
-            let rejected = rejectedCount.wrappingAdd(1, ordering: .relaxed).newValue
+        let open = counters.open.wrappingAdd(1, ordering: .relaxed).newValue
+        guard let index = contextIndex[ObjectIdentifier(stream.loop)] else {
+            counters.open.wrappingSubtract(1, ordering: .relaxed)
             stream.close()
-            if rejected == 1 || rejected % 1000 == 0 {
-                logger?("http connection cap of \(configuration.maxConnections) reached; \(rejected) connections rejected so far")
-            }
             return
         }
-        guard let context = contexts[ObjectIdentifier(stream.loop)] else {
-            openCount.wrappingSubtract(1, ordering: .relaxed)
+        let context = contexts[index]
+        var evictElsewhere: LoopContext?
+        let decision = open > cap.maxConnections
+            ? cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index) : .accept
+        switch decision {
+        case .accept:
+            break
+        case .reject:
+            counters.open.wrappingSubtract(1, ordering: .relaxed)
+            noteRejected()
             stream.close()
             return
+        case .evict(let loop) where loop == index:
+            if context.evictLongestIdle() {
+                noteEvicted()
+            } else {
+                counters.open.wrappingSubtract(1, ordering: .relaxed)
+                noteRejected()
+                stream.close()
+                return
+            }
+        case .evict(let loop):
+            evictElsewhere = contexts[loop]
         }
         let connection = HTTPConnection(stream: stream, core: self, context: context)
         context.add(connection)
         stream.handler = connection
+        connection.settle()
+        if let remote = evictElsewhere {
+            // The new connection is served while the other loop closes its longest-idle one;
+            // if that one got busy meanwhile, the new one goes instead, so the cap holds.
+            remote.loop.execute { [self] in
+                if remote.evictLongestIdle() {
+                    noteEvicted()
+                } else {
+                    context.loop.execute { [self] in
+                        noteRejected()
+                        connection.closeNow()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counted before the close, so whoever sees the close also sees the count.
+    private func noteRejected() {
+        let rejected = counters.rejected.wrappingAdd(1, ordering: .relaxed).newValue
+        if rejected == 1 || rejected % 1000 == 0 {
+            logger?("http connection cap of \(configuration.maxConnections) reached with no idle connection; \(rejected) connections rejected so far")
+        }
+    }
+
+    private func noteEvicted() {
+        let evicted = counters.evicted.wrappingAdd(1, ordering: .relaxed).newValue
+        if evicted == 1 || evicted % 1000 == 0 {
+            logger?("http connection cap of \(configuration.maxConnections) reached; closed the longest-idle connection to make room (\(evicted) so far)")
+        }
     }
 
     func connectionClosed() {
-        openCount.wrappingSubtract(1, ordering: .relaxed)
+        counters.open.wrappingSubtract(1, ordering: .relaxed)
     }
 }
 
-/// One loop's share of the server: its connections (for the timeout sweep and drain), the
-/// cached Date header and the buffer responses are serialized into.
+/// One loop's share of the server: its connections (for the timeout sweep, drain and the
+/// request budget), the idle ones in the order they became idle (for the connection cap),
+/// the cached Date header and the buffer responses are serialized into.
 ///
 /// `@unchecked Sendable`: it is shared through `ServerCore`, but every member except the
-/// immutable `loop` is touched only on `loop`'s thread (all callers hop with `execute`).
+/// immutable ones and the atomic `oldestIdleNanos` is touched only on `loop`'s thread (all
+/// callers hop with `execute`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let configuration: HTTPServerConfiguration
+    let counters: ServerCounters
+    let budget: RequestBudget
+    private let logger: HTTPServerLogger?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var draining = false
     private var closed = false
@@ -260,9 +350,28 @@ final class LoopContext: @unchecked Sendable {
     /// Reused for every response on this loop: one serialization buffer, no per-request allocation.
     var output: [UInt8] = []
 
-    init(loop: EventLoop, configuration: HTTPServerConfiguration) {
+    /// Idle connections, longest idle first (a connection joins at the tail when it becomes
+    /// idle, so the list stays in `idleSince` order).
+    private var idleHead: HTTPConnection?
+    private var idleTail: HTTPConnection?
+    /// The head's `idleSince` as nanoseconds after `epoch` (0: none idle), for other loops'
+    /// cap decisions.
+    private let oldestIdleNanos = Atomic<Int64>(0)
+    private let epoch: ContinuousClock.Instant
+    /// Connections of this loop paused for the request budget.
+    var budgetPausedCount = 0
+    /// One loop decides when freed memory goes back to the system.
+    private var trimPolicy: MemoryTrimPolicy?
+
+    init(loop: EventLoop, configuration: HTTPServerConfiguration, counters: ServerCounters,
+         epoch: ContinuousClock.Instant, trimsMemory: Bool, logger: HTTPServerLogger?) {
         self.loop = loop
         self.configuration = configuration
+        self.counters = counters
+        self.epoch = epoch
+        self.logger = logger
+        budget = RequestBudget(limit: configuration.maxBufferedRequestBytes)
+        trimPolicy = trimsMemory ? MemoryTrimPolicy() : nil
         output.reserveCapacity(4096)
     }
 
@@ -285,7 +394,81 @@ final class LoopContext: @unchecked Sendable {
 
     func remove(_ connection: HTTPConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        setIdle(connection, false)
     }
+
+    // MARK: Idle connections, for the cap
+
+    /// Since when this loop's longest-idle connection has been idle; readable from any loop.
+    var oldestIdle: ContinuousClock.Instant? {
+        let nanos = oldestIdleNanos.load(ordering: .relaxed)
+        return nanos == 0 ? nil : epoch + .nanoseconds(nanos)
+    }
+
+    /// Adds the connection to the idle list's tail or takes it out.
+    func setIdle(_ connection: HTTPConnection, _ idle: Bool) {
+        guard idle != connection.isListedIdle else { return }
+        connection.isListedIdle = idle
+        if idle {
+            connection.idlePrevious = idleTail
+            connection.idleNext = nil
+            idleTail?.idleNext = connection
+            idleTail = connection
+            if idleHead == nil {
+                idleHead = connection
+                publishOldestIdle()
+            }
+        } else {
+            let previous = connection.idlePrevious, next = connection.idleNext
+            if let previous { previous.idleNext = next } else { idleHead = next }
+            if let next { next.idlePrevious = previous } else { idleTail = previous }
+            connection.idlePrevious = nil
+            connection.idleNext = nil
+            if previous == nil { publishOldestIdle() }
+        }
+    }
+
+    private func publishOldestIdle() {
+        var nanos: Int64 = 0
+        if let head = idleHead {
+            let (seconds, attoseconds) = (head.idleSince - epoch).components
+            nanos = max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
+        oldestIdleNanos.store(nanos, ordering: .relaxed)
+    }
+
+    /// Closes the connection idle the longest (it has nothing in progress, so nothing is
+    /// lost); false when none is idle.
+    func evictLongestIdle() -> Bool {
+        guard let victim = idleHead else { return false }
+        victim.closeNow()
+        return true
+    }
+
+    // MARK: The request budget
+
+    /// Over the budget: answers 408 to the slowest of this loop's half-received requests until
+    /// the total is back under the resume mark; under it, lets paused connections read again.
+    func enforceBudget(now: ContinuousClock.Instant) {
+        let total = counters.bufferedBytes.load(ordering: .relaxed)
+        if total > budget.limit {
+            let arriving = connections.values.filter { $0.budgetCandidate != nil }
+            let open = counters.open.load(ordering: .relaxed)
+            let cut = budget.victims(total: total, open: open, candidates: arriving.map { $0.budgetCandidate! }, now: now)
+            for index in cut { arriving[index].cutForBudget() }
+            if !cut.isEmpty {
+                let cuts = counters.budgetCuts.wrappingAdd(cut.count, ordering: .relaxed).newValue
+                if cuts == cut.count || cuts / 1000 != (cuts - cut.count) / 1000 {
+                    logger?("http buffered request bytes over \(budget.limit); answered 408 to the slowest senders (\(cuts) so far)")
+                }
+            }
+        }
+        if budgetPausedCount > 0 && budget.mayResume(total: counters.bufferedBytes.load(ordering: .relaxed)) {
+            for connection in Array(connections.values) { connection.resumeAfterBudgetPause() }
+        }
+    }
+
+    // MARK: Sweep, drain, stop
 
     func scheduleSweep() {
         guard !closed else { return }
@@ -296,11 +479,19 @@ final class LoopContext: @unchecked Sendable {
     }
 
     private func sweep(now: ContinuousClock.Instant) {
+        if var policy = trimPolicy {
+            let trim = policy.observe(bufferedBytes: counters.bufferedBytes.load(ordering: .relaxed),
+                                      openConnections: counters.open.load(ordering: .relaxed))
+            trimPolicy = policy
+            // It walks the whole heap: off the loop.
+            if trim { DispatchQueue.global().async { Allocator.giveBackFreeMemory() } }
+        }
         guard !connections.isEmpty else { return }
         // Acting may close connections, which mutates the dictionary: collect first.
         for connection in Array(connections.values) {
             connection.checkTimeouts(now: now)
         }
+        enforceBudget(now: now)
     }
 
     func beginDrain() {
@@ -337,8 +528,19 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     private var closing = false
     /// Answers wait until the peer has taken the previous one (bounded output).
     private var waitingForDrain = false
-    private var readingPaused = false
+    /// Reading stops while too much pipelined input waits, or for the server's request budget.
+    private var pausedForPipelining = false
+    private var pausedForBudget = false
+    private var streamPaused = false
     private var isClosed = false
+    /// What this connection's parser holds, as last added to the server's total.
+    private var accountedBytes = 0
+    /// Bytes read since the current request began: its sender's pace, for the budget.
+    private var requestBytes = 0
+    /// Links of the loop's idle list (`LoopContext.setIdle` keeps them).
+    var isListedIdle = false
+    var idleNext: HTTPConnection?
+    weak var idlePrevious: HTTPConnection?
     /// The peer shut down its sending side: answer what is complete, then close.
     private var peerFinished = false
     /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.
@@ -364,17 +566,23 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
         if closing { return }
         let now = ContinuousClock.now
-        if !responding && parser.isIdle { timeouts.headStart = now }
+        if !responding && parser.isIdle {
+            timeouts.headStart = now
+            requestBytes = 0
+        }
+        requestBytes += bytes.count
         timeouts.lastRead = now
         parser.append(bytes)
         if responding || waitingForDrain {
-            if parser.bufferedByteCount > core.maxBufferedInput && !readingPaused {
-                readingPaused = true
-                stream.pauseReading()
+            if parser.bufferedByteCount > core.maxBufferedInput {
+                pausedForPipelining = true
+                updateReading()
             }
-            return
+        } else {
+            processInput()
         }
-        processInput()
+        settle()
+        checkBudget(now: now)
     }
 
     func streamDidDrainWrites(_ stream: TCPStream) {
@@ -382,6 +590,7 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         guard waitingForDrain else { return }
         waitingForDrain = false
         resumeAfterResponse()
+        settle()
     }
 
     /// Complete requests already received are still answered (every push ends with an
@@ -390,13 +599,78 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         peerFinished = true
         if closing || responding || waitingForDrain { return }  // `finish` or the flush ends it
         processInput()
+        settle()
     }
 
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
         guard !isClosed else { return }
         isClosed = true
+        if pausedForBudget {
+            pausedForBudget = false
+            context.budgetPausedCount -= 1
+        }
         context.remove(self)
+        settle()
         core.connectionClosed()
+    }
+
+    // MARK: Memory, idleness and the request budget
+
+    /// Since when the connection has had nothing in progress (meaningful while idle).
+    var idleSince: ContinuousClock.Instant { timeouts.idleSince }
+
+    /// Brings the server's view up to date after any change: the bytes the parser holds in
+    /// the shared total, and whether the connection is on its loop's idle list.
+    func settle() {
+        let held = isClosed ? 0 : parser.heldByteCount
+        if held != accountedBytes {
+            core.counters.bufferedBytes.wrappingAdd(held - accountedBytes, ordering: .relaxed)
+            accountedBytes = held
+        }
+        context.setIdle(self, !isClosed && !closing && phase == .idle)
+    }
+
+    /// Over the budget: stop reading this connection if it holds a fair share or more, and
+    /// let the loop cut the slowest senders.
+    private func checkBudget(now: ContinuousClock.Instant) {
+        let budget = context.budget
+        let total = core.counters.bufferedBytes.load(ordering: .relaxed)
+        guard total > budget.limit else { return }
+        if !isClosed && !closing && !pausedForBudget && !parser.isIdle
+            && budget.shouldPause(held: accountedBytes, total: total, open: core.counters.open.load(ordering: .relaxed)) {
+            pausedForBudget = true
+            context.budgetPausedCount += 1
+            updateReading()
+        }
+        context.enforceBudget(now: now)
+    }
+
+    /// The half-received request as the budget sees it; nil unless one is arriving.
+    var budgetCandidate: RequestBudget.Candidate? {
+        guard !isClosed, !closing else { return nil }
+        let phase = self.phase
+        guard phase == .receivingHead || phase == .receivingBody else { return nil }
+        return RequestBudget.Candidate(held: accountedBytes, received: requestBytes, since: timeouts.headStart)
+    }
+
+    /// Answers 408 (Mastodon retries it) and closes, freeing what the request held.
+    func cutForBudget() {
+        respondAndClose(HTTPResponse(
+            status: 408, reason: "too many unfinished requests are held; send the whole request at once and retry"))
+    }
+
+    func resumeAfterBudgetPause() {
+        guard pausedForBudget, !isClosed else { return }
+        pausedForBudget = false
+        context.budgetPausedCount -= 1
+        updateReading()
+    }
+
+    private func updateReading() {
+        let pause = pausedForPipelining || pausedForBudget
+        guard pause != streamPaused, !isClosed else { return }
+        streamPaused = pause
+        if pause { stream.pauseReading() } else { stream.resumeReading() }
     }
 
     // MARK: Requests
@@ -417,9 +691,9 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
                 dispatch(request)
             }
         }
-        if readingPaused && !closing && parser.bufferedByteCount <= core.maxBufferedInput {
-            readingPaused = false
-            stream.resumeReading()
+        if pausedForPipelining && !closing && parser.bufferedByteCount <= core.maxBufferedInput {
+            pausedForPipelining = false
+            updateReading()
         }
         if !responding && !closing && (peerFinished || (context.isDraining && parser.isIdle)) {
             closeWhenFlushed()
@@ -464,6 +738,7 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     private func finish(_ response: HTTPResponse, keepAlive: Bool) {
         responding = false
         guard !isClosed else { return }
+        defer { settle() }
         let close = !keepAlive || context.isDraining || (peerFinished && !hasMoreToAnswer())
         write(response, close: close)
         if close {
@@ -503,8 +778,13 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         closeWhenFlushed()
     }
 
+    /// Nothing more is parsed once closing, so the parser's memory goes back at once (a
+    /// connection cut for the budget must not hold its buffers until its answer is out).
     private func closeWhenFlushed() {
         closing = true
+        parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
+        lookahead = nil
+        settle()
         stream.closeAfterFlush()
     }
 

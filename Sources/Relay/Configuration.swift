@@ -41,7 +41,8 @@ public struct RelayConfiguration: Sendable {
     public var logFormat: LogFormat
     /// Pushes waiting for an APNs stream; past this the relay answers 503 instead of queuing forever.
     public var maxQueuedPushes: Int
-    /// Inbound connections held open at once; past this new ones are refused.
+    /// Inbound connections held open at once; at the cap the longest-idle one makes room, and
+    /// when none is idle new ones are refused.
     public var maxConnections: Int
     /// The `apns-topic` of `/relay-to` pushes; `topic` unless an operator serves another app there.
     public var relayToTopic: String
@@ -54,6 +55,12 @@ public struct RelayConfiguration: Sendable {
     /// Streams one APNs connection opens before it is drained and replaced: HTTP/2 stream ids
     /// end at 2^31, so a connection must retire before (at most 2^30 requests).
     public var apnsMaxStreamsPerConnection: Int
+    /// From a request's first byte to its last, head and body together; past it the answer is
+    /// 408 (which Mastodon retries), so a body trickled a byte at a time can't hold memory.
+    public var requestTimeout: Duration
+    /// Bytes all half-received requests may hold together; past it the slowest senders are
+    /// answered 408, so slow clients can't push the relay past its memory limit.
+    public var maxBufferedRequestBytes: Int
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
@@ -64,7 +71,8 @@ public struct RelayConfiguration: Sendable {
         pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
         alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
         maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000, relayToTopic: String? = nil,
-        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = 1_000_000_000
+        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = 1_000_000_000,
+        requestTimeout: Duration = .milliseconds(10_000), maxBufferedRequestBytes: Int = 64 << 20
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -86,6 +94,8 @@ public struct RelayConfiguration: Sendable {
         self.relayToTopic = relayToTopic ?? topic
         self.relayToAlert = relayToAlert
         self.apnsMaxStreamsPerConnection = apnsMaxStreamsPerConnection
+        self.requestTimeout = requestTimeout
+        self.maxBufferedRequestBytes = maxBufferedRequestBytes
     }
 
     public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
@@ -119,6 +129,7 @@ public struct RelayConfiguration: Sendable {
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
+        Variable.requestTimeout, Variable.maxBufferedRequestBytes,
     ]
 
     /// The settings without secrets, for the start-up log line.
@@ -132,6 +143,8 @@ public struct RelayConfiguration: Sendable {
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
             "apns.max_streams_per_connection": String(apnsMaxStreamsPerConnection),
+            "request_timeout_ms": String(Int((requestTimeout / .milliseconds(1)).rounded())),
+            "max_buffered_request_bytes": String(maxBufferedRequestBytes),
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
             "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
         ]
@@ -199,6 +212,8 @@ enum Variable {
     static let relayToTopic = "RELAY_TO_TOPIC"
     static let relayToAlert = "RELAY_TO_ALERT"
     static let apnsMaxStreamsPerConnection = "APNS_MAX_STREAMS_PER_CONNECTION"
+    static let requestTimeout = "REQUEST_TIMEOUT_MS"
+    static let maxBufferedRequestBytes = "MAX_BUFFERED_REQUEST_BYTES"
 }
 
 extension RelayConfiguration {
@@ -460,13 +475,21 @@ private struct Reader {
         // 2^30: the requests one HTTP/2 connection can carry (odd client ids up to 2^31 - 1).
         let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: 1_000_000_000, in: 1...1_073_741_824,
                                      " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
+        let requestTimeoutMS = try integer(Variable.requestTimeout, default: 10_000, in: 100...600_000, " milliseconds")
+        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: 64 << 20, in: 1 << 20...1 << 40, " bytes")
+        guard maxBuffered >= maxBody else {
+            throw ConfigurationError(
+                .invalid, Variable.maxBufferedRequestBytes,
+                "\(Variable.maxBufferedRequestBytes) must be at least \(Variable.maxBodyBytes) (\(maxBody)), so one whole body fits, got \(maxBuffered)")
+        }
 
         var configuration = RelayConfiguration(
             authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
             bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
             pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
             logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
-            relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams)
+            relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams,
+            requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
         configuration.authKeyVariable = authKeyVariable
         return configuration
     }

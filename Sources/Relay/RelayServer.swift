@@ -61,7 +61,8 @@ public final class RelayServer: Sendable {
         limits.maxBodyBytes = configuration.maxBodyBytes
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.bindAddress, port: configuration.port, limits: limits,
-            maxConnections: configuration.maxConnections, loopCount: max(1, options.loopCount))
+            requestTimeout: configuration.requestTimeout, maxConnections: configuration.maxConnections,
+            maxBufferedRequestBytes: configuration.maxBufferedRequestBytes, loopCount: max(1, options.loopCount))
         let http: HTTPServer
         do {
             http = try HTTPServer.start(configuration: serverConfiguration, group: group, responder: responder,

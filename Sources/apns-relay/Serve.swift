@@ -3,6 +3,7 @@ import Dispatch
 import Synchronization
 import Observability
 import Relay
+import EventLoop
 
 enum Serve {
     static func run(_ arguments: inout Arguments) -> Never {
@@ -15,6 +16,9 @@ enum Serve {
         }
         // Until the reload handler is installed a SIGHUP must not kill the relay either.
         signal(SIGHUP, SIG_IGN)
+        // Request bodies near the 64 KiB cap get their own mappings, so memory held by slow
+        // senders goes back to the kernel as soon as their requests end.
+        Allocator.mapBlocks(ofAtLeast: 64 << 10)
         let configuration = loadConfiguration(envFile: envFile)
         let logger = makeLogger(configuration)
         let relay: RelayServer

@@ -4,6 +4,7 @@
 //
 // Environment: BENCH_SECONDS (20), BENCH_CONNECTIONS (64), BENCH_POOL (2), RELAY_BINARY
 // (.build/release/apns-relay), BENCH_SKIP_CEILING (1: the relay phase only, for profiling).
+// `relay-bench slow-bodies` runs the slow-body memory measurement instead (SlowBodies.swift).
 import Foundation
 import Synchronization
 import MockAPNs
@@ -49,20 +50,9 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
     let relay: RelayProcess
     do {
         let port = try freeLoopbackPort()
-        relay = try RelayProcess(binary: binary, environment: [
-            "PATH": environment["PATH"] ?? "/usr/bin:/bin",
-            "APNS_AUTH_KEY_FILE": directory.appendingPathComponent("AuthKey_\(keyID).p8").path,
-            "APNS_KEY_ID": keyID,
-            "APPLE_TEAM_ID": teamID,
-            "TOPIC": topic,
-            "CONNECTION_POOL_SIZE": String(settings.pool),
-            "PORT": String(port),
-            "BIND_ADDRESS": "127.0.0.1",
-            "APNS_HOST": "localhost:\(emulatorPort)",
-            "APNS_SANDBOX_HOST": "localhost:\(emulatorPort)",
-            "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
-            "LOG_LEVEL": "warning",
-        ], port: port, logURL: directory.appendingPathComponent("relay.log"))
+        relay = try RelayProcess(binary: binary, environment: relayEnvironment(
+            directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool),
+            port: port, logURL: directory.appendingPathComponent("relay.log"))
     } catch {
         findings.failure = "could not start \(binary.path) serve: \(error)"
         return findings
@@ -91,6 +81,50 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
     return findings
 }
 
+/// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
+/// glibc's MALLOC_* tunables in the bench's own environment pass through, for profiling.
+func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MALLOC_") }
+    environment.merge([
+        "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        "APNS_AUTH_KEY_FILE": directory.appendingPathComponent("AuthKey_\(keyID).p8").path,
+        "APNS_KEY_ID": keyID,
+        "APPLE_TEAM_ID": teamID,
+        "TOPIC": topic,
+        "CONNECTION_POOL_SIZE": String(pool),
+        "PORT": String(port),
+        "BIND_ADDRESS": "127.0.0.1",
+        "APNS_HOST": "localhost:\(emulatorPort)",
+        "APNS_SANDBOX_HOST": "localhost:\(emulatorPort)",
+        "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
+        "LOG_LEVEL": "warning",
+    ]) { $1 }
+    return environment
+}
+
+/// The APNs emulator the relay talks to, its CA and the bench's key written to `directory`;
+/// every push it accepts goes into `delivered`.
+func startEmulator(directory: URL, delivered: DeliveredIDs) throws -> (ES256PrivateKey, MockAPNsServer) {
+    // Two loops, so the ceiling phase is not one thread's worth of "Apple"; more would only
+    // take CPU from the relay on a small machine.
+    let emulatorLoops = min(2, System.coreCount)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let key = try ES256PrivateKey.generate()
+    let certificates = try TestCertificates.make()
+    try certificates.caPEM.write(to: directory.appendingPathComponent("emulator-ca.pem"), atomically: true, encoding: .utf8)
+    try key.pemPKCS8.write(to: directory.appendingPathComponent("AuthKey_\(keyID).p8"), atomically: true, encoding: .utf8)
+    let configuration = MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: [keyID: .es256(key.publicKey)],
+                                              faults: .none)
+    let emulator = try MockAPNsServer.start(configuration: configuration, host: "127.0.0.1", certificates: certificates,
+                                            loopCount: emulatorLoops, onRecord: { record in
+        // Every push "Apple" accepted, by apns-id, to find 201s that never reached it.
+        if record.status == 200, let id = record.apnsID, let number = uuidKey(id.utf8) {
+            delivered.insert(number)
+        }
+    })
+    return (key, emulator)
+}
+
 func run() -> Int32 {
     signal(SIGPIPE, SIG_IGN)
     installInterruptHandlers()
@@ -107,24 +141,8 @@ func run() -> Int32 {
     let key: ES256PrivateKey
     let emulator: MockAPNsServer
     let delivered = DeliveredIDs()
-    // Two loops, so the ceiling phase is not one thread's worth of "Apple"; more would only
-    // take CPU from the relay on a small machine.
-    let emulatorLoops = min(2, System.coreCount)
     do {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        key = try ES256PrivateKey.generate()
-        let certificates = try TestCertificates.make()
-        try certificates.caPEM.write(to: directory.appendingPathComponent("emulator-ca.pem"), atomically: true, encoding: .utf8)
-        try key.pemPKCS8.write(to: directory.appendingPathComponent("AuthKey_\(keyID).p8"), atomically: true, encoding: .utf8)
-        let configuration = MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: [keyID: .es256(key.publicKey)],
-                                                  faults: .none)
-        emulator = try MockAPNsServer.start(configuration: configuration, host: "127.0.0.1", certificates: certificates,
-                                            loopCount: emulatorLoops, onRecord: { record in
-            // Every push "Apple" accepted, by apns-id, to find 201s that never reached it.
-            if record.status == 200, let id = record.apnsID, let number = uuidKey(id.utf8) {
-                delivered.insert(number)
-            }
-        })
+        (key, emulator) = try startEmulator(directory: directory, delivered: delivered)
     } catch {
         FileHandle.standardError.write(Data("relay-bench: could not start the APNs emulator: \(error)\n".utf8))
         return 2
@@ -266,4 +284,4 @@ func printJSON(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResul
     print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
 }
 
-exit(run())
+exit(CommandLine.arguments.dropFirst().first == "slow-bodies" ? runSlowBodies() : run())

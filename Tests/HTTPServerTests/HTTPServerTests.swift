@@ -233,8 +233,43 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("beyond maxConnections new connections are closed at once and counted")
-    func connectionCap() async throws {
+    @Test("at maxConnections with every connection mid-request, new ones are closed at once and counted")
+    func connectionCapWhenBusy() async throws {
+        try await withServer(testConfiguration(maxConnections: 3)) { server in
+            let port = server.port
+            let partial = "GET /k HTTP/1.1\r\nHost: r\r\n"
+            let kept = try await blocking {
+                try (0..<3).map { _ -> TestClient in
+                    let c = try TestClient(port: port)
+                    c.send(partial)
+                    return c
+                }
+            }
+            #expect(await eventually { server.bufferedRequestBytes >= 3 * partial.utf8.count })
+            #expect(server.openConnectionCount == 3)
+            let extraClosed = try await blocking {
+                try (0..<2).map { _ in
+                    let c = try TestClient(port: port)
+                    c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                    return c.isClosedByServer()
+                }
+            }
+            #expect(extraClosed == [true, true])
+            #expect(server.rejectedConnectionCount == 2)
+            #expect(server.evictedConnectionCount == 0)
+            #expect(server.openConnectionCount <= 3)
+            let stillServed = try await blocking {
+                kept.map { c -> String? in
+                    c.send("\r\n")
+                    return c.readResponse()?.text
+                }
+            }
+            #expect(stillServed == ["GET /k ", "GET /k ", "GET /k "])
+        }
+    }
+
+    @Test("at maxConnections a new GET /health is answered 200 and the longest-idle connection is closed")
+    func connectionCapEvictsLongestIdle() async throws {
         try await withServer(testConfiguration(maxConnections: 3)) { server in
             let port = server.port
             let kept = try await blocking {
@@ -246,20 +281,21 @@ struct HTTPServerTests {
                 }
             }
             #expect(server.openConnectionCount == 3)
-            let extraClosed = try await blocking {
-                try (0..<2).map { _ in
-                    let c = try TestClient(port: port)
-                    c.send("GET / HTTP/1.1\r\nHost: r\r\n\r\n")
-                    return c.isClosedByServer()
-                }
+            let health = try await blocking { () -> Int? in
+                let c = try TestClient(port: port)
+                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                return c.readResponse()?.status
             }
-            #expect(extraClosed == [true, true])
-            #expect(server.rejectedConnectionCount == 2)
-            let stillServed = try await blocking {
-                kept[0].send("GET /again HTTP/1.1\r\nHost: r\r\n\r\n")
-                return kept[0].readResponse()?.text
+            #expect(health == 200)
+            #expect(await eventually { server.evictedConnectionCount == 1 })
+            #expect(server.rejectedConnectionCount == 0)
+            let (firstClosed, secondServed) = try await blocking { () -> (Bool, String?) in
+                let closed = kept[0].isClosedByServer()
+                kept[1].send("GET /again HTTP/1.1\r\nHost: r\r\n\r\n")
+                return (closed, kept[1].readResponse()?.text)
             }
-            #expect(stillServed == "GET /again ")
+            #expect(firstClosed)
+            #expect(secondServed == "GET /again ")
         }
     }
 
@@ -404,7 +440,8 @@ struct HTTPServerTests {
 @Suite("Connection timeouts (pure)")
 struct ConnectionTimeoutTests {
     let config = HTTPServerConfiguration(
-        headerTimeout: .seconds(10), bodyTimeout: .seconds(5), idleTimeout: .seconds(75), writeTimeout: .seconds(10))
+        headerTimeout: .seconds(10), bodyTimeout: .seconds(5), requestTimeout: .seconds(60), idleTimeout: .seconds(75),
+        writeTimeout: .seconds(10))
     let t0 = ContinuousClock.now
 
     @Test("an idle connection closes silently at idleTimeout, not before")
@@ -431,6 +468,27 @@ struct ConnectionTimeoutTests {
         #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(24)) == .none)
         if case .requestTimeout = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(25)) {} else {
             Issue.record("expected a 408")
+        }
+    }
+
+    @Test("a request gets one deadline, head and body together, however steadily its bytes arrive")
+    func wholeRequest() {
+        let config = HTTPServerConfiguration(bodyTimeout: .seconds(5), requestTimeout: .seconds(10))
+        var t = ConnectionTimeouts(configuration: config, now: t0)
+        // A byte every second: the body never stalls for bodyTimeout (5 s).
+        for second in 1...9 {
+            t.lastRead = t0 + .seconds(second)
+            #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(second)) == .none)
+        }
+        t.lastRead = t0 + .seconds(10)
+        guard case .requestTimeout(let reason) = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(10)) else {
+            Issue.record("expected a 408 at the request deadline")
+            return
+        }
+        #expect(reason.contains("request not complete"))
+        var head = ConnectionTimeouts(configuration: HTTPServerConfiguration(requestTimeout: .seconds(3)), now: t0)
+        if case .requestTimeout = head.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + .seconds(3)) {} else {
+            Issue.record("expected a 408 for a head past the request deadline")
         }
     }
 

@@ -64,6 +64,8 @@ struct ConfigurationValueTests {
         #expect(c.maxConnections == 10_000)
         #expect(c.relayToTopic == "com.example.app")
         #expect(c.relayToAlert == "🎺")
+        #expect(c.requestTimeout == .milliseconds(10_000))
+        #expect(c.maxBufferedRequestBytes == 64 << 20)
     }
 
     @Test("/relay-to takes TOPIC unless RELAY_TO_TOPIC names another app, and its alert from RELAY_TO_ALERT")
@@ -87,6 +89,7 @@ struct ConfigurationValueTests {
             "APNS_HOST": "127.0.0.1:2197", "APNS_SANDBOX_HOST": "[::1]:8443", "APNS_CA_FILE": ca,
             "PUSH_TIMEOUT_MS": "5000", "MAX_BODY_BYTES": "8192", "ALERT_LOC_KEY": "my-fallback",
             "LOG_LEVEL": "DEBUG", "LOG_FORMAT": "text", "MAX_QUEUED_PUSHES": "500", "MAX_CONNECTIONS": "200",
+            "REQUEST_TIMEOUT_MS": "4000", "MAX_BUFFERED_REQUEST_BYTES": "8388608",
         ])
         #expect(c.connectionPoolSize == 4)
         #expect(c.port == 8080)
@@ -102,6 +105,16 @@ struct ConfigurationValueTests {
         #expect(c.logFormat == .text)
         #expect(c.maxQueuedPushes == 500)
         #expect(c.maxConnections == 200)
+        #expect(c.requestTimeout == .milliseconds(4000))
+        #expect(c.maxBufferedRequestBytes == 8 << 20)
+    }
+
+    @Test("a request budget smaller than one body is refused, naming the variable")
+    func budgetBelowOneBody() {
+        let error = failure(["MAX_BODY_BYTES": "4194304", "MAX_BUFFERED_REQUEST_BYTES": "2097152"])
+        #expect(error?.code == .invalid)
+        #expect(error?.variable == "MAX_BUFFERED_REQUEST_BYTES")
+        #expect(error?.message.contains("MAX_BODY_BYTES") == true)
     }
 
     @Test("a host without a port keeps 443")
@@ -367,6 +380,8 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("RELAY_TO_TOPIC"))
         #expect(RelayConfiguration.variableNames.contains("RELAY_TO_ALERT"))
         #expect(RelayConfiguration.variableNames.contains("APNS_MAX_STREAMS_PER_CONNECTION"))
-        #expect(RelayConfiguration.variableNames.count == 23)
+        #expect(RelayConfiguration.variableNames.contains("REQUEST_TIMEOUT_MS"))
+        #expect(RelayConfiguration.variableNames.contains("MAX_BUFFERED_REQUEST_BYTES"))
+        #expect(RelayConfiguration.variableNames.count == 25)
     }
 }

@@ -30,6 +30,13 @@ void clinux_ignore_sigpipe(void);
 /* Names the calling thread (truncated to 15 bytes) so loops show up in top/gdb. */
 void clinux_set_thread_name(const char *name);
 
+/* glibc's malloc_trim(0): hands free heap pages of every arena back to the kernel. 1 when
+   some memory was released. */
+int clinux_malloc_trim(void);
+/* mallopt(M_MMAP_THRESHOLD, bytes): blocks of at least this size are mapped on their own
+   and unmapped when freed. 1 on success. */
+int clinux_malloc_mmap_threshold(int bytes);
+
 extern const uint32_t CLINUX_EPOLLIN;
 extern const uint32_t CLINUX_EPOLLOUT;
 extern const uint32_t CLINUX_EPOLLERR;
