@@ -56,9 +56,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// A peer that does not take our bytes for this long is cut off, so it can't pin memory.
     public var writeTimeout: Duration
     /// At most this many connections are open, so a flood can't exhaust the file descriptors
-    /// needed for the connections to Apple. At the cap the connection idle the longest makes
-    /// room for a new one; when none is idle the new one is closed at once.
+    /// needed for the connections to Apple. At the cap the connection idle the longest (for at
+    /// least `minimumIdleBeforeEviction`) makes room for a new one; when none is, the new one is
+    /// closed at once.
     public var maxConnections: Int
+    /// At the cap only a connection idle at least this long gives way: a kept client between two
+    /// requests (Mastodon's workers send every few milliseconds) is never cut as it sends, while
+    /// connections held idle by a flood age past it within a second.
+    public var minimumIdleBeforeEviction: Duration
     /// Bytes all half-received requests may hold together. Past it the connections holding
     /// the most stop being read and the slowest senders are answered 408 (see `RequestBudget`).
     public var maxBufferedRequestBytes: Int
@@ -71,7 +76,7 @@ public struct HTTPServerConfiguration: Sendable {
         requestTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(75), writeTimeout: Duration = .seconds(10),
         maxConnections: Int = 10_000, maxBufferedRequestBytes: Int = 64 << 20,
-        loopCount: Int = System.coreCount
+        minimumIdleBeforeEviction: Duration = .seconds(1), loopCount: Int = System.coreCount
     ) {
         self.host = host
         self.port = port
@@ -82,6 +87,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
+        self.minimumIdleBeforeEviction = minimumIdleBeforeEviction
         self.maxBufferedRequestBytes = maxBufferedRequestBytes
         self.loopCount = loopCount
     }
@@ -233,7 +239,8 @@ final class ServerCore: Sendable {
         self.configuration = configuration
         self.responder = responder
         self.logger = logger
-        cap = ConnectionCap(maxConnections: configuration.maxConnections)
+        cap = ConnectionCap(maxConnections: configuration.maxConnections,
+                            minimumIdle: configuration.minimumIdleBeforeEviction)
         let limits = configuration.limits
         maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
         let epoch = ContinuousClock.now
@@ -268,7 +275,7 @@ final class ServerCore: Sendable {
         let context = contexts[index]
         var evictElsewhere: LoopContext?
         let decision = open > cap.maxConnections
-            ? cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index) : .accept
+            ? cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index, now: .now) : .accept
         switch decision {
         case .accept:
             break

@@ -90,27 +90,35 @@ struct EnduranceTests {
 @Suite("Connection cap (pure)")
 struct ConnectionCapTests {
     let t0 = ContinuousClock.now
-    let cap = ConnectionCap(maxConnections: 10)
+    let cap = ConnectionCap(maxConnections: 10, minimumIdle: .seconds(1))
+    var later: ContinuousClock.Instant { t0 + .seconds(60) }
 
     @Test("under the cap a connection is accepted whatever is idle")
     func underCap() {
-        #expect(cap.decide(open: 10, oldestIdle: [nil, nil], local: 0) == .accept)
+        #expect(cap.decide(open: 10, oldestIdle: [nil, nil], local: 0, now: later) == .accept)
     }
 
     @Test("at the cap the connection idle the longest, on any loop, makes room")
     func evictsOldest() {
-        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(5), t0 + .seconds(2)], local: 0) == .evict(loop: 1))
-        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(1), nil], local: 1) == .evict(loop: 0))
+        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(5), t0 + .seconds(2)], local: 0, now: later) == .evict(loop: 1))
+        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(1), nil], local: 1, now: later) == .evict(loop: 0))
     }
 
     @Test("on a tie the new connection's own loop gives way, which needs no hop")
     func tiePrefersLocal() {
-        #expect(cap.decide(open: 11, oldestIdle: [t0, t0, t0], local: 2) == .evict(loop: 2))
+        #expect(cap.decide(open: 11, oldestIdle: [t0, t0, t0], local: 2, now: later) == .evict(loop: 2))
     }
 
     @Test("at the cap with no idle connection the new one is rejected")
     func rejectsWhenBusy() {
-        #expect(cap.decide(open: 11, oldestIdle: [nil, nil], local: 0) == .reject)
+        #expect(cap.decide(open: 11, oldestIdle: [nil, nil], local: 0, now: later) == .reject)
+    }
+
+    @Test("a connection idle for less than the minimum never gives way: its client may be sending right now")
+    func recentlyIdleIsSafe() {
+        let now = t0 + .seconds(10)
+        #expect(cap.decide(open: 11, oldestIdle: [now - .milliseconds(50), now - .milliseconds(999)], local: 0, now: now) == .reject)
+        #expect(cap.decide(open: 11, oldestIdle: [now - .milliseconds(50), now - .seconds(1)], local: 0, now: now) == .evict(loop: 1))
     }
 }
 

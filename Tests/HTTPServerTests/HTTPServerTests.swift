@@ -281,6 +281,7 @@ struct HTTPServerTests {
                 }
             }
             #expect(server.openConnectionCount == 3)
+            try await Task.sleep(for: .milliseconds(300))  // past the configuration's 200 ms minimum idle
             let health = try await blocking { () -> Int? in
                 let c = try TestClient(port: port)
                 c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
@@ -296,6 +297,35 @@ struct HTTPServerTests {
             }
             #expect(firstClosed)
             #expect(secondServed == "GET /again ")
+        }
+    }
+
+    @Test("at maxConnections a kept client between two requests keeps its connection; the new one is closed instead")
+    func connectionCapSparesRecentlyIdle() async throws {
+        try await withServer(testConfiguration(maxConnections: 2, minimumIdle: .seconds(5))) { server in
+            let port = server.port
+            let kept = try await blocking {
+                try (0..<2).map { i -> TestClient in
+                    let c = try TestClient(port: port)
+                    c.send("GET /k\(i) HTTP/1.1\r\nHost: r\r\n\r\n")
+                    _ = c.readResponse()
+                    return c
+                }
+            }
+            let newClosed = try await blocking { () -> Bool in
+                let c = try TestClient(port: port)
+                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                return c.isClosedByServer()
+            }
+            #expect(newClosed)
+            #expect(server.evictedConnectionCount == 0)
+            let served = try await blocking {
+                kept.map { c -> String? in
+                    c.send("GET /next HTTP/1.1\r\nHost: r\r\n\r\n")
+                    return c.readResponse()?.text
+                }
+            }
+            #expect(served == ["GET /next ", "GET /next "])
         }
     }
 

@@ -188,12 +188,13 @@ struct EchoResponder: HTTPResponder {
 func testConfiguration(
     header: Duration = .seconds(10), body: Duration = .seconds(10), request: Duration = .seconds(10),
     idle: Duration = .seconds(10), write: Duration = .seconds(10), maxConnections: Int = 10_000,
-    maxBufferedRequestBytes: Int = 64 << 20, host: String = "127.0.0.1", loops: Int = 2
+    maxBufferedRequestBytes: Int = 64 << 20, minimumIdle: Duration = .milliseconds(200),
+    host: String = "127.0.0.1", loops: Int = 2
 ) -> HTTPServerConfiguration {
     HTTPServerConfiguration(
         host: host, port: 0, headerTimeout: header, bodyTimeout: body, requestTimeout: request,
         idleTimeout: idle, writeTimeout: write, maxConnections: maxConnections,
-        maxBufferedRequestBytes: maxBufferedRequestBytes, loopCount: loops)
+        maxBufferedRequestBytes: maxBufferedRequestBytes, minimumIdleBeforeEviction: minimumIdle, loopCount: loops)
 }
 
 /// Starts a server, runs `body`, stops the server whatever happens.
