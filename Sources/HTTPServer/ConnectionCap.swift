@@ -1,49 +1,83 @@
 // Who makes room when a connection arrives at the cap, as pure logic: the server reports each
-// loop's longest-idle connection, this says what to do. No I/O, no clock reads.
+// loop's longest-idle connections, this says what to do. No I/O, no clock reads.
+
+/// The two kinds of idle connection the cap tells apart.
+enum IdleKind: Int, CaseIterable {
+    /// Accepted, and not a byte has arrived yet: there is no request on it to lose.
+    case fresh = 0
+    /// Kept alive after at least one request: its client may send the next one at any moment.
+    case kept = 1
+}
 
 /// What to do with a connection accepted while `maxConnections` are already open.
 enum CapDecision: Equatable {
     /// There is room.
     case accept
-    /// Close the longest-idle connection of the loop at this index, then serve the new one.
-    case evict(loop: Int)
-    /// Every open connection is busy (mid-request or answering): close the new one, so a
-    /// flood can't push the server past the cap.
-    case reject
+    /// Close the longest-idle connection of this kind on the loop at this index, then serve
+    /// the new one.
+    case evict(loop: Int, kind: IdleKind)
+    /// Nothing idle may give way: answer 408 to the new connection's loop's slowest request
+    /// still arriving (`slowestToCut`), then serve the new one; reject it when there is none.
+    case cutSlowest
 }
 
-/// The connection cap and its one rule: at the cap, the connection idle the longest (a kept
-/// connection with no request in progress) gives way, so a health probe or a push is served
-/// while idle keep-alive connections hold every slot. A connection idle for less than
-/// `minimumIdle` never gives way: its client may be sending its next request right now, and a
-/// close would meet that request (a flood of new connections would otherwise cut every busy
-/// keep-alive client in the few milliseconds between two of its requests).
+/// The connection cap and its rules. At the cap something gives way so a health probe or a
+/// push is served while a flood holds every slot; the cap itself is never exceeded for long,
+/// since something is closed for each connection let in:
+///
+/// 1. the connection that has sent nothing the longest (a flood's idle sockets: no request on
+///    it can be lost);
+/// 2. else the kept connection idle the longest, if idle for at least `minimumKeptIdle`: a
+///    client between two requests (Mastodon's workers send every few milliseconds) is never cut
+///    as it sends, while connections held idle by a flood age past it within a second;
+/// 3. else the slowest request still arriving after `minimumRequestAge` (a trickled body or head,
+///    answered 408, which Mastodon retries): a real sender finishes its request in milliseconds;
+/// 4. else (every connection busy with a request that is answered, or just arriving) the new
+///    connection is closed at once, so a push flood can't push the server past the cap.
 struct ConnectionCap {
     let maxConnections: Int
-    let minimumIdle: Duration
+    let minimumKeptIdle: Duration
+    let minimumRequestAge: Duration
 
-    init(maxConnections: Int, minimumIdle: Duration = .seconds(1)) {
+    init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1), minimumRequestAge: Duration = .seconds(2)) {
         self.maxConnections = maxConnections
-        self.minimumIdle = minimumIdle
+        self.minimumKeptIdle = minimumKeptIdle
+        self.minimumRequestAge = minimumRequestAge
+    }
+
+    /// How long a connection of `kind` must have been idle before it may give way.
+    func minimumIdle(_ kind: IdleKind) -> Duration {
+        kind == .kept ? minimumKeptIdle : .zero
     }
 
     /// - Parameters:
     ///   - open: open connections, the new one included.
-    ///   - oldestIdle: per loop, since when its longest-idle connection has been idle (nil
-    ///     when the loop has none).
+    ///   - oldestIdle: per loop, since when its longest-idle connection of each kind (indexed by
+    ///     `IdleKind.rawValue`) has been idle; nil when the loop has none of that kind.
     ///   - local: the new connection's loop, preferred on a tie since it needs no hop.
     ///   - now: when the new connection arrived.
-    func decide(open: Int, oldestIdle: [ContinuousClock.Instant?], local: Int, now: ContinuousClock.Instant) -> CapDecision {
+    func decide(open: Int, oldestIdle: [[ContinuousClock.Instant?]], local: Int, now: ContinuousClock.Instant) -> CapDecision {
         guard open > maxConnections else { return .accept }
-        var best: Int?
-        for (index, since) in oldestIdle.enumerated() {
-            guard let since, now - since >= minimumIdle else { continue }
-            if let b = best, let current = oldestIdle[b] {
-                if since < current || (since == current && index == local) { best = index }
-            } else {
-                best = index
+        for kind in IdleKind.allCases {
+            var best: (loop: Int, since: ContinuousClock.Instant)?
+            for (index, heads) in oldestIdle.enumerated() {
+                guard let since = heads[kind.rawValue], now - since >= minimumIdle(kind) else { continue }
+                if let current = best, since > current.since || (since == current.since && index != local) { continue }
+                best = (index, since)
             }
+            if let best { return .evict(loop: best.loop, kind: kind) }
         }
-        return best.map { .evict(loop: $0) } ?? .reject
+        return .cutSlowest
+    }
+
+    /// Of the requests still arriving on a loop, the one to answer 408 at the cap: the slowest
+    /// (fewest bytes per second since its first byte) of those begun `minimumRequestAge` ago.
+    func slowestToCut(_ arriving: [RequestBudget.Candidate], now: ContinuousClock.Instant) -> Int? {
+        func rate(_ c: RequestBudget.Candidate) -> Double {
+            Double(c.received) / max((now - c.since) / .milliseconds(1), 1)
+        }
+        return arriving.indices
+            .filter { now - arriving[$0].since >= minimumRequestAge }
+            .min { rate(arriving[$0]) < rate(arriving[$1]) }
     }
 }

@@ -149,7 +149,8 @@ public final class HTTPServer: Sendable {
     /// metric to watch.
     public var rejectedConnectionCount: Int { core.counters.rejected.load(ordering: .relaxed) }
 
-    /// Idle connections closed to make room for a new one at `maxConnections`.
+    /// Connections closed to make room for a new one at `maxConnections`: idle ones, or the
+    /// slowest request still arriving (answered 408).
     public var evictedConnectionCount: Int { core.counters.evicted.load(ordering: .relaxed) }
 
     /// Bytes held now by requests still arriving (see `maxBufferedRequestBytes`).
@@ -240,7 +241,7 @@ final class ServerCore: Sendable {
         self.responder = responder
         self.logger = logger
         cap = ConnectionCap(maxConnections: configuration.maxConnections,
-                            minimumIdle: configuration.minimumIdleBeforeEviction)
+                            minimumKeptIdle: configuration.minimumIdleBeforeEviction)
         let limits = configuration.limits
         maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
         let epoch = ContinuousClock.now
@@ -273,19 +274,17 @@ final class ServerCore: Sendable {
             return
         }
         let context = contexts[index]
-        var evictElsewhere: LoopContext?
+        var evictElsewhere: (LoopContext, IdleKind)?
+        let now = ContinuousClock.now
         let decision = open > cap.maxConnections
-            ? cap.decide(open: open, oldestIdle: contexts.map(\.oldestIdle), local: index, now: .now) : .accept
+            ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
+                         local: index, now: now)
+            : .accept
         switch decision {
         case .accept:
             break
-        case .reject:
-            counters.open.wrappingSubtract(1, ordering: .relaxed)
-            noteRejected()
-            stream.close()
-            return
-        case .evict(let loop) where loop == index:
-            if context.evictLongestIdle() {
+        case .evict(let loop, let kind) where loop == index:
+            if context.evictLongestIdle(kind, cap: cap, now: now) {
                 noteEvicted()
             } else {
                 counters.open.wrappingSubtract(1, ordering: .relaxed)
@@ -293,18 +292,27 @@ final class ServerCore: Sendable {
                 stream.close()
                 return
             }
-        case .evict(let loop):
-            evictElsewhere = contexts[loop]
+        case .evict(let loop, let kind):
+            evictElsewhere = (contexts[loop], kind)
+        case .cutSlowest:
+            if context.cutSlowestArriving(cap: cap, now: now) {
+                noteEvicted()
+            } else {
+                counters.open.wrappingSubtract(1, ordering: .relaxed)
+                noteRejected()
+                stream.close()
+                return
+            }
         }
         let connection = HTTPConnection(stream: stream, core: self, context: context)
         context.add(connection)
         stream.handler = connection
         connection.settle()
-        if let remote = evictElsewhere {
+        if let (remote, kind) = evictElsewhere {
             // The new connection is served while the other loop closes its longest-idle one;
             // if that one got busy meanwhile, the new one goes instead, so the cap holds.
             remote.loop.execute { [self] in
-                if remote.evictLongestIdle() {
+                if remote.evictLongestIdle(kind, cap: cap, now: .now) {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in
@@ -327,7 +335,7 @@ final class ServerCore: Sendable {
     private func noteEvicted() {
         let evicted = counters.evicted.wrappingAdd(1, ordering: .relaxed).newValue
         if evicted == 1 || evicted % 1000 == 0 {
-            logger?("http connection cap of \(configuration.maxConnections) reached; closed the longest-idle connection to make room (\(evicted) so far)")
+            logger?("http connection cap of \(configuration.maxConnections) reached; closed an idle connection, or the slowest request still arriving, to make room (\(evicted) so far)")
         }
     }
 
@@ -341,7 +349,7 @@ final class ServerCore: Sendable {
 /// the cached Date header and the buffer responses are serialized into.
 ///
 /// `@unchecked Sendable`: it is shared through `ServerCore`, but every member except the
-/// immutable ones and the atomic `oldestIdleNanos` is touched only on `loop`'s thread (all
+/// immutable ones and the atomics `oldestFreshNanos`/`oldestKeptNanos` is touched only on `loop`'s thread (all
 /// callers hop with `execute`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
@@ -357,13 +365,14 @@ final class LoopContext: @unchecked Sendable {
     /// Reused for every response on this loop: one serialization buffer, no per-request allocation.
     var output: [UInt8] = []
 
-    /// Idle connections, longest idle first (a connection joins at the tail when it becomes
-    /// idle, so the list stays in `idleSince` order).
-    private var idleHead: HTTPConnection?
-    private var idleTail: HTTPConnection?
-    /// The head's `idleSince` as nanoseconds after `epoch` (0: none idle), for other loops'
+    /// Idle connections, longest idle first, one list per `IdleKind` (a connection joins its
+    /// list's tail when it becomes idle, so each list stays in `idleSince` order).
+    private var idleHeads: [HTTPConnection?] = [nil, nil]
+    private var idleTails: [HTTPConnection?] = [nil, nil]
+    /// Each head's `idleSince` as nanoseconds after `epoch` (0: none idle), for other loops'
     /// cap decisions.
-    private let oldestIdleNanos = Atomic<Int64>(0)
+    private let oldestFreshNanos = Atomic<Int64>(0)
+    private let oldestKeptNanos = Atomic<Int64>(0)
     private let epoch: ContinuousClock.Instant
     /// Connections of this loop paused for the request budget.
     var budgetPausedCount = 0
@@ -401,54 +410,71 @@ final class LoopContext: @unchecked Sendable {
 
     func remove(_ connection: HTTPConnection) {
         connections[ObjectIdentifier(connection)] = nil
-        setIdle(connection, false)
+        setIdle(connection, nil)
     }
 
     // MARK: Idle connections, for the cap
 
-    /// Since when this loop's longest-idle connection has been idle; readable from any loop.
-    var oldestIdle: ContinuousClock.Instant? {
-        let nanos = oldestIdleNanos.load(ordering: .relaxed)
+    /// Since when this loop's longest-idle connection of `kind` has been idle; readable from any loop.
+    func oldestIdle(_ kind: IdleKind) -> ContinuousClock.Instant? {
+        let nanos = kind == .fresh ? oldestFreshNanos.load(ordering: .relaxed) : oldestKeptNanos.load(ordering: .relaxed)
         return nanos == 0 ? nil : epoch + .nanoseconds(nanos)
     }
 
-    /// Adds the connection to the idle list's tail or takes it out.
-    func setIdle(_ connection: HTTPConnection, _ idle: Bool) {
-        guard idle != connection.isListedIdle else { return }
-        connection.isListedIdle = idle
-        if idle {
-            connection.idlePrevious = idleTail
-            connection.idleNext = nil
-            idleTail?.idleNext = connection
-            idleTail = connection
-            if idleHead == nil {
-                idleHead = connection
-                publishOldestIdle()
-            }
-        } else {
+    /// Puts the connection on the tail of its kind's idle list, or takes it off.
+    func setIdle(_ connection: HTTPConnection, _ idle: IdleKind?) {
+        guard idle != connection.listedIdle else { return }
+        if let listed = connection.listedIdle {
+            let k = listed.rawValue
             let previous = connection.idlePrevious, next = connection.idleNext
-            if let previous { previous.idleNext = next } else { idleHead = next }
-            if let next { next.idlePrevious = previous } else { idleTail = previous }
+            if let previous { previous.idleNext = next } else { idleHeads[k] = next }
+            if let next { next.idlePrevious = previous } else { idleTails[k] = previous }
             connection.idlePrevious = nil
             connection.idleNext = nil
-            if previous == nil { publishOldestIdle() }
+            connection.listedIdle = nil
+            if previous == nil { publishOldestIdle(listed) }
+        }
+        if let idle {
+            let k = idle.rawValue
+            connection.listedIdle = idle
+            connection.idlePrevious = idleTails[k]
+            connection.idleNext = nil
+            idleTails[k]?.idleNext = connection
+            idleTails[k] = connection
+            if idleHeads[k] == nil {
+                idleHeads[k] = connection
+                publishOldestIdle(idle)
+            }
         }
     }
 
-    private func publishOldestIdle() {
+    private func publishOldestIdle(_ kind: IdleKind) {
         var nanos: Int64 = 0
-        if let head = idleHead {
+        if let head = idleHeads[kind.rawValue] {
             let (seconds, attoseconds) = (head.idleSince - epoch).components
             nanos = max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
-        oldestIdleNanos.store(nanos, ordering: .relaxed)
+        switch kind {
+        case .fresh: oldestFreshNanos.store(nanos, ordering: .relaxed)
+        case .kept: oldestKeptNanos.store(nanos, ordering: .relaxed)
+        }
     }
 
-    /// Closes the connection idle the longest (it has nothing in progress, so nothing is
-    /// lost); false when none is idle.
-    func evictLongestIdle() -> Bool {
-        guard let victim = idleHead else { return false }
+    /// Closes the connection of `kind` idle the longest (it has nothing in progress, so
+    /// nothing is lost) if it has been idle for the cap's minimum; false when there is none.
+    func evictLongestIdle(_ kind: IdleKind, cap: ConnectionCap, now: ContinuousClock.Instant) -> Bool {
+        guard let victim = idleHeads[kind.rawValue], now - victim.idleSince >= cap.minimumIdle(kind) else { return false }
         victim.closeNow()
+        return true
+    }
+
+    /// At the cap with nothing idle: answers 408 to this loop's slowest request still arriving
+    /// after the cap's minimum age (a trickled body, a stuck head), so the new connection has
+    /// room; false when there is none.
+    func cutSlowestArriving(cap: ConnectionCap, now: ContinuousClock.Instant) -> Bool {
+        let arriving = connections.values.filter { $0.budgetCandidate != nil }
+        guard let index = cap.slowestToCut(arriving.map { $0.budgetCandidate! }, now: now) else { return false }
+        arriving[index].cutForCap()
         return true
     }
 
@@ -544,8 +570,10 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     private var accountedBytes = 0
     /// Bytes read since the current request began: its sender's pace, for the budget.
     private var requestBytes = 0
-    /// Links of the loop's idle list (`LoopContext.setIdle` keeps them).
-    var isListedIdle = false
+    /// Some byte has arrived: the connection is no longer `.fresh` when idle.
+    private var hasReceived = false
+    /// Links of the loop's idle lists (`LoopContext.setIdle` keeps them).
+    var listedIdle: IdleKind?
     var idleNext: HTTPConnection?
     weak var idlePrevious: HTTPConnection?
     /// The peer shut down its sending side: answer what is complete, then close.
@@ -578,6 +606,7 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
             requestBytes = 0
         }
         requestBytes += bytes.count
+        hasReceived = true
         timeouts.lastRead = now
         parser.append(bytes)
         if responding || waitingForDrain {
@@ -634,7 +663,8 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
             core.counters.bufferedBytes.wrappingAdd(held - accountedBytes, ordering: .relaxed)
             accountedBytes = held
         }
-        context.setIdle(self, !isClosed && !closing && phase == .idle)
+        let idle = !isClosed && !closing && phase == .idle
+        context.setIdle(self, idle ? (hasReceived ? .kept : .fresh) : nil)
     }
 
     /// Over the budget: stop reading this connection if it holds a fair share or more, and
@@ -664,6 +694,12 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
     func cutForBudget() {
         respondAndClose(HTTPResponse(
             status: 408, reason: "too many unfinished requests are held; send the whole request at once and retry"))
+    }
+
+    /// Answers 408 (Mastodon retries it) and closes, to make room at the connection cap.
+    func cutForCap() {
+        respondAndClose(HTTPResponse(
+            status: 408, reason: "the server is at its connection cap and this request was the slowest to arrive; send the whole request at once and retry"))
     }
 
     func resumeAfterBudgetPause() {

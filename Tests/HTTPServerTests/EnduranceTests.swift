@@ -90,35 +90,61 @@ struct EnduranceTests {
 @Suite("Connection cap (pure)")
 struct ConnectionCapTests {
     let t0 = ContinuousClock.now
-    let cap = ConnectionCap(maxConnections: 10, minimumIdle: .seconds(1))
+    let cap = ConnectionCap(maxConnections: 10, minimumKeptIdle: .seconds(1), minimumRequestAge: .seconds(2))
     var later: ContinuousClock.Instant { t0 + .seconds(60) }
+
+    /// Per loop: since when its oldest fresh and its oldest kept connection are idle.
+    func loops(_ heads: (fresh: ContinuousClock.Instant?, kept: ContinuousClock.Instant?)...) -> [[ContinuousClock.Instant?]] {
+        heads.map { [$0.fresh, $0.kept] }
+    }
 
     @Test("under the cap a connection is accepted whatever is idle")
     func underCap() {
-        #expect(cap.decide(open: 10, oldestIdle: [nil, nil], local: 0, now: later) == .accept)
+        #expect(cap.decide(open: 10, oldestIdle: loops((nil, nil), (nil, nil)), local: 0, now: later) == .accept)
     }
 
-    @Test("at the cap the connection idle the longest, on any loop, makes room")
+    @Test("at the cap the kept connection idle the longest, on any loop, makes room")
     func evictsOldest() {
-        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(5), t0 + .seconds(2)], local: 0, now: later) == .evict(loop: 1))
-        #expect(cap.decide(open: 11, oldestIdle: [t0 + .seconds(1), nil], local: 1, now: later) == .evict(loop: 0))
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + .seconds(5)), (nil, t0 + .seconds(2))), local: 0, now: later)
+                == .evict(loop: 1, kind: .kept))
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + .seconds(1)), (nil, nil)), local: 1, now: later)
+                == .evict(loop: 0, kind: .kept))
     }
 
     @Test("on a tie the new connection's own loop gives way, which needs no hop")
     func tiePrefersLocal() {
-        #expect(cap.decide(open: 11, oldestIdle: [t0, t0, t0], local: 2, now: later) == .evict(loop: 2))
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0), (nil, t0), (nil, t0)), local: 2, now: later)
+                == .evict(loop: 2, kind: .kept))
     }
 
-    @Test("at the cap with no idle connection the new one is rejected")
-    func rejectsWhenBusy() {
-        #expect(cap.decide(open: 11, oldestIdle: [nil, nil], local: 0, now: later) == .reject)
+    @Test("a connection that never sent a byte goes first, however young: there is no request on it to lose")
+    func freshGoesFirst() {
+        let now = t0 + .seconds(10)
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(1), now - .seconds(9)), (nil, nil)), local: 1, now: now)
+                == .evict(loop: 0, kind: .fresh))
     }
 
-    @Test("a connection idle for less than the minimum never gives way: its client may be sending right now")
+    @Test("a kept connection idle for less than the minimum never gives way: its client may be sending right now")
     func recentlyIdleIsSafe() {
         let now = t0 + .seconds(10)
-        #expect(cap.decide(open: 11, oldestIdle: [now - .milliseconds(50), now - .milliseconds(999)], local: 0, now: now) == .reject)
-        #expect(cap.decide(open: 11, oldestIdle: [now - .milliseconds(50), now - .seconds(1)], local: 0, now: now) == .evict(loop: 1))
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .milliseconds(999))), local: 0, now: now)
+                == .cutSlowest)
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .seconds(1))), local: 0, now: now)
+                == .evict(loop: 1, kind: .kept))
+    }
+
+    @Test("with nothing idle the slowest request begun 2 s ago is cut; younger ones never are")
+    func cutsSlowest() {
+        let now = t0 + .seconds(10)
+        let arriving = [
+            RequestBudget.Candidate(held: 40_000, received: 40_000, since: now - .seconds(3)),  // 13 bytes/ms
+            RequestBudget.Candidate(held: 33_000, received: 33_000, since: now - .seconds(5)),  // 6.6 bytes/ms
+            RequestBudget.Candidate(held: 10, received: 10, since: now - .milliseconds(500)),   // slowest, but young
+        ]
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, nil), (nil, nil)), local: 0, now: now) == .cutSlowest)
+        #expect(cap.slowestToCut(arriving, now: now) == 1)
+        #expect(cap.slowestToCut([arriving[2]], now: now) == nil)
+        #expect(cap.slowestToCut([], now: now) == nil)
     }
 }
 

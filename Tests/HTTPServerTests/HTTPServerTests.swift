@@ -329,6 +329,51 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("at maxConnections held by sockets that sent nothing, a new GET /health is answered at once")
+    func connectionCapIdleFlood() async throws {
+        try await withServer(testConfiguration(maxConnections: 3, minimumIdle: .seconds(5))) { server in
+            let port = server.port
+            let flood = try await blocking { try (0..<3).map { _ in try TestClient(port: port) } }
+            #expect(await eventually { server.openConnectionCount == 3 })
+            let health = try await blocking { () -> Int? in
+                let c = try TestClient(port: port)
+                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                return c.readResponse()?.status
+            }
+            #expect(health == 200)
+            #expect(server.evictedConnectionCount == 1)
+            #expect(server.rejectedConnectionCount == 0)
+            #expect(await eventually { server.openConnectionCount <= 3 })
+            withExtendedLifetime(flood) {}
+        }
+    }
+
+    @Test("at maxConnections held by trickled bodies, a new GET /health is answered and the slowest gets 408")
+    func connectionCapSlowBodyFlood() async throws {
+        try await withServer(testConfiguration(request: .seconds(5), maxConnections: 3)) { server in
+            let port = server.port
+            let slow = try await blocking {
+                try (0..<3).map { i -> TestClient in
+                    let c = try TestClient(port: port)
+                    c.send("POST /p\(i) HTTP/1.1\r\nHost: r\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 100 * (i + 1)))
+                    return c
+                }
+            }
+            try await Task.sleep(for: .milliseconds(2200))  // past the cap's 2 s minimum request age
+            let health = try await blocking { () -> Int? in
+                let c = try TestClient(port: port)
+                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                return c.readResponse()?.status
+            }
+            #expect(health == 200)
+            #expect(server.evictedConnectionCount == 1)
+            // The one cut for the cap hears so at once; the others meet the request deadline.
+            let answers = try await blocking { slow.map { $0.readResponse() } }
+            #expect(answers.map { $0?.status } == [408, 408, 408])
+            #expect(answers.filter { $0?.text.contains("connection cap") == true }.count == 1)
+        }
+    }
+
     @Test("drain answers the request in flight with Connection: close and closes idle connections at once")
     func drain() async throws {
         let started = Signal()
