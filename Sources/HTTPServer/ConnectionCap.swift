@@ -30,19 +30,19 @@ enum CapDecision: Equatable {
 /// 2. else the kept connection idle the longest, if idle for at least `minimumKeptIdle`: a
 ///    client between two requests (Mastodon's workers send every few milliseconds) is never cut
 ///    as it sends, while connections held idle by a flood age past it within a second;
-/// 3. else the slowest request still arriving after `minimumRequestAge` (a trickled body or head,
-///    answered 408, which Mastodon retries): a real sender finishes its request in milliseconds;
+/// 3. else the slowest request still arriving (fewest bytes per second since its first byte: a
+///    trickled body or head), answered 408, which Mastodon retries: a real sender writes its
+///    whole request at once (nginx buffers the body before it forwards), so at the cap the
+///    slowest arriving request is a flood's;
 /// 4. else (every connection busy with a request that is answered, or just arriving) the new
 ///    connection is closed at once, so a push flood can't push the server past the cap.
 struct ConnectionCap {
     let maxConnections: Int
     let minimumKeptIdle: Duration
-    let minimumRequestAge: Duration
 
-    init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1), minimumRequestAge: Duration = .seconds(2)) {
+    init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1)) {
         self.maxConnections = maxConnections
         self.minimumKeptIdle = minimumKeptIdle
-        self.minimumRequestAge = minimumRequestAge
     }
 
     /// How long a connection of `kind` must have been idle before it may give way.
@@ -71,13 +71,11 @@ struct ConnectionCap {
     }
 
     /// Of the requests still arriving on a loop, the one to answer 408 at the cap: the slowest
-    /// (fewest bytes per second since its first byte) of those begun `minimumRequestAge` ago.
+    /// (fewest bytes per second since its first byte, counting at least a millisecond).
     func slowestToCut(_ arriving: [RequestBudget.Candidate], now: ContinuousClock.Instant) -> Int? {
         func rate(_ c: RequestBudget.Candidate) -> Double {
             Double(c.received) / max((now - c.since) / .milliseconds(1), 1)
         }
-        return arriving.indices
-            .filter { now - arriving[$0].since >= minimumRequestAge }
-            .min { rate(arriving[$0]) < rate(arriving[$1]) }
+        return arriving.indices.min { rate(arriving[$0]) < rate(arriving[$1]) }
     }
 }

@@ -469,8 +469,7 @@ final class LoopContext: @unchecked Sendable {
     }
 
     /// At the cap with nothing idle: answers 408 to this loop's slowest request still arriving
-    /// after the cap's minimum age (a trickled body, a stuck head), so the new connection has
-    /// room; false when there is none.
+    /// (a trickled body, a stuck head), so the new connection has room; false when there is none.
     func cutSlowestArriving(cap: ConnectionCap, now: ContinuousClock.Instant) -> Bool {
         let arriving = connections.values.filter { $0.budgetCandidate != nil }
         guard let index = cap.slowestToCut(arriving.map { $0.budgetCandidate! }, now: now) else { return false }
