@@ -44,7 +44,7 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Everything the client needs to reach Apple. The defaults follow Apple's guidance and the
-/// lessons in DESIGN.md §5; tests shrink the timings.
+/// lessons in docs/ARCHITECTURE.md §7; tests shrink the timings.
 public struct APNsClientConfiguration: Sendable {
     /// Who signs provider tokens. A reference shared by every copy of this configuration, so a
     /// key rotated in it (SIGHUP) reaches every connection's next token without a restart.

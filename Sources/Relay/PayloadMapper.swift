@@ -4,7 +4,7 @@ import HTTPServer
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.
 public struct APNsPushPlan: Sendable, Equatable {
-    /// The JSON body, byte for byte (DESIGN §3).
+    /// The JSON body, byte for byte (docs/ARCHITECTURE.md §5).
     public var payload: [UInt8]
     /// `apns-priority`: 5 for `very-low`/`low` urgency (Apple may batch them to save power), else 10.
     public var priority: Int

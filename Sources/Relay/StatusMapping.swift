@@ -1,7 +1,7 @@
 import APNs
 import HTTPServer
 
-/// What the relay answers the sender for one push that reached the APNs client (DESIGN §4).
+/// What the relay answers the sender for one push that reached the APNs client (docs/ARCHITECTURE.md §6).
 ///
 /// A value, not a response: the mapping is the heart of the relay (a wrong 4xx unsubscribes a
 /// user for good), so it is a pure function with a table test of its own.

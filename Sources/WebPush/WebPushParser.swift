@@ -21,7 +21,7 @@ import Foundation
 /// Checks run in this order: encoding (415), body size (400 empty, 413 too large), then the
 /// keys and salt for the encoding (400). Every reason names the header or body and the fault.
 public enum WebPushParser {
-    /// The body cap from DESIGN §4; the server should enforce it on `Content-Length` before
+    /// The body cap (docs/ARCHITECTURE.md §6); the server should enforce it on `Content-Length` before
     /// reading, this is the last line of defence for chunked bodies.
     public static let defaultMaxBodyBytes = 64 * 1024
 

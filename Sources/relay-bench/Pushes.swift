@@ -8,7 +8,7 @@ func pushID(connection: Int, sequence: Int) -> Int {
     connection &* 100_000_000 &+ sequence
 }
 
-/// The APNs body the relay makes of a variant (DESIGN.md section 3), split around the push id.
+/// The APNs body the relay makes of a variant (docs/ARCHITECTURE.md §5), split around the push id.
 struct APNsPayloadTemplate {
     private let prefix: [UInt8]
     private let suffixes: [[UInt8]]

@@ -10,7 +10,7 @@ private let rfc8291Body = "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQ
 /// receives out, and the status Mastodon hears back.
 @Suite("End to end: HTTP/1.1 → relay → TLS + HTTP/2 emulator", .serialized, .timeLimit(.minutes(1)))
 struct EndToEndTests {
-    @Test("a Mastodon aesgcm push reaches Apple with exactly DESIGN §3's headers and payload, answered 201")
+    @Test("a Mastodon aesgcm push reaches Apple with exactly the headers and payload of docs/ARCHITECTURE.md §5, answered 201")
     func mastodonPush() async throws {
         try await RelayHarness.with { h in
             let t = token("ab")
@@ -70,7 +70,7 @@ struct EndToEndTests {
         }
     }
 
-    /// Each emulator fault and the status the sender must hear (DESIGN §4).
+    /// Each emulator fault and the status the sender must hear (docs/ARCHITECTURE.md §6).
     static let faultRows: [(prefix: String, status: Int, retryAfter: String?)] = [
         (MockFaults.Prefix.unregistered, 410, nil),
         (MockFaults.Prefix.expiredToken, 410, nil),

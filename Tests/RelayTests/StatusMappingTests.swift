@@ -13,7 +13,7 @@ private func failure(_ code: APNsError.Code) -> Result<APNsResponse, APNsError> 
     .failure(APNsError(code: code, message: "test"))
 }
 
-/// One row of DESIGN §4: what Apple (or the client) said, and what the sender must hear.
+/// One row of the status table (docs/ARCHITECTURE.md §6): what Apple (or the client) said, and what the sender must hear.
 struct MappingRow: Sendable, CustomTestStringConvertible {
     var name: String
     var result: Result<APNsResponse, APNsError>
@@ -23,7 +23,7 @@ struct MappingRow: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-@Suite("Status mapping (DESIGN §4)")
+@Suite("Status mapping (docs/ARCHITECTURE.md §6)")
 struct StatusMappingTests {
     static let rows: [MappingRow] = [
         MappingRow(name: "200 → 201", result: apple(200), status: 201),
@@ -55,7 +55,7 @@ struct StatusMappingTests {
         MappingRow(name: "invalidNotification → 502", result: failure(.invalidNotification), status: 502, misconfiguration: true),
     ]
 
-    @Test("each APNs outcome maps to the status of DESIGN §4", arguments: rows)
+    @Test("each APNs outcome maps to the status of docs/ARCHITECTURE.md §6", arguments: rows)
     func row(_ row: MappingRow) {
         let answer = StatusMapping.answer(for: row.result, nowMilliseconds: 42)
         #expect(answer.status == row.status)
