@@ -212,7 +212,9 @@ public struct TextLogSink: LogSink {
         output.writeLine(format(record))
     }
 
-    /// Newlines in the message are escaped so one record stays one line.
+    /// One record stays one line, and a value can never read as more keys: backslashes, quotes
+    /// and control characters are escaped, and a value that needed escaping (or holds a space or
+    /// `=`) is quoted, so `k="a\\\" forged=yes"` parses back as the single value it was.
     public func format(_ record: LogRecord) -> String {
         var out = formatTimestamp(record.timestamp)
         out += " "
@@ -220,12 +222,18 @@ public struct TextLogSink: LogSink {
         out += " ["
         out += record.label
         out += "] "
-        out += Self.escapeControl(record.message)
+        out += Self.escaped(record.message)
         for key in record.metadata.keys.sorted() {
-            let text = Self.escapeControl(record.metadata[key]!.description)
-            out += " \(key)="
-            if text.isEmpty || text.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) {
-                out += "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            let raw = record.metadata[key]!.description
+            let text = Self.escaped(raw)
+            out += " "
+            out += key
+            out += "="
+            if text.isEmpty || text.utf8.count != raw.utf8.count
+                || raw.utf8.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }) {
+                out += "\""
+                out += text
+                out += "\""
             } else {
                 out += text
             }
@@ -233,11 +241,17 @@ public struct TextLogSink: LogSink {
         return out
     }
 
-    static func escapeControl(_ s: String) -> String {
-        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
+    /// `\` → `\\`, `"` → `\"`, newline, return and tab as `\n` `\r` `\t`, other control
+    /// characters as `\u{…}`.
+    static func escaped(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" || $0 == "\"" }) else {
+            return s
+        }
         var out = ""
         for scalar in s.unicodeScalars {
             switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"

@@ -135,8 +135,7 @@ public final class RelayResponder: HTTPResponder {
             metrics.pushesInFlight.decrement()
             completion(response)
         }
-        let requestID = request.requestID ?? Self.newID()
-        var log = PushLog(requestID: requestID, sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
+        var log = PushLog(requestID: Self.requestID(request), sandbox: route.sandbox, peer: request.forwardedFor ?? request.peerAddress)
 
         let message: WebPushMessage
         do {
@@ -199,7 +198,7 @@ public final class RelayResponder: HTTPResponder {
 
     /// A push refused before anything was parsed (a bad token or id in the path).
     private func refusedPush(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
-        let log = PushLog(requestID: request.requestID ?? Self.newID(), sandbox: false,
+        let log = PushLog(requestID: Self.requestID(request), sandbox: false,
                           peer: request.forwardedFor ?? request.peerAddress)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
     }
@@ -264,6 +263,33 @@ public final class RelayResponder: HTTPResponder {
     }
 
     // MARK: Helpers
+
+    /// The caller's `X-Request-ID` when it is a plain token (at most `maxRequestIDLength` characters
+    /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
+    /// every log line of the push, so it must be short and unable to forge log syntax.
+    static func requestID(_ request: HTTPRequest) -> String {
+        guard let given = request.requestID, isPlainRequestID(given) else { return newID() }
+        return given
+    }
+
+    static let maxRequestIDLength = 128
+
+    static func isPlainRequestID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxRequestIDLength else { return false }
+        return bytes.allSatisfy { b in
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "+"),
+                 UInt8(ascii: "="), UInt8(ascii: "-"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
 
     /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
     /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and

@@ -167,4 +167,53 @@ struct TextLogSinkTests {
         #expect(output.filter { $0 == "\n" }.count == 1)
         #expect(output.contains(#"a\nfake line"#))
     }
+
+    @Test("a value with a backslash and a quote cannot forge more keys")
+    func noForgedKeys() {
+        let hostile = #"x\" http.status=201 device=00000000 forged=yes z=""#
+        let line = TextLogSink().format(record("push delivered", metadata: ["request.id": .string(hostile), "http.status": 503]))
+        let pairs = logfmtPairs(line)
+        #expect(pairs.map(\.key) == ["http.status", "request.id"])
+        #expect(pairs.first { $0.key == "request.id" }?.value == hostile)
+        #expect(pairs.first { $0.key == "http.status" }?.value == "503")
+    }
+
+    @Test("control characters and backslashes are escaped, and such a value is quoted")
+    func controlCharacters() {
+        let line = TextLogSink().format(record("m", metadata: ["k": "a\\b\u{1B}[31m"]))
+        #expect(line.hasSuffix(#" k="a\\b\u{1b}[31m""#))
+        #expect(!line.unicodeScalars.contains { $0.value < 0x20 })
+    }
+}
+
+/// The `key=value` pairs after the message, read the way logfmt readers do: a quoted value ends
+/// at the first quote not escaped by a backslash.
+private func logfmtPairs(_ line: String) -> [(key: String, value: String)] {
+    let scalars = Array(line.unicodeScalars)
+    var pairs: [(key: String, value: String)] = []
+    var i = 0
+    while i < scalars.count {
+        // A key is a run of non-space characters followed by `=`, after a space.
+        guard scalars[i] == " " else { i += 1; continue }
+        var j = i + 1
+        while j < scalars.count, scalars[j] != " ", scalars[j] != "=" { j += 1 }
+        guard j < scalars.count, scalars[j] == "=", j > i + 1 else { i = j; continue }
+        let key = String(String.UnicodeScalarView(scalars[(i + 1)..<j]))
+        var value = String.UnicodeScalarView()
+        var k = j + 1
+        if k < scalars.count, scalars[k] == "\"" {
+            k += 1
+            while k < scalars.count, scalars[k] != "\"" {
+                if scalars[k] == "\\", k + 1 < scalars.count { k += 1 }
+                value.append(scalars[k])
+                k += 1
+            }
+            k += 1
+        } else {
+            while k < scalars.count, scalars[k] != " " { value.append(scalars[k]); k += 1 }
+        }
+        pairs.append((key, String(value)))
+        i = k
+    }
+    return pairs
 }
