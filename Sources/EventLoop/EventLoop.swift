@@ -5,6 +5,7 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
+import Observability
 internal import CLinux
 
 /// Facts about the machine that size the loop group.
@@ -242,6 +243,9 @@ public final class EventLoop: @unchecked Sendable {
         clinux_set_thread_name(name)
         started.signal()
 
+        // Log lines of a turn go out in one write when it ends, not one write each.
+        LogBatching.begin()
+        defer { LogBatching.end() }
         let maxEvents: Int32 = 256
         let events = UnsafeMutablePointer<clinux_epoll_event>.allocate(capacity: Int(maxEvents))
         defer { events.deallocate() }
@@ -259,7 +263,9 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             fireDueTimers()
-            if runQueuedJobs() { break }
+            let stopping = runQueuedJobs()
+            LogBatching.flush()
+            if stopping { break }
         }
         closeEverything()
         Self.loopThreads.withLock { _ = $0.remove(me) }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 
 /// Where one push goes, read from `POST /push/{device_token}/{id}[?sandbox=true]`.
@@ -10,8 +17,17 @@ public struct PushRoute: Sendable, Equatable {
     /// `?sandbox=true` (only that literal) selects Apple's development host, as metatext-apns does.
     public var sandbox: Bool
 
+    /// The token as APNs takes it, checked once by `match` so the push does not check it again;
+    /// nil only for a route built by hand from a token that is not valid.
+    public var device: DeviceToken?
+
     public init(deviceToken: String, id: String, sandbox: Bool) {
+        self.init(deviceToken: deviceToken, device: try? DeviceToken(deviceToken), id: id, sandbox: sandbox)
+    }
+
+    init(deviceToken: String, device: DeviceToken?, id: String, sandbox: Bool) {
         self.deviceToken = deviceToken
+        self.device = device
         self.id = id
         self.sandbox = sandbox
     }
@@ -49,7 +65,7 @@ public struct PushRoute: Sendable, Equatable {
 
         let token = String(decoding: segments[0], as: UTF8.self)
         // The token rules (hex, even, 64 to 200 digits) are APNs's, kept in one place.
-        guard (try? DeviceToken(token)) != nil else {
+        guard let device = try? DeviceToken(token) else {
             return .badRequest(reason: "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long")
         }
 
@@ -71,7 +87,7 @@ public struct PushRoute: Sendable, Equatable {
                 sandbox = eq < pair.endIndex && pair[pair.index(after: eq)...].elementsEqual("true".utf8)
             }
         }
-        return .push(PushRoute(deviceToken: token, id: id, sandbox: sandbox))
+        return .push(PushRoute(deviceToken: token, device: device, id: id, sandbox: sandbox))
     }
 
     static func hexValue(_ b: UInt8) -> UInt8? {

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import APNs
 import HTTPServer
@@ -144,10 +151,14 @@ public final class RelayResponder: HTTPResponder {
             return completion(finish(log, status: error.status, reason: error.reason, started: started))
         }
         let token: DeviceToken
-        do {
-            token = try DeviceToken(route.deviceToken)
-        } catch {
-            return completion(finish(log, status: 400, reason: error.message, started: started))
+        if let checked = route.device {
+            token = checked
+        } else {
+            do {
+                token = try DeviceToken(route.deviceToken)
+            } catch {
+                return completion(finish(log, status: 400, reason: error.message, started: started))
+            }
         }
         log.device = token
 
@@ -161,7 +172,7 @@ public final class RelayResponder: HTTPResponder {
         let notification: APNsNotification
         do {
             notification = try APNsNotification(
-                token: token, topic: settings.topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
+                token: token, topic: settings.topic, payload: APNsPayload(builtAlert: plan.payload), pushType: .alert,
                 priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key): our fault.

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import WebPushCrypto
 
 /// A Mastodon-shaped aesgcm WebPush request: what a Sidekiq worker posts to the relay.
@@ -41,11 +48,11 @@ struct DemoPush: Sendable {
     /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` decrypted with the
     /// subscription key, or why it could not.
     func decrypt(payload: [UInt8]) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-              let m = object["m"] as? String
+        struct Fields: Decodable { var m: String?; var s: String?; var k: String?; var e: String? }
+        guard let object = try? JSONDecoder().decode(Fields.self, from: Data(payload)), let m = object.m
         else { return "(no m in the payload: the degraded form, the app shows its fallback alert)" }
         do {
-            let plain = try device.decrypt(m: m, s: object["s"] as? String, k: object["k"] as? String, e: object["e"] as? String)
+            let plain = try device.decrypt(m: m, s: object.s, k: object.k, e: object.e)
             return String(decoding: plain, as: UTF8.self)
         } catch {
             return "(the device could not decrypt it: \(error))"
@@ -67,6 +74,6 @@ struct DemoPush: Sendable {
     }
 
     static func randomHex(bytes: Int) -> String {
-        randomBytes(bytes).map { String(format: "%02x", $0) }.joined()
+        randomBytes(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

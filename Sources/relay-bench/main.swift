@@ -65,7 +65,7 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
             "APNS_HOST": "localhost:\(emulatorPort)",
             "APNS_SANDBOX_HOST": "localhost:\(emulatorPort)",
             "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
-            "LOG_LEVEL": "warning",
+            "LOG_LEVEL": environment["BENCH_LOG_LEVEL"] ?? "warning",
         ], port: port, logURL: directory.appendingPathComponent("relay.log"))
     } catch {
         findings.failure = "could not start \(binary.path) serve: \(error)"
