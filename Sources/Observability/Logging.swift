@@ -3,11 +3,7 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
 #endif
 #if canImport(Glibc)
 import Glibc
@@ -60,21 +56,60 @@ public enum LogValue: Sendable, Equatable, CustomStringConvertible,
     }
 }
 
+/// One metadata entry of a line.
+public struct LogField: Sendable, Equatable {
+    public var key: String
+    public var value: LogValue
+
+    public init(_ key: String, _ value: LogValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
 /// One log line before formatting; sinks receive it whole so a line is never split across writes.
 public struct LogRecord: Sendable, Equatable {
     public var timestamp: Date
     public var level: LogLevel
     public var label: String
     public var message: String
+    /// The metadata sorted by key, one entry per key: the order lines are written in, kept as a
+    /// list so a hot line is formatted without hashing a dictionary twice.
+    public private(set) var fields: [LogField]
+
     /// The logger's metadata merged with the call's (the call wins on a clash).
-    public var metadata: [String: LogValue]
+    public var metadata: [String: LogValue] {
+        get { Dictionary(fields.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }) }
+        set { fields = newValue.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key } }
+    }
 
     public init(timestamp: Date, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
         self.message = message
-        self.metadata = metadata
+        self.fields = metadata.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key }
+    }
+
+    /// `fields` in any order; sorted here unless they already are (a caller that writes them in
+    /// key order pays one comparison per field). Of two equal keys the later one is kept.
+    public init(timestamp: Date, level: LogLevel, label: String, message: String, fields: [LogField]) {
+        self.timestamp = timestamp
+        self.level = level
+        self.label = label
+        self.message = message
+        var sorted = true
+        for i in fields.indices.dropFirst() where !(fields[i - 1].key < fields[i].key) {
+            sorted = false
+            break
+        }
+        if sorted {
+            self.fields = fields
+        } else {
+            var unique: [String: LogValue] = [:]
+            for field in fields { unique[field.key] = field.value }
+            self.fields = unique.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key }
+        }
     }
 }
 
@@ -126,6 +161,18 @@ public struct Logger: Sendable {
             merged = all
         }
         sink.write(LogRecord(timestamp: timestamp ?? Date(), level: level, label: label, message: message(), metadata: merged))
+    }
+
+    /// `log` with the metadata as a list, best written in key order: the push's line, which has
+    /// no use for a dictionary.
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, fields: [LogField]) {
+        guard level >= self.level else { return }
+        var all = fields
+        if !self.metadata.isEmpty {
+            // The logger's context first, so the call's value wins on a clash.
+            all = self.metadata.map { LogField($0.key, .string($0.value)) } + fields
+        }
+        sink.write(LogRecord(timestamp: Date(), level: level, label: label, message: message(), fields: all))
     }
 
     public func trace(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
@@ -202,11 +249,11 @@ public struct JSONLogSink: LogSink {
         appendJSONString(record.label, to: &out)
         out.append(contentsOf: #","msg":"#.utf8)
         appendJSONString(record.message, to: &out)
-        for key in record.metadata.keys.sorted() {
-            let value = record.metadata[key]!
+        for field in record.fields {
+            let key = field.key, value = field.value
             out.append(UInt8(ascii: ","))
             // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-            if reservedKeys.contains(key) { appendJSONString("metadata." + key, to: &out) } else { appendJSONString(key, to: &out) }
+            if isReserved(key) { appendJSONString("metadata." + key, to: &out) } else { appendJSONString(key, to: &out) }
             out.append(UInt8(ascii: ":"))
             switch value {
             case .string(let s): appendJSONString(s, to: &out)
@@ -220,7 +267,10 @@ public struct JSONLogSink: LogSink {
         out.append(UInt8(ascii: "}"))
     }
 
-    static let reservedKeys: Set<String> = ["ts", "level", "label", "msg"]
+    /// The fixed fields' names; compared directly, cheaper than hashing every key into a set.
+    static func isReserved(_ key: String) -> Bool {
+        key.utf8.count <= 5 && (key == "ts" || key == "level" || key == "label" || key == "msg")
+    }
 }
 
 /// `2025-01-02T03:04:05.678Z level [label] message key=value`, for a terminal.
@@ -247,8 +297,9 @@ public struct TextLogSink: LogSink {
         out += record.label
         out += "] "
         out += Self.escaped(record.message)
-        for key in record.metadata.keys.sorted() {
-            let raw = record.metadata[key]!.description
+        for field in record.fields {
+            let key = field.key
+            let raw = field.value.description
             let text = Self.escaped(raw)
             out += " "
             out += key

@@ -242,20 +242,23 @@ public final class RelayResponder: HTTPResponder {
     }
 
     private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
-        var meta: [String: LogValue] = [
-            "request.id": .string(log.requestID), "route": "push", "http.status": .int(answer.status),
-            "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
-            "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
-        ]
-        if let device = log.device { meta["device"] = .string(device.fingerprint) }
-        if let id = log.apnsID { meta["apns.id"] = .string(id) }
-        if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
-        if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
-        if let error = log.apnsError { meta["apns.error"] = .string(error) }
-        if log.degraded { meta["payload.degraded"] = true }
-        if let peer = log.peer { meta["peer"] = .string(peer) }
-        if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
-        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
+        // In key order, so the line is written as listed (no dictionary, no sort).
+        var fields: [LogField] = []
+        fields.reserveCapacity(13)
+        fields.append(LogField("apns.environment", .string(log.sandbox ? "sandbox" : "production")))
+        if let error = log.apnsError { fields.append(LogField("apns.error", .string(error))) }
+        if let id = log.apnsID { fields.append(LogField("apns.id", .string(id))) }
+        if let reason = log.apnsReason { fields.append(LogField("apns.reason", .string(reason))) }
+        if let status = log.apnsStatus { fields.append(LogField("apns.status", .int(status))) }
+        if let device = log.device { fields.append(LogField("device", .string(device.fingerprint))) }
+        fields.append(LogField("http.status", .int(answer.status)))
+        fields.append(LogField("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000)))
+        if log.degraded { fields.append(LogField("payload.degraded", true)) }
+        if let peer = log.peer { fields.append(LogField("peer", .string(peer))) }
+        if let reason = answer.reason, answer.status != 201 { fields.append(LogField("reason", .string(reason))) }
+        fields.append(LogField("request.id", .string(log.requestID)))
+        fields.append(LogField("route", "push"))
+        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", fields: fields)
     }
 
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as

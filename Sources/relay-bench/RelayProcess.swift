@@ -69,9 +69,14 @@ final class RelayProcess {
     }
 
     /// Peak resident set (VmHWM), in KiB.
-    func peakRSSKiB() -> Int? {
+    func peakRSSKiB() -> Int? { statusKiB("VmHWM:") }
+
+    /// Resident set now (VmRSS), in KiB.
+    func rssKiB() -> Int? { statusKiB("VmRSS:") }
+
+    private func statusKiB(_ field: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in text.split(separator: "\n") where line.hasPrefix(field) {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         }
         return nil
