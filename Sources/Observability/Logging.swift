@@ -390,6 +390,7 @@ final class LineWriter: Sendable {
                 batch.flush()
                 batch.writer = self
             }
+            if batch.bytes.isEmpty { batch.firstHeld = .now }
             build(&batch.bytes)
             batch.bytes.append(0x0A)
             if batch.bytes.count >= LogBatching.flushBytes { batch.flush() }
@@ -421,16 +422,21 @@ final class LineWriter: Sendable {
     }
 }
 
-/// Holds the log lines of an event-loop thread until its turn ends, so a busy loop pays one
-/// write(2) per turn instead of one per line. Lines stay in order; a turn is short (the loop
-/// flushes before it waits again), so a line is never held while the loop sleeps.
+/// Holds the log lines of an event-loop thread and writes them in one write(2) when its loop
+/// turn ends — or, on a busy loop whose turns are short, once `maxDelay` has passed since the
+/// first held line or `flushBytes` are held, so a write carries many lines. Lines stay in order;
+/// a loop holding lines sleeps at most `maxDelay` before writing them.
 public enum LogBatching {
     /// Past this a batch is written at once, so one long turn cannot hold much memory.
     static let flushBytes = 64 * 1024
+    /// How long a line may wait for company; short beside anything that reads logs.
+    public static let maxDelay: Duration = .milliseconds(5)
 
     final class Buffer {
         var writer: LineWriter?
         var bytes: [UInt8] = []
+        /// When the oldest held line was added.
+        var firstHeld = ContinuousClock.now
 
         init() { bytes.reserveCapacity(flushBytes + 4096) }
 
@@ -461,6 +467,18 @@ public enum LogBatching {
     /// Writes the lines this thread holds, in one write(2); cheap when there are none.
     public static func flush() {
         current()?.flush()
+    }
+
+    /// The end of a loop turn: writes the held lines once they are `maxDelay` old (or many);
+    /// returns how long the loop may sleep before it must call again, nil when nothing is held.
+    public static func endOfTurn() -> Duration? {
+        guard let buffer = current(), !buffer.bytes.isEmpty else { return nil }
+        let waited = ContinuousClock.now - buffer.firstHeld
+        if waited >= maxDelay || buffer.bytes.count >= flushBytes / 2 {
+            buffer.flush()
+            return nil
+        }
+        return maxDelay - waited
     }
 
     /// Writes what is held and goes back to writing each line at once.
