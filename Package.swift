@@ -5,7 +5,7 @@ import PackageDescription
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   HTTPServer → EventLoop
-//   EventLoop → Observability (it writes the log lines of each loop turn at once)
+//   EventLoop → Observability (each loop writes its log lines in batches)
 //   Observability (logs, metrics) is imported by any module above the C layer; it imports nothing.
 // Only OpenSSLSupport, HTTP2 and EventLoop import the C targets.
 let package = Package(

@@ -371,8 +371,8 @@ public final class InMemoryLogSink: LogSink {
 /// Writes whole lines to a file descriptor, never interleaving two.
 ///
 /// On a thread that called `LogBatching.begin()` (every event loop does) a line is only appended
-/// to that thread's buffer, and the loop writes the buffer once per turn: one write(2) for every
-/// line of the turn, and no lock taken per line. Elsewhere each line is written at once. A write
+/// to that thread's buffer, which the loop writes in one write(2) when its turn ends (every
+/// `LogBatching.maxDelay` on a busy loop): no write and no lock per line. Elsewhere each line is written at once. A write
 /// takes a lock so that a batch longer than PIPE_BUF, or one cut short by a signal, is never
 /// split by another thread's.
 final class LineWriter: Sendable {
@@ -462,11 +462,6 @@ public enum LogBatching {
     public static func begin() {
         guard current() == nil else { return }
         pthread_setspecific(key, Unmanaged.passRetained(Buffer()).toOpaque())
-    }
-
-    /// Writes the lines this thread holds, in one write(2); cheap when there are none.
-    public static func flush() {
-        current()?.flush()
     }
 
     /// The end of a loop turn: writes the held lines once they are `maxDelay` old (or many);

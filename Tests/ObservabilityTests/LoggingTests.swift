@@ -151,6 +151,50 @@ struct JSONLogSinkTests {
     }
 }
 
+@Suite("Batched log writes")
+struct LogBatchingTests {
+    @Test("a batching thread holds its lines until the batch ends, then writes them whole and in order")
+    func heldThenWritten() throws {
+        var heldBefore: String?
+        var due: Duration?
+        let output = try capture { fd in
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var seen: (String?, Duration?) = (nil, nil)
+            let thread = Thread {
+                LogBatching.begin()
+                let logger = Logger(label: "t", sink: JSONLogSink(fileDescriptor: fd))
+                for i in 0..<3 { logger.info("line \(i)") }
+                var size = stat()
+                fstat(fd, &size)
+                seen.0 = size.st_size == 0 ? "" : "written early"
+                seen.1 = LogBatching.endOfTurn()
+                LogBatching.end()
+                done.signal()
+            }
+            thread.start()
+            done.wait()
+            (heldBefore, due) = seen
+        }
+        #expect(heldBefore == "")
+        let waited = try #require(due, "lines were held, so the loop is told when to come back")
+        #expect(waited <= LogBatching.maxDelay)
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == 3)
+        for (i, line) in lines.enumerated() { #expect(line.contains("\"msg\":\"line \(i)\"")) }
+    }
+
+    @Test("a thread that does not batch writes each line at once")
+    func unbatched() throws {
+        let output = try capture { fd in
+            Logger(label: "t", sink: JSONLogSink(fileDescriptor: fd)).info("now")
+            var size = stat()
+            fstat(fd, &size)
+            #expect(size.st_size > 0)
+        }
+        #expect(output.contains(#""msg":"now""#))
+    }
+}
+
 @Suite("Text log lines")
 struct TextLogSinkTests {
     @Test("a human line: time, level, label, message, then key=value pairs")
