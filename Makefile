@@ -34,14 +34,18 @@ run: deps
 mock: deps
 	$(SWIFT) run apns-mock
 
-# Benchmark (release build, loopback only, bounded): Mastodon-shaped pushes through `apns-relay serve`
-# to the in-process APNs emulator, then the same load straight to the emulator over HTTP/2 as the
-# ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2).
+# The flags of the binary that ships (Dockerfile, image-smoke): the Swift runtime linked in, no symbols.
+SHIP_FLAGS := -c release --static-swift-stdlib -Xlinker --strip-all
+
+# Benchmark (the shipped build, loopback only, bounded): Mastodon-shaped pushes through `apns-relay
+# serve` to the in-process APNs emulator with LOG_LEVEL=info and then warning, then the same load
+# straight to the emulator over HTTP/2 as the ceiling. BENCH_SECONDS (20) of load per phase,
+# BENCH_CONNECTIONS (64), BENCH_POOL (2), BENCH_LOG_LEVELS (info,warning).
 # SwiftPM builds only the last --product given, hence one build per product.
 bench: deps
-	$(SWIFT) build -c release --product apns-relay
-	$(SWIFT) build -c release --product relay-bench
-	.build/release/relay-bench
+	$(SWIFT) build $(SHIP_FLAGS) --product apns-relay
+	$(SWIFT) build $(SHIP_FLAGS) --product relay-bench
+	RELAY_BINARY="$$($(SWIFT) build $(SHIP_FLAGS) --show-bin-path)/apns-relay" "$$($(SWIFT) build $(SHIP_FLAGS) --show-bin-path)/relay-bench"
 
 # Soak and chaos run (release build, loopback only, bounded): `apns-relay serve` against the
 # in-process APNs emulator for SOAK_SECONDS (300) of mixed pushes (normal, dead, slow, never

@@ -5,6 +5,7 @@ import PackageDescription
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   HTTPServer → EventLoop
+//   EventLoop → Observability (each loop writes its log lines in batches)
 //   Observability (logs, metrics) is imported by any module above the C layer; it imports nothing.
 // Only OpenSSLSupport, HTTP2 and EventLoop import the C targets.
 let package = Package(
@@ -25,7 +26,7 @@ let package = Package(
 
         .target(name: "Observability"),
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"]),
-        .target(name: "EventLoop", dependencies: ["CLinux"]),
+        .target(name: "EventLoop", dependencies: ["CLinux", "Observability"]),
         .target(name: "HTTP2", dependencies: ["CNghttp2"]),
         .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2"]),
         .target(name: "APNs", dependencies: ["Transport", "OpenSSLSupport", "Observability"]),

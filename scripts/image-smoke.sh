@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
-FLAGS=(-c release --static-swift-stdlib)
+# The Dockerfile's flags (and make bench's): the Swift runtime linked in, symbols stripped.
+FLAGS=(-c release --static-swift-stdlib -Xlinker --strip-all)
 echo "== building the static release binaries"
 "$SWIFT" build "${FLAGS[@]}" --product apns-relay
 "$SWIFT" build "${FLAGS[@]}" --product apns-mock
@@ -35,6 +36,13 @@ while read -r lib path; do
     *) fail "$lib comes from $pkg, which the Dockerfile's runtime stage does not install";;
   esac
 done < <(ldd "$RELAY" | awk '/=>/ && $3 ~ /^\// {print $1, $3}')
+
+echo "== binary size"
+# FoundationEssentials, not Foundation (whose ICU data alone is tens of MB): the relay ships small.
+MAX_BINARY_BYTES=$((20 * 1000 * 1000))
+size=$(stat -c %s "$RELAY")
+echo "apns-relay: $size bytes (limit $MAX_BINARY_BYTES)"
+[ "$size" -le "$MAX_BINARY_BYTES" ] || fail "the static binary is $size bytes, over $MAX_BINARY_BYTES: did a module import Foundation instead of FoundationEssentials?"
 
 echo "== starting the emulator and the relay"
 work=$(mktemp -d)

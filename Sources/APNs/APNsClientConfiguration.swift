@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import OpenSSLSupport
 
@@ -25,7 +32,7 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads `host`, `host:port` or `[v6]:port` (APNS_HOST style); nil when the port is not a number.
     public static func parse(_ text: String) -> APNsEndpoint? {
-        let text = text.trimmingCharacters(in: .whitespaces)
+        let text = text.trimmingWhitespace
         guard !text.isEmpty else { return nil }
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             let host = String(text[text.index(after: text.startIndex)..<close])

@@ -83,8 +83,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
             return
         }
-        let jwt = token?.jwt ?? ""
-        let headers = notification.headers(authorization: jwt).map { name, value in
+        let fields = token.map { notification.headers(bearer: $0) } ?? notification.headers(authorization: "")
+        let headers = fields.map { name, value in
             // apns-id changes per push: indexing it would only evict authorization and the topic.
             HTTP2Header(name: name, value: value, neverIndex: name == "apns-id")
         }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
 /// and says exactly what to fix.
@@ -92,9 +99,19 @@ public struct APNsNotification: Sendable {
     /// `:scheme`, `:authority`), names in lower case as HTTP/2 requires.
     /// - Parameter authorization: the connection's provider token (the JWT text).
     public func headers(authorization jwt: String) -> [(String, String)] {
+        withAuthorization("bearer " + jwt)
+    }
+
+    /// The same headers with the token's ready-made `bearer <JWT>` value: what a connection sends
+    /// per push, so no string is built per push.
+    public func headers(bearer token: ProviderToken) -> [(String, String)] {
+        withAuthorization(token.authorization)
+    }
+
+    private func withAuthorization(_ value: String) -> [(String, String)] {
         var headers = fixedHeaders
         headers.reserveCapacity(fixedHeaders.count + 1)
-        headers.append(("authorization", "bearer " + jwt))
+        headers.append(("authorization", value))
         return headers
     }
 }

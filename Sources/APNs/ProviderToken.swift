@@ -9,6 +9,8 @@ public protocol ProviderTokenSigner: Sendable {
 public struct ProviderToken: Sendable, Hashable {
     /// The compact JWT text.
     public let jwt: String
+    /// `bearer <jwt>`, the `authorization` header's value, made once per token rather than per push.
+    public let authorization: String
     /// Unix seconds written as `iat`, which starts Apple's one-hour clock.
     public let issuedAt: Int64
 
@@ -37,6 +39,7 @@ public struct ProviderToken: Sendable, Hashable {
         signingInput.append(UInt8(ascii: "."))
         signingInput.append(contentsOf: Base64URL.encode(signature))
         self.jwt = String(decoding: signingInput, as: UTF8.self)
+        self.authorization = "bearer " + jwt
         self.issuedAt = issuedAt
     }
 }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Apple's answer to one push, with what it means for the subscription.
 public struct APNsResponse: Sendable, Hashable {
@@ -87,12 +94,28 @@ public struct APNsResponse: Sendable, Hashable {
         }
         var reason: APNsReason?
         var gone: Int64?
-        if !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
-            if let text = object["reason"] as? String { reason = APNsReason(text) }
-            if let number = object["timestamp"] as? NSNumber { gone = number.int64Value }
+        if !body.isEmpty, let object = try? JSONDecoder().decode(ErrorBody.self, from: Data(body)) {
+            reason = object.reason.map(APNsReason.init)
+            gone = object.timestamp
         }
         return APNsResponse(ok: false, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device,
                             reason: reason, goneSinceMs: gone)
+    }
+
+    /// Apple's error body, `{"reason":"BadDeviceToken","timestamp":1700000000000}`; a field of
+    /// another type is skipped rather than losing the other.
+    struct ErrorBody: Decodable {
+        var reason: String?
+        var timestamp: Int64?
+
+        enum CodingKeys: String, CodingKey { case reason, timestamp }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            reason = try? container.decode(String.self, forKey: .reason)
+            timestamp = (try? container.decode(Int64.self, forKey: .timestamp))
+                ?? (try? container.decode(Double.self, forKey: .timestamp)).flatMap { $0.isFinite && abs($0) < 9e18 ? Int64($0) : nil }
+        }
     }
 
     /// The JSON the relay and the `send` command print:

@@ -5,6 +5,7 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
+import Observability
 internal import CLinux
 
 /// Facts about the machine that size the loop group.
@@ -242,11 +243,15 @@ public final class EventLoop: @unchecked Sendable {
         clinux_set_thread_name(name)
         started.signal()
 
+        // Log lines go out in one write per turn, or per few milliseconds on a busy loop.
+        LogBatching.begin()
+        defer { LogBatching.end() }
         let maxEvents: Int32 = 256
         let events = UnsafeMutablePointer<clinux_epoll_event>.allocate(capacity: Int(maxEvents))
         defer { events.deallocate() }
+        var logDue: Duration?
         while true {
-            let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds())
+            let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds(logDue: logDue))
             wakeUpCount &+= 1
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -259,7 +264,9 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
             fireDueTimers()
-            if runQueuedJobs() { break }
+            let stopping = runQueuedJobs()
+            logDue = LogBatching.endOfTurn()
+            if stopping { break }
         }
         closeEverything()
         Self.loopThreads.withLock { _ = $0.remove(me) }
@@ -268,8 +275,16 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Milliseconds until the nearest timer, rounded up so a timer never spins the loop;
     /// -1 (sleep until an event) when no timer is pending.
-    private func timeoutMilliseconds() -> Int32 {
-        guard let deadline = timers.nearestDeadline else { return -1 }
+    private func timeoutMilliseconds(logDue: Duration? = nil) -> Int32 {
+        // Held log lines wake the loop when they are due, like a timer.
+        let logDeadline = logDue.map { ContinuousClock.now + $0 }
+        let deadline: ContinuousClock.Instant
+        switch (timers.nearestDeadline, logDeadline) {
+        case (nil, nil): return -1
+        case (let timer?, nil): deadline = timer
+        case (nil, let log?): deadline = log
+        case (let timer?, let log?): deadline = min(timer, log)
+        }
         let remaining = deadline - .now
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components

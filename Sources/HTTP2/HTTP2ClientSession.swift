@@ -226,7 +226,8 @@ final class ClientCore: SessionCore {
         ]
         fields.reserveCapacity(4 + headers.count)
         for header in headers {
-            let name = header.name.lowercased()
+            // Names come lower-cased from their builders; only a stray capital costs a new string.
+            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
             if name.hasPrefix(":") {
                 throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
             }

@@ -207,6 +207,9 @@ class SessionCore {
         return withUnsafePointer(to: &provider) { submit($0) }
     }
 
+    /// nghttp2 asks how much of the body goes in the next DATA frame. The bytes are not copied
+    /// into its frame buffer (`NO_COPY`): `sendBody` appends them to `outbox` straight from the
+    /// body, one copy fewer per push.
     func readBody(stream id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
                   flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let body = outgoing[id] else {
@@ -214,15 +217,29 @@ class SessionCore {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let count = min(length, body.bytes.count - body.offset)
-        body.bytes.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress! + body.offset, count: count)
-        }
-        body.offset += count
-        if body.offset == body.bytes.count {
+        flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue
+        if body.offset + count == body.bytes.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            outgoing[id] = nil
         }
         return count
+    }
+
+    /// Writes one whole DATA frame that `readBody` sized: nghttp2's 9-byte header, the pad-length
+    /// byte and padding if it chose any, and `length` bytes of the body from where it stands.
+    /// Called from inside `mem_send`, after every earlier frame has reached `outbox`.
+    func sendBody(stream id: Int32, header: UnsafePointer<UInt8>, length: Int, padding: Int) -> Int32 {
+        guard let body = outgoing[id], body.offset + length <= body.bytes.count else {
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        outbox.append(contentsOf: UnsafeBufferPointer(start: header, count: 9))
+        if padding > 0 { outbox.append(UInt8(padding - 1)) }
+        body.bytes.withUnsafeBufferPointer { source in
+            outbox.append(contentsOf: UnsafeBufferPointer(rebasing: source[body.offset..<(body.offset + length)]))
+        }
+        if padding > 1 { outbox.append(contentsOf: repeatElement(0, count: padding - 1)) }
+        body.offset += length
+        if body.offset == body.bytes.count { outgoing[id] = nil }
+        return 0
     }
 
     func submitGoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
@@ -290,6 +307,11 @@ private func installTrampolines(_ callbacks: OpaquePointer) {
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in
         guard let core = core(user) else { return 0 }
         return core.onStreamClose(stream: streamID, errorCode: errorCode)
+    }
+    nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, header, length, _, user in
+        guard let frame, let header, let core = core(user) else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+        return core.sendBody(stream: frame.pointee.hd.stream_id, header: header, length: length,
+                             padding: Int(frame.pointee.data.padlen))
     }
     nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
         guard let frame, let core = core(user) else { return 0 }

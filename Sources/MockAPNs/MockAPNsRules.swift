@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Apple's rules for one request, judged by the emulator's own code (never the client's), so
@@ -302,7 +309,7 @@ public final class MockAPNsRules: Sendable {
     private func checkProviderToken(_ authorization: String?, connection: inout MockConnectionState, now: Int64) throws(Rejection) {
         guard let authorization else { throw Rejection(403, "MissingProviderToken") }
         let scheme = "bearer "
-        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        let trimmed = authorization.trimmingWhitespace
         if trimmed.isEmpty || trimmed.lowercased() == "bearer" { throw Rejection(403, "MissingProviderToken") }
         guard authorization.prefix(scheme.count).lowercased() == scheme else { throw Rejection(403, "InvalidProviderToken") }
         let jwt = String(authorization.dropFirst(scheme.count))

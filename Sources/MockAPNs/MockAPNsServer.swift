@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Synchronization
 import EventLoop
 import OpenSSLSupport
@@ -122,7 +130,7 @@ public final class MockAPNsServer: Sendable {
         let deadline = ContinuousClock.now + timeout
         while rules.records.count < count {
             if ContinuousClock.now >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
+            usleep(5_000)
         }
         return true
     }

@@ -1,6 +1,13 @@
 // Logging shaped like swift-log: a `Logger` value is passed in (never a global), it carries
 // its own metadata, and where the lines go is a `LogSink` chosen once at start-up.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// How serious a log line is; ordered so a logger can drop everything below its threshold.
@@ -49,21 +56,60 @@ public enum LogValue: Sendable, Equatable, CustomStringConvertible,
     }
 }
 
+/// One metadata entry of a line.
+public struct LogField: Sendable, Equatable {
+    public var key: String
+    public var value: LogValue
+
+    public init(_ key: String, _ value: LogValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
 /// One log line before formatting; sinks receive it whole so a line is never split across writes.
 public struct LogRecord: Sendable, Equatable {
     public var timestamp: Date
     public var level: LogLevel
     public var label: String
     public var message: String
+    /// The metadata sorted by key, one entry per key: the order lines are written in, kept as a
+    /// list so a hot line is formatted without hashing a dictionary twice.
+    public private(set) var fields: [LogField]
+
     /// The logger's metadata merged with the call's (the call wins on a clash).
-    public var metadata: [String: LogValue]
+    public var metadata: [String: LogValue] {
+        get { Dictionary(fields.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }) }
+        set { fields = newValue.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key } }
+    }
 
     public init(timestamp: Date, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
         self.message = message
-        self.metadata = metadata
+        self.fields = metadata.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key }
+    }
+
+    /// `fields` in any order; sorted here unless they already are (a caller that writes them in
+    /// key order pays one comparison per field). Of two equal keys the later one is kept.
+    public init(timestamp: Date, level: LogLevel, label: String, message: String, fields: [LogField]) {
+        self.timestamp = timestamp
+        self.level = level
+        self.label = label
+        self.message = message
+        var sorted = true
+        for i in fields.indices.dropFirst() where !(fields[i - 1].key < fields[i].key) {
+            sorted = false
+            break
+        }
+        if sorted {
+            self.fields = fields
+        } else {
+            var unique: [String: LogValue] = [:]
+            for field in fields { unique[field.key] = field.value }
+            self.fields = unique.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key }
+        }
     }
 }
 
@@ -104,10 +150,29 @@ public struct Logger: Sendable {
         at timestamp: Date? = nil
     ) {
         guard level >= self.level else { return }
-        var merged = [String: LogValue](minimumCapacity: self.metadata.count + (metadata?.count ?? 0))
-        for (key, value) in self.metadata { merged[key] = .string(value) }
-        if let metadata { for (key, value) in metadata { merged[key] = value } }
+        let merged: [String: LogValue]
+        if self.metadata.isEmpty {
+            // The usual case on the hot path: the call's metadata is the line's, no second dictionary.
+            merged = metadata ?? [:]
+        } else {
+            var all = [String: LogValue](minimumCapacity: self.metadata.count + (metadata?.count ?? 0))
+            for (key, value) in self.metadata { all[key] = .string(value) }
+            if let metadata { for (key, value) in metadata { all[key] = value } }
+            merged = all
+        }
         sink.write(LogRecord(timestamp: timestamp ?? Date(), level: level, label: label, message: message(), metadata: merged))
+    }
+
+    /// `log` with the metadata as a list, best written in key order: the push's line, which has
+    /// no use for a dictionary.
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, fields: [LogField]) {
+        guard level >= self.level else { return }
+        var all = fields
+        if !self.metadata.isEmpty {
+            // The logger's context first, so the call's value wins on a clash.
+            all = self.metadata.map { LogField($0.key, .string($0.value)) } + fields
+        }
+        sink.write(LogRecord(timestamp: Date(), level: level, label: label, message: message(), fields: all))
     }
 
     public func trace(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
@@ -164,40 +229,48 @@ public struct JSONLogSink: LogSink {
     }
 
     public func write(_ record: LogRecord) {
-        output.writeLine(format(record))
+        output.writeLine { Self.append(record, to: &$0) }
     }
 
     /// The line without its newline; public so tests and tools can check the exact output.
     public func format(_ record: LogRecord) -> String {
-        var out = "{\"ts\":\""
-        out += formatTimestamp(record.timestamp)
-        out += "\",\"level\":\""
-        out += record.level.rawValue
-        out += "\",\"label\":"
-        appendJSONString(record.label, to: &out)
-        out += ",\"msg\":"
-        appendJSONString(record.message, to: &out)
-        for key in record.metadata.keys.sorted() {
-            let value = record.metadata[key]!
-            // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-            let name = Self.reservedKeys.contains(key) ? "metadata." + key : key
-            out += ","
-            appendJSONString(name, to: &out)
-            out += ":"
-            switch value {
-            case .string(let s): appendJSONString(s, to: &out)
-            case .int(let i): out += String(i)
-            case .bool(let b): out += b ? "true" : "false"
-            case .double(let d):
-                // JSON has no NaN or infinity; a string keeps the line parseable.
-                if d.isFinite { out += String(d) } else { appendJSONString(String(d), to: &out) }
-            }
-        }
-        out += "}"
-        return out
+        var out: [UInt8] = []
+        Self.append(record, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    static let reservedKeys: Set<String> = ["ts", "level", "label", "msg"]
+    /// Writes the line as bytes straight into the writer's buffer: no intermediate strings.
+    static func append(_ record: LogRecord, to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"ts":""#.utf8)
+        appendTimestamp(record.timestamp, to: &out)
+        out.append(contentsOf: #"","level":""#.utf8)
+        out.append(contentsOf: record.level.rawValue.utf8)
+        out.append(contentsOf: #"","label":"#.utf8)
+        appendJSONString(record.label, to: &out)
+        out.append(contentsOf: #","msg":"#.utf8)
+        appendJSONString(record.message, to: &out)
+        for field in record.fields {
+            let key = field.key, value = field.value
+            out.append(UInt8(ascii: ","))
+            // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
+            if isReserved(key) { appendJSONString("metadata." + key, to: &out) } else { appendJSONString(key, to: &out) }
+            out.append(UInt8(ascii: ":"))
+            switch value {
+            case .string(let s): appendJSONString(s, to: &out)
+            case .int(let i): appendDecimal(i, to: &out)
+            case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+            case .double(let d):
+                // JSON has no NaN or infinity; a string keeps the line parseable.
+                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { appendJSONString(String(d), to: &out) }
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The fixed fields' names; compared directly, cheaper than hashing every key into a set.
+    static func isReserved(_ key: String) -> Bool {
+        key.utf8.count <= 5 && (key == "ts" || key == "level" || key == "label" || key == "msg")
+    }
 }
 
 /// `2025-01-02T03:04:05.678Z level [label] message key=value`, for a terminal.
@@ -209,10 +282,13 @@ public struct TextLogSink: LogSink {
     }
 
     public func write(_ record: LogRecord) {
-        output.writeLine(format(record))
+        let line = format(record)
+        output.writeLine { $0.append(contentsOf: line.utf8) }
     }
 
-    /// Newlines in the message are escaped so one record stays one line.
+    /// One record stays one line, and a value can never read as more keys: backslashes, quotes
+    /// and control characters are escaped, and a value that needed escaping (or holds a space or
+    /// `=`) is quoted, so `k="a\\\" forged=yes"` parses back as the single value it was.
     public func format(_ record: LogRecord) -> String {
         var out = formatTimestamp(record.timestamp)
         out += " "
@@ -220,12 +296,19 @@ public struct TextLogSink: LogSink {
         out += " ["
         out += record.label
         out += "] "
-        out += Self.escapeControl(record.message)
-        for key in record.metadata.keys.sorted() {
-            let text = Self.escapeControl(record.metadata[key]!.description)
-            out += " \(key)="
-            if text.isEmpty || text.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) {
-                out += "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        out += Self.escaped(record.message)
+        for field in record.fields {
+            let key = field.key
+            let raw = field.value.description
+            let text = Self.escaped(raw)
+            out += " "
+            out += key
+            out += "="
+            if text.isEmpty || text.utf8.count != raw.utf8.count
+                || raw.utf8.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }) {
+                out += "\""
+                out += text
+                out += "\""
             } else {
                 out += text
             }
@@ -233,11 +316,17 @@ public struct TextLogSink: LogSink {
         return out
     }
 
-    static func escapeControl(_ s: String) -> String {
-        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return s }
+    /// `\` → `\\`, `"` → `\"`, newline, return and tab as `\n` `\r` `\t`, other control
+    /// characters as `\u{…}`.
+    static func escaped(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" || $0 == "\"" }) else {
+            return s
+        }
         var out = ""
         for scalar in s.unicodeScalars {
             switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
@@ -279,9 +368,13 @@ public final class InMemoryLogSink: LogSink {
 
 // MARK: - Helpers
 
-/// Writes each line with a single write(2): writes to a pipe or terminal up to PIPE_BUF are
-/// atomic, so lines from different threads never interleave. Longer lines, or a write cut
-/// short by a signal, continue in a loop under a lock so no other line lands in the middle.
+/// Writes whole lines to a file descriptor, never interleaving two.
+///
+/// On a thread that called `LogBatching.begin()` (every event loop does) a line is only appended
+/// to that thread's buffer, which the loop writes in one write(2) when its turn ends (every
+/// `LogBatching.maxDelay` on a busy loop): no write and no lock per line. Elsewhere each line is written at once. A write
+/// takes a lock so that a batch longer than PIPE_BUF, or one cut short by a signal, is never
+/// split by another thread's.
 final class LineWriter: Sendable {
     let fileDescriptor: Int32
     private let lock = Mutex(())
@@ -290,14 +383,32 @@ final class LineWriter: Sendable {
         self.fileDescriptor = fileDescriptor
     }
 
-    func writeLine(_ line: String) {
-        var bytes = Array(line.utf8)
+    /// `build` appends one line without its newline.
+    func writeLine(_ build: (inout [UInt8]) -> Void) {
+        if let batch = LogBatching.current() {
+            if batch.writer !== self {
+                batch.flush()
+                batch.writer = self
+            }
+            if batch.bytes.isEmpty { batch.firstHeld = .now }
+            build(&batch.bytes)
+            batch.bytes.append(0x0A)
+            if batch.bytes.count >= LogBatching.flushBytes { batch.flush() }
+            return
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        build(&bytes)
         bytes.append(0x0A)
+        write(bytes)
+    }
+
+    func write(_ bytes: [UInt8]) {
         lock.withLock { _ in
             bytes.withUnsafeBytes { raw in
                 var offset = 0
                 while offset < raw.count {
-                    let n = Foundation.write(fileDescriptor, raw.baseAddress! + offset, raw.count - offset)
+                    let n = Glibc.write(fileDescriptor, raw.baseAddress! + offset, raw.count - offset)
                     if n > 0 {
                         offset += n
                     } else if n < 0 && errno == EINTR {
@@ -311,9 +422,79 @@ final class LineWriter: Sendable {
     }
 }
 
+/// Holds the log lines of an event-loop thread and writes them in one write(2) when its loop
+/// turn ends — or, on a busy loop whose turns are short, once `maxDelay` has passed since the
+/// first held line or `flushBytes` are held, so a write carries many lines. Lines stay in order;
+/// a loop holding lines sleeps at most `maxDelay` before writing them.
+public enum LogBatching {
+    /// Past this a batch is written at once, so one long turn cannot hold much memory.
+    static let flushBytes = 64 * 1024
+    /// How long a line may wait for company; short beside anything that reads logs.
+    public static let maxDelay: Duration = .milliseconds(5)
+
+    final class Buffer {
+        var writer: LineWriter?
+        var bytes: [UInt8] = []
+        /// When the oldest held line was added.
+        var firstHeld = ContinuousClock.now
+
+        init() { bytes.reserveCapacity(flushBytes + 4096) }
+
+        func flush() {
+            guard let writer, !bytes.isEmpty else { return }
+            writer.write(bytes)
+            bytes.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    static func current() -> Buffer? {
+        guard let raw = pthread_getspecific(key) else { return nil }
+        return Unmanaged<Buffer>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// From now on, lines logged on this thread wait for `flush()`.
+    public static func begin() {
+        guard current() == nil else { return }
+        pthread_setspecific(key, Unmanaged.passRetained(Buffer()).toOpaque())
+    }
+
+    /// The end of a loop turn: writes the held lines once they are `maxDelay` old (or many);
+    /// returns how long the loop may sleep before it must call again, nil when nothing is held.
+    public static func endOfTurn() -> Duration? {
+        guard let buffer = current(), !buffer.bytes.isEmpty else { return nil }
+        let waited = ContinuousClock.now - buffer.firstHeld
+        if waited >= maxDelay || buffer.bytes.count >= flushBytes / 2 {
+            buffer.flush()
+            return nil
+        }
+        return maxDelay - waited
+    }
+
+    /// Writes what is held and goes back to writing each line at once.
+    public static func end() {
+        guard let raw = pthread_getspecific(key) else { return }
+        let buffer = Unmanaged<Buffer>.fromOpaque(raw)
+        buffer.takeUnretainedValue().flush()
+        pthread_setspecific(key, nil)
+        buffer.release()
+    }
+}
+
 /// ISO 8601 UTC with milliseconds, built by hand: a shared `DateFormatter` is slow and not
 /// safe to share across threads.
 func formatTimestamp(_ date: Date) -> String {
+    var out: [UInt8] = []
+    appendTimestamp(date, to: &out)
+    return String(decoding: out, as: UTF8.self)
+}
+
+func appendTimestamp(_ date: Date, to out: inout [UInt8]) {
     // Whole microseconds first, so 1.007 s (stored as 1.00699999…) still prints .007.
     let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
     let totalMillis = micros >= 0 ? micros / 1000 : (micros - 999) / 1000
@@ -321,34 +502,92 @@ func formatTimestamp(_ date: Date) -> String {
     let millis = Int(totalMillis - Int64(seconds) * 1000)
     var parts = tm()
     gmtime_r(&seconds, &parts)
-    func pad(_ value: Int32, _ width: Int) -> String {
-        let s = String(value)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-    }
-    return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-        + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
-}
-
-/// RFC 8259 string escaping: quotes, backslashes and every control character.
-func appendJSONString(_ s: String, to out: inout String) {
-    out += "\""
-    for scalar in s.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case "\u{08}": out += "\\b"
-        case "\u{0C}": out += "\\f"
-        default:
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
+    func digits(_ value: Int, _ width: Int) {
+        var divisor = 1
+        for _ in 1..<width { divisor *= 10 }
+        var v = value
+        if v >= divisor * 10 { appendDecimal(v, to: &out); return }
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(v / divisor))
+            v %= divisor
+            divisor /= 10
         }
     }
-    out += "\""
+    digits(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
+    digits(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))
+    digits(Int(parts.tm_mday), 2); out.append(UInt8(ascii: "T"))
+    digits(Int(parts.tm_hour), 2); out.append(UInt8(ascii: ":"))
+    digits(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
+    digits(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
+    digits(millis, 3); out.append(UInt8(ascii: "Z"))
+}
+
+/// An integer in decimal, without making a String.
+func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    if value < 0 {
+        out.append(UInt8(ascii: "-"))
+        // Int.min has no positive counterpart: print its magnitude as unsigned.
+        appendUnsigned(UInt(bitPattern: 0 &- value), to: &out)
+    } else {
+        appendUnsigned(UInt(value), to: &out)
+    }
+}
+
+private func appendUnsigned(_ value: UInt, to out: inout [UInt8]) {
+    var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    withUnsafeMutableBytes(of: &scratch) { buffer in
+        var v = value
+        var i = buffer.count
+        repeat {
+            i -= 1
+            buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+        } while v > 0
+        out.append(contentsOf: buffer[i...])
+    }
+}
+
+/// RFC 8259 string escaping: quotes, backslashes and every control character (and U+2028/2029,
+/// which some JavaScript readers take as line ends). Runs of plain bytes are copied whole.
+func appendJSONString(_ s: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    var s = s
+    s.withUTF8 { bytes in
+        var runStart = 0
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            let b = bytes[i]
+            let escape: StaticString?
+            var width = 1
+            switch b {
+            case UInt8(ascii: "\""): escape = "\\\""
+            case UInt8(ascii: "\\"): escape = "\\\\"
+            case 0x0A: escape = "\\n"
+            case 0x0D: escape = "\\r"
+            case 0x09: escape = "\\t"
+            case 0x08: escape = "\\b"
+            case 0x0C: escape = "\\f"
+            case 0x00..<0x20, 0x7F: escape = ""
+            case 0xE2 where i + 2 < n && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
+                escape = bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029"
+                width = 3
+            default: escape = nil
+            }
+            guard let escape else { i += 1; continue }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+            if escape.utf8CodeUnitCount > 0 {
+                escape.withUTF8Buffer { out.append(contentsOf: $0) }
+            } else {
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0x0F)])
+            }
+            i += width
+            runStart = i
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n]))
+    }
+    out.append(UInt8(ascii: "\""))
 }

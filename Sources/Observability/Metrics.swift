@@ -1,6 +1,13 @@
 // Metrics shaped like swift-metrics: metric objects are created once, cached by the registry and
 // kept by their owner, so the hot path is one atomic add with no lookup and no lock.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// A value that only goes up (requests, errors); Prometheus derives rates from it.
@@ -267,7 +274,7 @@ public final class MetricsRegistry: Sendable {
 
     /// HELP text escapes only backslash and line feed.
     static func escapeHelp(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        s.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
     }
 
     /// Whole numbers print without `.0` (`le="1"`, as Prometheus' own clients write them),

@@ -28,6 +28,8 @@ public final class TLSSession {
     /// The first fatal error, repeated on every later call: OpenSSL forbids using a
     /// session after a fatal error.
     private var failure: TLSError?
+    /// One TLS record's worth of plaintext (16 KiB), reused by every read; made on the first.
+    private var readScratch: UnsafeMutableRawBufferPointer?
 
     /// A client session.
     ///
@@ -74,6 +76,7 @@ public final class TLSSession {
 
     deinit {
         SSL_free(ssl)  // frees both BIOs too
+        readScratch?.deallocate()
     }
 
     private static func makeSSL(_ context: TLSContext) throws -> (OpaquePointer, OpaquePointer, OpaquePointer) {
@@ -188,17 +191,18 @@ public final class TLSSession {
         if let failure { throw failure }
         if peerSentCloseNotify { return .closed }
         guard try handshake() else { return .ok }
-        let chunk = 16 * 1024
+        // Decrypted into a scratch record and appended by what arrived: growing `buffer` by 16 KiB
+        // of zeros before each read (and trimming it after) cost more than the copy.
+        let scratch = readScratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+        readScratch = scratch
         while true {
-            let start = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: chunk))
             var got = 0
             OpenSSLError.clearQueue()
-            let rc = buffer.withUnsafeMutableBytes { raw in
-                SSL_read_ex(ssl, raw.baseAddress! + start, chunk, &got)
+            let rc = SSL_read_ex(ssl, scratch.baseAddress!, scratch.count, &got)
+            if rc == 1 {
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<got]))
+                continue
             }
-            buffer.removeLast(chunk - (rc == 1 ? got : 0))
-            if rc == 1 { continue }
             switch SSL_get_error(ssl, rc) {
             case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
                 return .ok

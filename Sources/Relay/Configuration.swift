@@ -1,6 +1,13 @@
 // The relay's settings, read once at start-up from the environment (and optionally an env file).
 // Variable names follow metatext-apns, so an existing deployment switches by changing its image.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Observability
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
@@ -244,7 +251,7 @@ extension RelayConfiguration {
         var lineNumber = 0
         for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
-            var line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)[...]
+            var line = rawLine.trimmingWhitespace[...]
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("export ") || line.hasPrefix("export\t") {
                 line = line.dropFirst(7).drop(while: { $0 == " " || $0 == "\t" })
@@ -254,13 +261,13 @@ extension RelayConfiguration {
                     .envFileSyntax, path,
                     "--env-file \(path) line \(lineNumber) must be KEY=VALUE, got \(quoted(String(line.prefix(40))))")
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingWhitespace
             guard isVariableName(key) else {
                 throw ConfigurationError(
                     .envFileSyntax, path,
                     "--env-file \(path) line \(lineNumber) must start with a variable name (letters, digits, _), got \(quoted(key))")
             }
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: equals)...].trimmingWhitespace
             if value.count >= 2, value.hasPrefix("'"), value.hasSuffix("'") {
                 value = String(value.dropFirst().dropLast())
             } else if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
@@ -304,8 +311,8 @@ extension RelayConfiguration {
 
 /// Shows a value inside a message so an empty or space-padded one is visible.
 private func quoted(_ s: String) -> String {
-    "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r") + "\""
+    "\"" + s.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+        .replacing("\n", with: "\\n").replacing("\r", with: "\\r") + "\""
 }
 
 /// Validation, one variable at a time; each throws a message that says what the variable should hold.
@@ -315,7 +322,7 @@ private struct Reader {
     /// A set-but-blank variable counts as unset: Docker passes `VAR=` through as empty.
     func value(_ name: String) -> String? {
         guard let raw = values[name] else { return nil }
-        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = raw.trimmingWhitespace
         return trimmed.isEmpty ? nil : trimmed
     }
 
@@ -418,8 +425,8 @@ private struct Reader {
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
         // write the key on one line with literal \n.
-        text = text.replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\r\n", with: "\n")
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        text = text.replacing("\\n", with: "\n").replacing("\r\n", with: "\n")
+            .trimmingWhitespace
         // The message never repeats the key: it is a secret and would land in logs.
         guard text.hasPrefix("-----BEGIN "), text.contains("PRIVATE KEY-----"), text.hasSuffix("-----") else {
             let what = source == Variable.authKey ? "the text of" : "a path to"

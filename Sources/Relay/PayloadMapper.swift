@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import WebPush
 import HTTPServer
 
@@ -135,33 +142,36 @@ public enum PayloadMapper {
 
     static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// Encodes into the output's own storage, grown once by the encoded size: appending byte by
+    /// byte paid a capacity and uniqueness check per output byte, the mapper's largest cost.
     static func appendBase64URLPadded(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let table = base64URLAlphabet
-        var i = 0
         let n = bytes.count
-        while i + 3 <= n {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(table[Int(v >> 18 & 63)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(table[Int(v >> 6 & 63)])
-            out.append(table[Int(v & 63)])
-            i += 3
-        }
-        switch n - i {
-        case 1:
-            let v = UInt32(bytes[i]) << 16
-            out.append(table[Int(v >> 18 & 63)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
-        case 2:
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(table[Int(v >> 18 & 63)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(table[Int(v >> 6 & 63)])
-            out.append(UInt8(ascii: "="))
-        default:
-            break
+        guard n > 0 else { return }
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: base64PaddedCount(n)))
+        base64URLAlphabet.withUnsafeBufferPointer { table in
+            bytes.withUnsafeBufferPointer { src in
+                out.withUnsafeMutableBufferPointer { all in
+                    let dst = UnsafeMutableBufferPointer(rebasing: all[start...])
+                    var i = 0, o = 0
+                    while i + 3 <= n {
+                        let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
+                        dst[o] = table[Int(v >> 18 & 63)]
+                        dst[o + 1] = table[Int(v >> 12 & 63)]
+                        dst[o + 2] = table[Int(v >> 6 & 63)]
+                        dst[o + 3] = table[Int(v & 63)]
+                        i += 3
+                        o += 4
+                    }
+                    // The tail: one or two bytes left, the rest of the last quantum stays "=".
+                    if n - i >= 1 {
+                        let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
+                        dst[o] = table[Int(v >> 18 & 63)]
+                        dst[o + 1] = table[Int(v >> 12 & 63)]
+                        if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
+                    }
+                }
+            }
         }
     }
 

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 
 /// Where one push goes, read from `POST /push/{device_token}/{id}[?sandbox=true]`.
@@ -10,8 +17,17 @@ public struct PushRoute: Sendable, Equatable {
     /// `?sandbox=true` (only that literal) selects Apple's development host, as metatext-apns does.
     public var sandbox: Bool
 
+    /// The token as APNs takes it, checked once by `match` so the push does not check it again;
+    /// nil only for a route built by hand from a token that is not valid.
+    public var device: DeviceToken?
+
     public init(deviceToken: String, id: String, sandbox: Bool) {
+        self.init(deviceToken: deviceToken, device: try? DeviceToken(deviceToken), id: id, sandbox: sandbox)
+    }
+
+    init(deviceToken: String, device: DeviceToken?, id: String, sandbox: Bool) {
         self.deviceToken = deviceToken
+        self.device = device
         self.id = id
         self.sandbox = sandbox
     }
@@ -49,7 +65,11 @@ public struct PushRoute: Sendable, Equatable {
         guard segments.count == 2, !segments[0].isEmpty, !segments[1].isEmpty else { return .notFound }
 
         let token = String(decoding: segments[0], as: UTF8.self)
-        if let reason = tokenRefusal(token) { return .badRequest(reason: reason) }
+        let device: DeviceToken
+        switch checkedToken(token) {
+        case .success(let checked): device = checked
+        case .failure(let refusal): return .badRequest(reason: refusal.reason)
+        }
 
         let id: String
         switch decodedPathText(segments[1], what: "push id") {
@@ -65,14 +85,17 @@ public struct PushRoute: Sendable, Equatable {
                 sandbox = eq < pair.endIndex && pair[pair.index(after: eq)...].elementsEqual("true".utf8)
             }
         }
-        return .push(PushRoute(deviceToken: token, id: id, sandbox: sandbox))
+        return .push(PushRoute(deviceToken: token, device: device, id: id, sandbox: sandbox))
     }
 
-    /// Why a token from a path can never work, or nil when it is one APNs takes.
-    static func tokenRefusal(_ token: String) -> String? {
+    /// A token from a path as APNs takes it, or why it can never work.
+    static func checkedToken(_ token: String) -> Result<DeviceToken, PathRefusal> {
         // The token rules (hex, even, 64 to 200 digits) are APNs's, kept in one place.
-        guard (try? DeviceToken(token)) == nil else { return nil }
-        return "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long"
+        guard let device = try? DeviceToken(token) else {
+            return .failure(PathRefusal(
+                reason: "device token is not an even number of hex digits, \(DeviceToken.minDigits) to \(DeviceToken.maxDigits) long"))
+        }
+        return .success(device)
     }
 
     /// Why a path value was refused: one line for the 400's reason.

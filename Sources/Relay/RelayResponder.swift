@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import APNs
 import HTTPServer
@@ -147,6 +154,14 @@ public final class RelayResponder: HTTPResponder {
             }
         }
 
+        /// The token as the route checked it, so the push does not check it again.
+        var device: DeviceToken? {
+            switch self {
+            case .push(let route): route.device
+            case .relayTo(let route): route.device
+            }
+        }
+
         var sandbox: Bool {
             switch self {
             case .push(let route): route.sandbox
@@ -203,8 +218,7 @@ public final class RelayResponder: HTTPResponder {
             metrics.pushesInFlight.decrement()
             completion(response)
         }
-        let requestID = request.requestID ?? Self.newID()
-        var log = PushLog(requestID: requestID, route: target.label, sandbox: target.sandbox,
+        var log = PushLog(requestID: Self.requestID(request), route: target.label, sandbox: target.sandbox,
                           peer: request.forwardedFor ?? request.peerAddress)
 
         let message: WebPushMessage
@@ -214,10 +228,14 @@ public final class RelayResponder: HTTPResponder {
             return completion(finish(log, status: error.status, reason: error.reason, started: started))
         }
         let token: DeviceToken
-        do {
-            token = try DeviceToken(target.deviceToken)
-        } catch {
-            return completion(finish(log, status: 400, reason: error.message, started: started))
+        if let checked = target.device {
+            token = checked
+        } else {
+            do {
+                token = try DeviceToken(target.deviceToken)
+            } catch {
+                return completion(finish(log, status: 400, reason: error.message, started: started))
+            }
         }
         log.device = token
 
@@ -239,7 +257,7 @@ public final class RelayResponder: HTTPResponder {
         let notification: APNsNotification
         do {
             notification = try APNsNotification(
-                token: token, topic: topic, payload: APNsPayload(json: plan.payload), pushType: .alert,
+                token: token, topic: topic, payload: APNsPayload(builtAlert: plan.payload), pushType: .alert,
                 priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
@@ -276,7 +294,7 @@ public final class RelayResponder: HTTPResponder {
 
     /// A push refused before anything was parsed (a bad token, id or extra path in the path).
     private func refusedPush(_ request: HTTPRequest, route: String, status: Int, reason: String) -> HTTPResponse {
-        let log = PushLog(requestID: request.requestID ?? Self.newID(), route: route, sandbox: false,
+        let log = PushLog(requestID: Self.requestID(request), route: route, sandbox: false,
                           peer: request.forwardedFor ?? request.peerAddress)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
     }
@@ -309,23 +327,26 @@ public final class RelayResponder: HTTPResponder {
     }
 
     private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
-        var meta: [String: LogValue] = [
-            "request.id": .string(log.requestID), "route": .string(log.route), "http.status": .int(answer.status),
-            "latency_ms": .double((elapsed / .microseconds(1)).rounded() / 1000),
-            "apns.environment": .string(log.sandbox ? "sandbox" : "production"),
-        ]
-        if let device = log.device { meta["device"] = .string(device.fingerprint) }
-        if let id = log.apnsID { meta["apns.id"] = .string(id) }
-        if let status = log.apnsStatus { meta["apns.status"] = .int(status) }
-        if let reason = log.apnsReason { meta["apns.reason"] = .string(reason) }
-        if let error = log.apnsError { meta["apns.error"] = .string(error) }
+        // In key order, so the line is written as listed (no dictionary, no sort).
+        var fields: [LogField] = []
+        fields.reserveCapacity(14)
+        fields.append(LogField("apns.environment", .string(log.sandbox ? "sandbox" : "production")))
+        if let error = log.apnsError { fields.append(LogField("apns.error", .string(error))) }
+        if let id = log.apnsID { fields.append(LogField("apns.id", .string(id))) }
+        if let reason = log.apnsReason { fields.append(LogField("apns.reason", .string(reason))) }
+        if let status = log.apnsStatus { fields.append(LogField("apns.status", .int(status))) }
+        if let device = log.device { fields.append(LogField("device", .string(device.fingerprint))) }
+        fields.append(LogField("http.status", .int(answer.status)))
+        fields.append(LogField("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000)))
         if let why = log.degraded {
-            meta["payload.degraded"] = true
-            meta["payload.degraded_reason"] = .string(why)
+            fields.append(LogField("payload.degraded", true))
+            fields.append(LogField("payload.degraded_reason", .string(why)))
         }
-        if let peer = log.peer { meta["peer"] = .string(peer) }
-        if let reason = answer.reason, answer.status != 201 { meta["reason"] = .string(reason) }
-        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", meta)
+        if let peer = log.peer { fields.append(LogField("peer", .string(peer))) }
+        if let reason = answer.reason, answer.status != 201 { fields.append(LogField("reason", .string(reason))) }
+        fields.append(LogField("request.id", .string(log.requestID)))
+        fields.append(LogField("route", .string(log.route)))
+        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", fields: fields)
     }
 
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as
@@ -347,6 +368,33 @@ public final class RelayResponder: HTTPResponder {
     }
 
     // MARK: Helpers
+
+    /// The caller's `X-Request-ID` when it is a plain token (at most `maxRequestIDLength` characters
+    /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
+    /// every log line of the push, so it must be short and unable to forge log syntax.
+    static func requestID(_ request: HTTPRequest) -> String {
+        guard let given = request.requestID, isPlainRequestID(given) else { return newID() }
+        return given
+    }
+
+    static let maxRequestIDLength = 128
+
+    static func isPlainRequestID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxRequestIDLength else { return false }
+        return bytes.allSatisfy { b in
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "+"),
+                 UInt8(ascii: "="), UInt8(ascii: "-"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
 
     /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
     /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and

@@ -1,4 +1,4 @@
-import Foundation
+import APNs
 
 /// Where one push goes, read from `POST /relay-to/{production|development}/{device_token}[/{extra}…]`:
 /// the URL of toot-relay and webpush-apn-relay, which Toot!, the official Mastodon app and its
@@ -11,9 +11,16 @@ public struct RelayToRoute: Sendable, Equatable {
     /// Everything after the token, percent-decoded as one string (`a/b/c`), echoed to the
     /// device as `"x"`; nil when the path ends at the token.
     public var extra: String?
+    /// The token as APNs takes it, checked once by `match` (see `PushRoute.device`).
+    public var device: DeviceToken?
 
     public init(deviceToken: String, sandbox: Bool, extra: String? = nil) {
+        self.init(deviceToken: deviceToken, device: try? DeviceToken(deviceToken), sandbox: sandbox, extra: extra)
+    }
+
+    init(deviceToken: String, device: DeviceToken?, sandbox: Bool, extra: String?) {
         self.deviceToken = deviceToken
+        self.device = device
         self.sandbox = sandbox
         self.extra = extra
     }
@@ -45,7 +52,11 @@ public struct RelayToRoute: Sendable, Equatable {
         }
 
         let token = String(decoding: parts[1], as: UTF8.self)
-        if let reason = PushRoute.tokenRefusal(token) { return .badRequest(reason: reason) }
+        let device: DeviceToken
+        switch PushRoute.checkedToken(token) {
+        case .success(let checked): device = checked
+        case .failure(let refusal): return .badRequest(reason: refusal.reason)
+        }
 
         var extra: String?
         if parts.count == 3, !parts[2].isEmpty {
@@ -54,6 +65,6 @@ public struct RelayToRoute: Sendable, Equatable {
             case .failure(let refusal): return .badRequest(reason: refusal.reason)
             }
         }
-        return .relayTo(RelayToRoute(deviceToken: token, sandbox: sandbox, extra: extra))
+        return .relayTo(RelayToRoute(deviceToken: token, device: device, sandbox: sandbox, extra: extra))
     }
 }

@@ -1,5 +1,12 @@
 // WebPush — RFC 8030 / 8188 / 8291 request parsing (and the legacy aesgcm draft). No I/O.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The content coding of an encrypted WebPush body. The relay never decrypts, but the
 /// device must know which scheme to run, so the coding travels to Apple as `"e"`.

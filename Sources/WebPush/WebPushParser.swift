@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Turns the headers and body of a WebPush POST into a `WebPushMessage`, or the exact
 /// status and reason to answer with.

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import APNs
 import EventLoop
@@ -48,7 +55,7 @@ enum Check {
             fail("cannot start the APNs client: \(error)")
         }
         let started = ContinuousClock.now
-        while !client.isReady && ContinuousClock.now - started < .seconds(10) { Thread.sleep(forTimeInterval: 0.02) }
+        while !client.isReady && ContinuousClock.now - started < .seconds(10) { usleep(20_000) }
         let ready = client.isReady
         let elapsed = Int((ContinuousClock.now - started) / .milliseconds(1))
         var verdict: CredentialProbe.Verdict?

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import OpenSSLSupport
 import APNs
 
@@ -13,7 +20,7 @@ struct CommandError: Error {
 enum CommandEnvironment {
     static func value(_ name: String) -> String? {
         guard let raw = ProcessInfo.processInfo.environment[name] else { return nil }
-        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = raw.trimmingWhitespace
         return trimmed.isEmpty ? nil : trimmed
     }
 
@@ -53,7 +60,7 @@ enum CommandEnvironment {
 
     static func fail(_ error: Error) -> Int32 {
         let text = (error as? CommandError)?.message ?? "\(error)"
-        FileHandle.standardError.write(Data("apns-relay: \(text)\n".utf8))
+        writeStandardError("apns-relay: \(text)\n")
         return 2
     }
 }

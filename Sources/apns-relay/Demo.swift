@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import Synchronization
 import MockAPNs
@@ -66,7 +73,7 @@ enum Demo {
             fail("cannot start the relay on 127.0.0.1:\(port): \(error) (set PORT to use another port)")
         }
         let deadline = ContinuousClock.now + .seconds(10)
-        while !relay.isReady && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while !relay.isReady && ContinuousClock.now < deadline { usleep(10_000) }
         guard relay.isReady else { fail("the relay could not connect to its APNs emulator within 10 s") }
 
         let push: DemoPush

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Relay
 import WebPushCrypto
 
@@ -59,15 +66,16 @@ struct DemoPush: Sendable {
     /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` (or, on `/relay-to`,
     /// the Z85 `p`/`k`/`s`) decrypted with the subscription key, or why it could not.
     func decrypt(payload: [UInt8]) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
+        struct Fields: Decodable { var m: String?; var p: String?; var s: String?; var k: String?; var e: String? }
+        guard let object = try? JSONDecoder().decode(Fields.self, from: Data(payload)) else {
             return "(the payload is not a JSON object)"
         }
         do {
             let plain: [UInt8]
-            if let m = object["m"] as? String {
-                plain = try device.decrypt(m: m, s: object["s"] as? String, k: object["k"] as? String, e: object["e"] as? String)
-            } else if let p = object["p"] as? String {
-                plain = try decryptRelayTo(p: p, k: object["k"] as? String, s: object["s"] as? String)
+            if let m = object.m {
+                plain = try device.decrypt(m: m, s: object.s, k: object.k, e: object.e)
+            } else if let p = object.p {
+                plain = try decryptRelayTo(p: p, k: object.k, s: object.s)
             } else {
                 return "(no m or p in the payload: the degraded form, the app shows its fallback alert)"
             }
@@ -106,6 +114,6 @@ struct DemoPush: Sendable {
     }
 
     static func randomHex(bytes: Int) -> String {
-        randomBytes(bytes).map { String(format: "%02x", $0) }.joined()
+        randomBytes(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

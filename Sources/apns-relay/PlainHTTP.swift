@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,7 +88,7 @@ enum PlainHTTP {
         var headers: [(String, String)] = []
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace))
         }
         return Response(status: status, headers: headers, body: Array(input[(end + 4)...]))
     }

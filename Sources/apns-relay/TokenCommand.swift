@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 
 /// `apns-relay token`: prints a provider token, to try the key with curl or compare with Apple's docs.

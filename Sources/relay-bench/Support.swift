@@ -11,8 +11,11 @@ struct BenchSettings {
     var connections: Int
     /// The relay's CONNECTION_POOL_SIZE, and the ceiling phase's HTTP/2 connections.
     var pool: Int
-    /// BENCH_SKIP_CEILING=1 runs the relay phase only (profiling runs don't need the ceiling).
+    /// BENCH_SKIP_CEILING=1 runs the relay phases only (profiling runs don't need the ceiling).
     var skipCeiling = false
+    /// One relay phase per LOG_LEVEL (BENCH_LOG_LEVELS, default `info,warning`): the default
+    /// level writes a line per push, `warning` none, so the two show what logging costs.
+    var logLevels = ["info", "warning"]
     /// Seconds of load before measuring starts, so connection set-up and the first
     /// authenticated request don't count.
     var warmup: Double { min(2, max(0.5, seconds / 10)) }
@@ -30,8 +33,20 @@ struct BenchSettings {
             seconds: try number("BENCH_SECONDS", 20, 1...600),
             connections: Int(try number("BENCH_CONNECTIONS", 64, 1...4096)),
             pool: Int(try number("BENCH_POOL", 2, 1...64)),
-            skipCeiling: env["BENCH_SKIP_CEILING"] == "1")
+            skipCeiling: env["BENCH_SKIP_CEILING"] == "1",
+            logLevels: try levels(env["BENCH_LOG_LEVELS"]))
     }
+}
+
+/// `info,warning` → the relay's LOG_LEVEL for each relay phase; unset: both.
+private func levels(_ text: String?) throws -> [String] {
+    guard let text, !text.isEmpty else { return ["info", "warning"] }
+    let known = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+    let levels = text.split(separator: ",").map { String($0) }
+    for level in levels where !known.contains(level) {
+        throw BenchError("BENCH_LOG_LEVELS holds \"\(level)\"; use LOG_LEVEL values (\(known.joined(separator: ", "))), comma-separated")
+    }
+    return levels
 }
 
 /// CPU seconds the calling thread has used.

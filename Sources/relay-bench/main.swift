@@ -3,7 +3,8 @@
 // to the emulator over HTTP/2 as the ceiling. Bounded in time; stops by itself.
 //
 // Environment: BENCH_SECONDS (20), BENCH_CONNECTIONS (64), BENCH_POOL (2), RELAY_BINARY
-// (.build/release/apns-relay), BENCH_SKIP_CEILING (1: the relay phase only, for profiling).
+// (.build/release/apns-relay), BENCH_LOG_LEVELS (info,warning: one relay phase per level),
+// BENCH_SKIP_CEILING (1: the relay phases only, for profiling).
 // `relay-bench slow-bodies` runs the slow-body memory measurement instead (SlowBodies.swift).
 import Foundation
 import Synchronization
@@ -16,11 +17,15 @@ let keyID = "BENCHKEY01"
 let teamID = "BENCHTEAM1"
 let topic = "com.example.app"
 
-/// What the relay phase found besides the load numbers.
+/// What a relay phase found besides the load numbers.
 struct RelayFindings {
+    /// The relay's LOG_LEVEL in this phase: `info` writes a line per push, `warning` none.
+    var logLevel = "warning"
     var load: LoadResult?
     var lost = 0
     var peakRSSKiB: Int?
+    /// Resident set once healthy (connections to the emulator open), before any load.
+    var idleRSSKiB: Int?
     var cpuSeconds: Double?
     var benchCPUSeconds: Double?
     var exitStatus: Int32?
@@ -38,11 +43,12 @@ func ownCPUSeconds() -> Double {
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
-func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, delivered: DeliveredIDs,
+func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int, directory: URL, delivered: DeliveredIDs,
                    variants: [PushVariant]) -> RelayFindings {
     var findings = RelayFindings()
+    findings.logLevel = logLevel
     let environment = ProcessInfo.processInfo.environment
-    let binary = URL(fileURLWithPath: environment["RELAY_BINARY"] ?? ".build/release/apns-relay")
+    let binary = relayBinary()
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         findings.failure = "\(binary.path) is missing; build it with swift build -c release --product apns-relay (make bench does)"
         return findings
@@ -51,15 +57,19 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
     do {
         let port = try freeLoopbackPort()
         relay = try RelayProcess(binary: binary, environment: relayEnvironment(
-            directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool),
-            port: port, logURL: directory.appendingPathComponent("relay.log"))
+            directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool, logLevel: logLevel),
+            port: port, logURL: directory.appendingPathComponent("relay-\(logLevel).log"))
     } catch {
         findings.failure = "could not start \(binary.path) serve: \(error)"
         return findings
     }
-    defer { findings.logLines = relay.logLines() }
+    // Only what a healthy run should not have: an `info` relay writes a line per push.
+    defer { findings.logLines = relay.logLines().filter { !$0.contains(#""level":"info""#) && !$0.contains(" info [") } }
     do {
         try relay.waitUntilHealthy(timeout: 20)
+        // Healthy means the pool is connecting; give it a moment to settle before reading RSS.
+        usleep(500_000)
+        findings.idleRSSKiB = relay.rssKiB()
         let cpuBefore = relay.cpuSeconds()
         let ownBefore = ownCPUSeconds()
         let load = try runHTTP1Load(port: relay.port, settings: settings, variants: variants)
@@ -83,7 +93,7 @@ func runRelayPhase(settings: BenchSettings, emulatorPort: Int, directory: URL, d
 
 /// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
 /// glibc's MALLOC_* tunables in the bench's own environment pass through, for profiling.
-func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int) -> [String: String] {
+func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, logLevel: String = "warning") -> [String: String] {
     var environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MALLOC_") }
     environment.merge([
         "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
@@ -97,7 +107,7 @@ func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int) -
         "APNS_HOST": "localhost:\(emulatorPort)",
         "APNS_SANDBOX_HOST": "localhost:\(emulatorPort)",
         "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
-        "LOG_LEVEL": "warning",
+        "LOG_LEVEL": logLevel,
     ]) { $1 }
     return environment
 }
@@ -158,16 +168,24 @@ func run() -> Int32 {
 
     print("relay-bench: \(fixed(settings.seconds, 0)) s per phase after \(fixed(settings.warmup, 1)) s warm-up, "
           + "\(settings.connections) connections, pool \(settings.pool), emulator on 127.0.0.1:\(emulator.port)")
-    print("phase 1: \(settings.connections) HTTP/1.1 clients -> apns-relay serve -> emulator …")
-    let relay = runRelayPhase(settings: settings, emulatorPort: emulator.port, directory: directory,
-                              delivered: delivered, variants: variants)
-    if let failure = relay.failure { print("phase 1 failed: \(failure)") }
+    // The default LOG_LEVEL (a line per push) and `warning` (no line for a delivered push): the
+    // difference is what logging costs.
+    var phases: [RelayFindings] = []
+    for level in settings.logLevels {
+        print("phase \(phases.count + 1): \(settings.connections) HTTP/1.1 clients -> apns-relay serve (LOG_LEVEL=\(level)) -> emulator …")
+        let findings = runRelayPhase(settings: settings, logLevel: level, emulatorPort: emulator.port, directory: directory,
+                                     delivered: delivered, variants: variants)
+        if let failure = findings.failure { print("phase \(phases.count + 1) failed: \(failure)") }
+        phases.append(findings)
+    }
+    let binary = relayBinary()
+    let binaryBytes = (try? FileManager.default.attributesOfItem(atPath: binary.path)[.size] as? Int) ?? nil
 
     var ceiling: LoadResult?
     var ceilingFailure: String?
     var ceilingCPU: Double?
     if !settings.skipCeiling {
-        print("phase 2 (ceiling): \(settings.connections) streams on \(min(settings.pool, settings.connections)) HTTP/2 connections -> emulator …")
+        print("phase \(phases.count + 1) (ceiling): \(settings.connections) streams on \(min(settings.pool, settings.connections)) HTTP/2 connections -> emulator …")
         do {
             let token = try makeProviderToken(key: key, keyID: keyID, teamID: teamID, issuedAt: Int64(Date().timeIntervalSince1970))
             let ownBefore = ownCPUSeconds()
@@ -180,52 +198,75 @@ func run() -> Int32 {
         }
     }
 
-    printReport(settings: settings, relay: relay, ceiling: ceiling, ceilingCPU: ceilingCPU)
-    if let error = relay.load?.firstError { print("relay phase, first error: \(error)") }
+    printReport(settings: settings, phases: phases, ceiling: ceiling, ceilingCPU: ceilingCPU, binaryBytes: binaryBytes)
+    for relay in phases {
+        if let error = relay.load?.firstError { print("relay phase (LOG_LEVEL=\(relay.logLevel)), first error: \(error)") }
+    }
     if let error = ceiling?.firstError { print("ceiling phase, first error: \(error)") }
-    if !relay.logLines.isEmpty {
-        print("relay log: \(relay.logLines.count) lines at warning or above; first ones:")
+    for relay in phases where !relay.logLines.isEmpty {
+        print("relay log (LOG_LEVEL=\(relay.logLevel)): \(relay.logLines.count) lines at warning or above; first ones:")
         for line in relay.logLines.prefix(3) { print("  " + line.prefix(300)) }
     }
-    printJSON(settings: settings, relay: relay, ceiling: ceiling)
-    if relay.failure != nil || ceilingFailure != nil || relay.lost > 0 { return 1 }
+    printJSON(settings: settings, phases: phases, ceiling: ceiling, binaryBytes: binaryBytes)
+    if phases.contains(where: { $0.failure != nil || $0.lost > 0 }) || ceilingFailure != nil { return 1 }
     return 0
 }
 
-func printReport(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResult?, ceilingCPU: Double?) {
-    let r = relay.load
-    let rl = r.map { LatencySummary($0.latencies) }
+func relayBinary() -> URL {
+    URL(fileURLWithPath: ProcessInfo.processInfo.environment["RELAY_BINARY"] ?? ".build/release/apns-relay")
+}
+
+func printReport(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadResult?, ceilingCPU: Double?, binaryBytes: Int?) {
     let cl = ceiling.map { LatencySummary($0.latencies) }
     let na = "n/a"
-    var rows: [(String, String, String)] = []
-    rows.append(("", "relay", "ceiling"))
-    rows.append(("path", "HTTP/1.1 -> relay -> h2", "h2 straight to emulator"))
-    rows.append(("pushes/s", r.map { fixed($0.pushesPerSecond, 0) } ?? na, ceiling.map { fixed($0.pushesPerSecond, 0) } ?? na))
-    rows.append(("p50 latency (ms)", rl.map { fixed($0.p50, 2) } ?? na, cl.map { fixed($0.p50, 2) } ?? na))
-    rows.append(("p99 latency (ms)", rl.map { fixed($0.p99, 2) } ?? na, cl.map { fixed($0.p99, 2) } ?? na))
-    rows.append(("p99.9 latency (ms)", rl.map { fixed($0.p999, 2) } ?? na, cl.map { fixed($0.p999, 2) } ?? na))
-    rows.append(("max latency (ms)", rl.map { fixed($0.max, 2) } ?? na, cl.map { fixed($0.max, 2) } ?? na))
-    rows.append(("pushes measured", rl.map { String($0.count) } ?? na, cl.map { String($0.count) } ?? na))
-    rows.append(("answers not 201 / not 200", r.map { nonSuccessText($0, success: 201) } ?? na,
-                 ceiling.map { nonSuccessText($0, success: 200) } ?? na))
-    rows.append(("connection/stream errors", r.map { String($0.connectionErrors) } ?? na, ceiling.map { String($0.connectionErrors) } ?? na))
-    rows.append(("pushes unanswered", r.map { String($0.unanswered) } ?? na, ceiling.map { String($0.unanswered) } ?? na))
-    rows.append(("201s checked / lost", r.map { "\($0.acceptedIDs.count) / \(relay.lost)" + ($0.successWithoutID > 0 ? " (+\($0.successWithoutID) without apns-id)" : "") } ?? na, na))
-    rows.append(("relay peak RSS (MiB)", relay.peakRSSKiB.map { fixed(Double($0) / 1024, 1) } ?? na, na))
-    rows.append(("relay CPU s during load", relay.cpuSeconds.map { fixed($0, 1) } ?? na, na))
-    rows.append(("relay CPU per push (µs)", relayCPUPerPush(relay).map { fixed($0, 1) } ?? na, na))
-    rows.append(("load generator CPU s", r.map { fixed($0.generatorCPUSeconds, 1) } ?? na, ceiling.map { fixed($0.generatorCPUSeconds, 1) } ?? na))
-    rows.append(("bench process CPU s (all)", relay.benchCPUSeconds.map { fixed($0, 1) } ?? na, ceilingCPU.map { fixed($0, 1) } ?? na))
-    rows.append(("relay SIGTERM -> exit", sigtermText(relay), na))
-    let widths = (rows.map { $0.0.count }.max()!, rows.map { $0.1.count }.max()!, rows.map { $0.2.count }.max()!)
+    // One column per relay phase, then the ceiling.
+    var rows: [[String]] = []
+    func row(_ name: String, _ relay: (RelayFindings) -> String?, _ ceilingValue: String?) {
+        rows.append([name] + phases.map { relay($0) ?? na } + [ceilingValue ?? na])
+    }
+    func latency(_ f: RelayFindings, _ pick: (LatencySummary) -> Double) -> String? {
+        f.load.map { fixed(pick(LatencySummary($0.latencies)), 2) }
+    }
+    rows.append([""] + phases.map { "relay, LOG_LEVEL=\($0.logLevel)" } + ["ceiling"])
+    rows.append(["path"] + phases.map { _ in "HTTP/1.1 -> relay -> h2" } + ["h2 straight to emulator"])
+    row("pushes/s", { $0.load.map { fixed($0.pushesPerSecond, 0) } }, ceiling.map { fixed($0.pushesPerSecond, 0) })
+    row("ratio to the ceiling", { f in ratioToCeiling(f, ceiling).map { fixed($0, 2) } }, ceiling == nil ? nil : "1.00")
+    row("p50 latency (ms)", { latency($0, \.p50) }, cl.map { fixed($0.p50, 2) })
+    row("p99 latency (ms)", { latency($0, \.p99) }, cl.map { fixed($0.p99, 2) })
+    row("p99.9 latency (ms)", { latency($0, \.p999) }, cl.map { fixed($0.p999, 2) })
+    row("max latency (ms)", { latency($0, \.max) }, cl.map { fixed($0.max, 2) })
+    row("pushes measured", { $0.load.map { String(LatencySummary($0.latencies).count) } }, cl.map { String($0.count) })
+    row("answers not 201 / not 200", { $0.load.map { nonSuccessText($0, success: 201) } }, ceiling.map { nonSuccessText($0, success: 200) })
+    row("connection/stream errors", { $0.load.map { String($0.connectionErrors) } }, ceiling.map { String($0.connectionErrors) })
+    row("pushes unanswered", { $0.load.map { String($0.unanswered) } }, ceiling.map { String($0.unanswered) })
+    row("201s checked / lost", { f in f.load.map { "\($0.acceptedIDs.count) / \(f.lost)" + ($0.successWithoutID > 0 ? " (+\($0.successWithoutID) without apns-id)" : "") } }, nil)
+    row("relay CPU per push (µs)", { relayCPUPerPush($0).map { fixed($0, 1) } }, nil)
+    row("relay CPU s during load", { $0.cpuSeconds.map { fixed($0, 1) } }, nil)
+    row("relay idle RSS (MiB)", { $0.idleRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
+    row("relay peak RSS (MiB)", { $0.peakRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
+    row("relay binary (MB)", { _ in binaryBytes.map { fixed(Double($0) / 1_000_000, 1) } }, nil)
+    row("load generator CPU s", { $0.load.map { fixed($0.generatorCPUSeconds, 1) } }, ceiling.map { fixed($0.generatorCPUSeconds, 1) })
+    row("bench process CPU s (all)", { $0.benchCPUSeconds.map { fixed($0, 1) } }, ceilingCPU.map { fixed($0, 1) })
+    row("relay SIGTERM -> exit", { sigtermText($0) }, nil)
+    let columns = rows[0].count
+    let widths = (0..<columns).map { c in rows.map { $0[c].count }.max()! }
     print("")
-    for (i, row) in rows.enumerated() {
-        print(row.0.padding(toLength: widths.0, withPad: " ", startingAt: 0) + "  "
-              + String(repeating: " ", count: widths.1 - row.1.count) + row.1 + "  "
-              + String(repeating: " ", count: widths.2 - row.2.count) + row.2)
-        if i == 1 { print(String(repeating: "-", count: widths.0 + widths.1 + widths.2 + 4)) }
+    for (i, cells) in rows.enumerated() {
+        var line = cells[0].padding(toLength: widths[0], withPad: " ", startingAt: 0)
+        for c in 1..<columns { line += "  " + String(repeating: " ", count: widths[c] - cells[c].count) + cells[c] }
+        print(line)
+        if i == 1 { print(String(repeating: "-", count: widths.reduce(0, +) + 2 * (columns - 1))) }
+    }
+    if let info = phases.first(where: { $0.logLevel == "info" }).flatMap(relayCPUPerPush),
+       let warning = phases.first(where: { $0.logLevel == "warning" }).flatMap(relayCPUPerPush) {
+        print("logging a line per push costs \(fixed(info - warning, 1)) µs of relay CPU per push (noisy: two separate runs)")
     }
     print("")
+}
+
+func ratioToCeiling(_ relay: RelayFindings, _ ceiling: LoadResult?) -> Double? {
+    guard let load = relay.load, let ceiling, ceiling.pushesPerSecond > 0 else { return nil }
+    return load.pushesPerSecond / ceiling.pushesPerSecond
 }
 
 func nonSuccessText(_ result: LoadResult, success: Int) -> String {
@@ -247,28 +288,46 @@ func sigtermText(_ relay: RelayFindings) -> String {
     return "status \(status) in \(fixed(relay.exitSeconds ?? .nan, 2)) s"
 }
 
-func printJSON(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResult?) {
-    let rl = relay.load.map { LatencySummary($0.latencies) }
+/// One JSON line: the `LOG_LEVEL=warning` phase under the historical keys (comparable with older
+/// runs), the `info` phase under `info_`-prefixed ones, then what both share.
+func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadResult?, binaryBytes: Int?) {
     let cl = ceiling.map { LatencySummary($0.latencies) }
     func int(_ v: Int?) -> String { v.map(String.init) ?? "null" }
-    var fields: [(String, String)] = [
-        ("relay_pushes_per_s", jsonNumber(relay.load?.pushesPerSecond ?? .nan, 1)),
-        ("p50_ms", jsonNumber(rl?.p50 ?? .nan, 3)),
-        ("p99_ms", jsonNumber(rl?.p99 ?? .nan, 3)),
-        ("p999_ms", jsonNumber(rl?.p999 ?? .nan, 3)),
-        ("max_ms", jsonNumber(rl?.max ?? .nan, 3)),
-        ("pushes", int(rl?.count)),
-        ("non_201", int(relay.load?.answers(otherThan: 201))),
-        ("errors", int(relay.load.map { $0.connectionErrors })),
-        ("unanswered", int(relay.load.map { $0.unanswered })),
-        ("lost", relay.load == nil ? "null" : String(relay.lost)),
-        ("relay_peak_rss_kib", int(relay.peakRSSKiB)),
-        ("relay_cpu_s", jsonNumber(relay.cpuSeconds ?? .nan, 2)),
-        ("relay_cpu_us_per_push", jsonNumber(relayCPUPerPush(relay) ?? .nan, 1)),
-        ("bench_cpu_s", jsonNumber(relay.benchCPUSeconds ?? .nan, 2)),
-        ("generator_cpu_s", jsonNumber(relay.load?.generatorCPUSeconds ?? .nan, 2)),
-        ("sigterm_exit_status", relay.terminated ? int(relay.exitStatus.map(Int.init)) : "null"),
-        ("sigterm_exit_0_within_10s", relay.terminated ? (relay.exitStatus == 0 ? "true" : "false") : "null"),
+    func relayFields(_ relay: RelayFindings, prefix: String) -> [(String, String)] {
+        let rl = relay.load.map { LatencySummary($0.latencies) }
+        var fields: [(String, String)] = [
+            ("relay_pushes_per_s", jsonNumber(relay.load?.pushesPerSecond ?? .nan, 1)),
+            ("ratio_to_ceiling", jsonNumber(ratioToCeiling(relay, ceiling) ?? .nan, 3)),
+            ("p50_ms", jsonNumber(rl?.p50 ?? .nan, 3)),
+            ("p99_ms", jsonNumber(rl?.p99 ?? .nan, 3)),
+            ("p999_ms", jsonNumber(rl?.p999 ?? .nan, 3)),
+            ("max_ms", jsonNumber(rl?.max ?? .nan, 3)),
+            ("pushes", int(rl?.count)),
+            ("non_201", int(relay.load?.answers(otherThan: 201))),
+            ("errors", int(relay.load.map { $0.connectionErrors })),
+            ("unanswered", int(relay.load.map { $0.unanswered })),
+            ("lost", relay.load == nil ? "null" : String(relay.lost)),
+            ("relay_idle_rss_kib", int(relay.idleRSSKiB)),
+            ("relay_peak_rss_kib", int(relay.peakRSSKiB)),
+            ("relay_cpu_s", jsonNumber(relay.cpuSeconds ?? .nan, 2)),
+            ("relay_cpu_us_per_push", jsonNumber(relayCPUPerPush(relay) ?? .nan, 1)),
+            ("bench_cpu_s", jsonNumber(relay.benchCPUSeconds ?? .nan, 2)),
+            ("generator_cpu_s", jsonNumber(relay.load?.generatorCPUSeconds ?? .nan, 2)),
+            ("sigterm_exit_status", relay.terminated ? int(relay.exitStatus.map(Int.init)) : "null"),
+            ("sigterm_exit_0_within_10s", relay.terminated ? (relay.exitStatus == 0 ? "true" : "false") : "null"),
+        ]
+        if let failure = relay.failure {
+            fields.append(("relay_failure", "\"" + failure.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: " ") + "\""))
+        }
+        return fields.map { (prefix + $0.0, $0.1) }
+    }
+    var fields: [(String, String)] = []
+    for relay in phases {
+        fields += relayFields(relay, prefix: relay.logLevel == "warning" ? "" : relay.logLevel + "_")
+    }
+    fields += [
+        ("relay_binary_bytes", int(binaryBytes)),
         ("ceiling_pushes_per_s", jsonNumber(ceiling?.pushesPerSecond ?? .nan, 1)),
         ("ceiling_p50_ms", jsonNumber(cl?.p50 ?? .nan, 3)),
         ("ceiling_p99_ms", jsonNumber(cl?.p99 ?? .nan, 3)),
@@ -277,10 +336,6 @@ func printJSON(settings: BenchSettings, relay: RelayFindings, ceiling: LoadResul
         ("connections", String(settings.connections)),
         ("pool", String(settings.pool)),
     ]
-    if let failure = relay.failure {
-        fields.append(("relay_failure", "\"" + failure.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: " ") + "\""))
-    }
     print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
 }
 

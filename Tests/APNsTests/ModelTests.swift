@@ -172,6 +172,16 @@ struct HeaderRuleTests {
         #expect(n.path == "/3/device/" + token64)
     }
 
+    @Test("a provider token carries its bearer value, sent as the authorization header as is")
+    func bearerOnce() throws {
+        struct FixedSigner: ProviderTokenSigner { func sign(_ message: [UInt8]) throws -> [UInt8] { Array(repeating: 7, count: 64) } }
+        let token = try ProviderToken(keyID: "KEY1234567", teamID: "TEAM123456", issuedAt: 1_700_000_000, signer: FixedSigner())
+        #expect(token.authorization == "bearer " + token.jwt)
+        let n = try make(.alert)
+        #expect(n.headers(bearer: token).map(\.0) == n.headers(authorization: token.jwt).map(\.0))
+        #expect(n.headers(bearer: token).map(\.1) == n.headers(authorization: token.jwt).map(\.1))
+    }
+
     @Test("expiration and collapse id headers appear only when set")
     func headersOptional() throws {
         let n = try make(priority: 5, expiration: 1_700_000_000, collapseID: "thread-1")

@@ -151,6 +151,50 @@ struct JSONLogSinkTests {
     }
 }
 
+@Suite("Batched log writes")
+struct LogBatchingTests {
+    @Test("a batching thread holds its lines until the batch ends, then writes them whole and in order")
+    func heldThenWritten() throws {
+        var heldBefore: String?
+        var due: Duration?
+        let output = try capture { fd in
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var seen: (String?, Duration?) = (nil, nil)
+            let thread = Thread {
+                LogBatching.begin()
+                let logger = Logger(label: "t", sink: JSONLogSink(fileDescriptor: fd))
+                for i in 0..<3 { logger.info("line \(i)") }
+                var size = stat()
+                fstat(fd, &size)
+                seen.0 = size.st_size == 0 ? "" : "written early"
+                seen.1 = LogBatching.endOfTurn()
+                LogBatching.end()
+                done.signal()
+            }
+            thread.start()
+            done.wait()
+            (heldBefore, due) = seen
+        }
+        #expect(heldBefore == "")
+        let waited = try #require(due, "lines were held, so the loop is told when to come back")
+        #expect(waited <= LogBatching.maxDelay)
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == 3)
+        for (i, line) in lines.enumerated() { #expect(line.contains("\"msg\":\"line \(i)\"")) }
+    }
+
+    @Test("a thread that does not batch writes each line at once")
+    func unbatched() throws {
+        let output = try capture { fd in
+            Logger(label: "t", sink: JSONLogSink(fileDescriptor: fd)).info("now")
+            var size = stat()
+            fstat(fd, &size)
+            #expect(size.st_size > 0)
+        }
+        #expect(output.contains(#""msg":"now""#))
+    }
+}
+
 @Suite("Text log lines")
 struct TextLogSinkTests {
     @Test("a human line: time, level, label, message, then key=value pairs")
@@ -167,4 +211,53 @@ struct TextLogSinkTests {
         #expect(output.filter { $0 == "\n" }.count == 1)
         #expect(output.contains(#"a\nfake line"#))
     }
+
+    @Test("a value with a backslash and a quote cannot forge more keys")
+    func noForgedKeys() {
+        let hostile = #"x\" http.status=201 device=00000000 forged=yes z=""#
+        let line = TextLogSink().format(record("push delivered", metadata: ["request.id": .string(hostile), "http.status": 503]))
+        let pairs = logfmtPairs(line)
+        #expect(pairs.map(\.key) == ["http.status", "request.id"])
+        #expect(pairs.first { $0.key == "request.id" }?.value == hostile)
+        #expect(pairs.first { $0.key == "http.status" }?.value == "503")
+    }
+
+    @Test("control characters and backslashes are escaped, and such a value is quoted")
+    func controlCharacters() {
+        let line = TextLogSink().format(record("m", metadata: ["k": "a\\b\u{1B}[31m"]))
+        #expect(line.hasSuffix(#" k="a\\b\u{1b}[31m""#))
+        #expect(!line.unicodeScalars.contains { $0.value < 0x20 })
+    }
+}
+
+/// The `key=value` pairs after the message, read the way logfmt readers do: a quoted value ends
+/// at the first quote not escaped by a backslash.
+private func logfmtPairs(_ line: String) -> [(key: String, value: String)] {
+    let scalars = Array(line.unicodeScalars)
+    var pairs: [(key: String, value: String)] = []
+    var i = 0
+    while i < scalars.count {
+        // A key is a run of non-space characters followed by `=`, after a space.
+        guard scalars[i] == " " else { i += 1; continue }
+        var j = i + 1
+        while j < scalars.count, scalars[j] != " ", scalars[j] != "=" { j += 1 }
+        guard j < scalars.count, scalars[j] == "=", j > i + 1 else { i = j; continue }
+        let key = String(String.UnicodeScalarView(scalars[(i + 1)..<j]))
+        var value = String.UnicodeScalarView()
+        var k = j + 1
+        if k < scalars.count, scalars[k] == "\"" {
+            k += 1
+            while k < scalars.count, scalars[k] != "\"" {
+                if scalars[k] == "\\", k + 1 < scalars.count { k += 1 }
+                value.append(scalars[k])
+                k += 1
+            }
+            k += 1
+        } else {
+            while k < scalars.count, scalars[k] != " " { value.append(scalars[k]); k += 1 }
+        }
+        pairs.append((key, String(value)))
+        i = k
+    }
+    return pairs
 }

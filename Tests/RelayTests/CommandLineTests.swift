@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The built `apns-relay` executable, next to the test bundle in the build directory.
-private let executable: URL? = {
+let executable: URL? = {
     var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<3 {
         let candidate = dir.appendingPathComponent("apns-relay")

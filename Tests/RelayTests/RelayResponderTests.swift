@@ -110,6 +110,24 @@ struct RelayResponderTests {
         #expect(given.headers["X-Request-ID"] == "abc-1")
     }
 
+    @Test("an X-Request-ID that is long or holds other characters is replaced by a fresh one")
+    func hostileRequestIDReplaced() async throws {
+        let (responder, sink) = make()
+        let plain = "Req.1_a:b/c+d=e-" + String(repeating: "z", count: 112)
+        let hostile = [String(repeating: "a", count: 129), String(repeating: "\u{7}", count: 16_000),
+                       #"x\" http.status=201 forged=yes z=""#, "a b", "", "é"]
+        for given in hostile {
+            let answer = await responder.respond(to: Sample.aesgcm(extra: [("X-Request-ID", given)]))
+            let echoed = try #require(answer.headers["X-Request-ID"])
+            #expect(echoed != given)
+            #expect(UUID(uuidString: echoed)?.uuidString.lowercased() == echoed)
+            #expect(sink.records.last?.metadata["request.id"] == .string(echoed))
+        }
+        let kept = await responder.respond(to: Sample.aesgcm(extra: [("X-Request-ID", plain)]))
+        #expect(kept.headers["X-Request-ID"] == plain)
+        #expect(sink.records.last?.metadata["request.id"] == .string(plain))
+    }
+
     @Test("GET / and /health answer 200; /ready follows the readiness check")
     func probes() async {
         let ready = Atomic<Bool>(false)

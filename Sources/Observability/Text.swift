@@ -1,0 +1,11 @@
+// Small text rules every module's parsing shares; FoundationEssentials (what the relay links,
+// to stay small) has no `trimmingCharacters(in:)`.
+
+extension StringProtocol {
+    /// The text without leading and trailing whitespace (spaces, tabs, newlines).
+    package var trimmingWhitespace: String {
+        guard let first = firstIndex(where: { !$0.isWhitespace }),
+              let last = lastIndex(where: { !$0.isWhitespace }) else { return "" }
+        return String(self[first...last])
+    }
+}
