@@ -16,7 +16,7 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let overloaded = Code("overloaded")
         /// Apple could not be reached or kept failing after bounded retries (relay answers 503).
         public static let unavailable = Code("unavailable")
-        /// The notification breaks one of Apple's rules; sending it could only fail (relay answers 400).
+        /// The notification breaks one of Apple's rules; sending it could only fail (the relay answers 502: our request is wrong, never the subscription).
         public static let invalidNotification = Code("invalidNotification")
         /// The signing key could not make a provider token; no push can succeed until it is fixed.
         public static let badKey = Code("badKey")

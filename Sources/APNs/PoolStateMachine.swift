@@ -24,7 +24,7 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// The owner must:
 /// - call `.start` once, then report each created connection as established, failed or closed;
 /// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
-///   call `.timerFired` about once a second (it expires queued pushes and finds stalled streams);
+///   call `.timerFired` regularly — `tickInterval`, 250 ms by default — (it expires queued pushes and finds stalled streams);
 /// - report every provider token a connection signs with `.providerTokenIssued`, the first
 ///   before `.connectionEstablished`;
 /// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and

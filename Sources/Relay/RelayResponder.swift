@@ -318,8 +318,8 @@ public final class RelayResponder: HTTPResponder {
         case 502: level = .error
         default: level = .warning
         }
-        // The line's metadata (and the token's SHA-256 fingerprint) only when the line is written:
-        // at the usual `warning` level a delivered push writes nothing.
+        // The line's fields (and the token's SHA-256 fingerprint) only when the line is written: at
+        // the default `info` every push is logged, at `warning` a delivered push writes nothing.
         if logger.isEnabled(level) { writeLog(log, answer: answer, level: level, elapsed: elapsed) }
 
         if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
