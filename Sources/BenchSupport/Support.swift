@@ -8,6 +8,16 @@ package struct BenchError: Error, CustomStringConvertible {
     package var description: String { message }
 }
 
+/// A number from the environment variable `name`, `fallback` when unset or empty; one line of
+/// error naming the variable when it is not a number in `range`.
+package func environmentNumber(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) throws -> Double {
+    guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
+    guard let value = Double(text), range.contains(value) else {
+        throw BenchError("\(name) must be a number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
+    }
+    return value
+}
+
 /// Monotonic nanoseconds: cheap enough to stamp every request.
 @inline(__always)
 package func monotonicNanos() -> UInt64 {

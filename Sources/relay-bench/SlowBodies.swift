@@ -21,14 +21,7 @@ struct SlowBodySettings {
     let sentBeforeTrickle = 65000
 
     static func fromEnvironment() throws -> SlowBodySettings {
-        let env = ProcessInfo.processInfo.environment
-        func number(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) throws -> Double {
-            guard let text = env[name], !text.isEmpty else { return fallback }
-            guard let value = Double(text), range.contains(value) else {
-                throw BenchError("\(name) must be a number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
-            }
-            return value
-        }
+        let number = environmentNumber
         return SlowBodySettings(
             connections: Int(try number("SLOW_CONNECTIONS", 10_000, 1...15_000)),
             holdSeconds: try number("SLOW_HOLD_SECONDS", 30, 1...600),

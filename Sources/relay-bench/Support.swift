@@ -22,13 +22,7 @@ struct BenchSettings {
 
     static func fromEnvironment() throws -> BenchSettings {
         let env = ProcessInfo.processInfo.environment
-        func number(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) throws -> Double {
-            guard let text = env[name], !text.isEmpty else { return fallback }
-            guard let value = Double(text), range.contains(value) else {
-                throw BenchError("\(name) must be a number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
-            }
-            return value
-        }
+        let number = environmentNumber
         return BenchSettings(
             seconds: try number("BENCH_SECONDS", 20, 1...600),
             connections: Int(try number("BENCH_CONNECTIONS", 64, 1...4096)),

@@ -47,7 +47,6 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
                    variants: [PushVariant]) -> RelayFindings {
     var findings = RelayFindings()
     findings.logLevel = logLevel
-    let environment = ProcessInfo.processInfo.environment
     let binary = relayBinary()
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         findings.failure = "\(binary.path) is missing; build it with swift build -c release --product apns-relay (make bench does)"

@@ -29,13 +29,7 @@ struct SoakSettings {
 
     static func fromEnvironment() throws -> SoakSettings {
         let env = ProcessInfo.processInfo.environment
-        func number(_ name: String, _ fallback: Double, _ range: ClosedRange<Double>) throws -> Double {
-            guard let text = env[name], !text.isEmpty else { return fallback }
-            guard let value = Double(text), range.contains(value) else {
-                throw BenchError("\(name) must be a number in \(range.lowerBound)...\(range.upperBound), not \"\(text)\"")
-            }
-            return value
-        }
+        let number = environmentNumber
         return SoakSettings(seconds: try number("SOAK_SECONDS", 300, 30...3600), rate: try number("SOAK_RATE", 200, 1...5000),
                             binary: URL(fileURLWithPath: env["RELAY_BINARY"] ?? ".build/release/apns-relay"))
     }
