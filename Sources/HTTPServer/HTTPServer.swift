@@ -280,29 +280,25 @@ final class ServerCore: Sendable {
             ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
                          local: index, now: now)
             : .accept
+        let madeRoom: Bool
         switch decision {
         case .accept:
-            break
+            madeRoom = true
         case .evict(let loop, let kind) where loop == index:
-            if context.evictLongestIdle(kind, cap: cap, now: now) {
-                noteEvicted()
-            } else {
-                counters.open.wrappingSubtract(1, ordering: .relaxed)
-                noteRejected()
-                stream.close()
-                return
-            }
+            madeRoom = context.evictLongestIdle(kind, cap: cap, now: now)
+            if madeRoom { noteEvicted() }
         case .evict(let loop, let kind):
             evictElsewhere = (contexts[loop], kind)
+            madeRoom = true
         case .cutSlowest:
-            if context.cutSlowestArriving(cap: cap, now: now) {
-                noteEvicted()
-            } else {
-                counters.open.wrappingSubtract(1, ordering: .relaxed)
-                noteRejected()
-                stream.close()
-                return
-            }
+            madeRoom = context.cutSlowestArriving(cap: cap, now: now)
+            if madeRoom { noteEvicted() }
+        }
+        guard madeRoom else {
+            counters.open.wrappingSubtract(1, ordering: .relaxed)
+            noteRejected()
+            stream.close()
+            return
         }
         let connection = HTTPConnection(stream: stream, core: self, context: context)
         context.add(connection)
