@@ -30,6 +30,8 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and
 ///   a `.send` it could not submit (closing, GOAWAY, out of stream ids) as `.notSent`;
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
+/// - with `handsOffRetries`, `.adopt` every `.handOff` into another machine: the push has left
+///   this one, and ends there.
 struct PoolStateMachine {
     typealias Instant = ContinuousClock.Instant
 
