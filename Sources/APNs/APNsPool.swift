@@ -189,8 +189,8 @@ final class APNsPoolShard: @unchecked Sendable {
     private var connections: [ConnectionID: APNsConnection] = [:]
     private var nextPush: UInt64 = 1
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Nested `handle` calls: a send is submitted directly only from the outermost one, never
-    /// from inside a connection's callback (we may be inside nghttp2).
+    /// Nested `handle` calls: a send is submitted directly only from a caller's outermost one,
+    /// never from a connection's or a completion's (we may be inside nghttp2).
     private var depth = 0
 
     /// What other threads may read of a shard: written on its loop after every event.
@@ -263,14 +263,14 @@ final class APNsPoolShard: @unchecked Sendable {
         let id = PushID(nextPush)
         nextPush += 1
         entries[id] = Entry(notification: notification, deadline: deadline, completion: completion)
-        handle(.enqueue(id, deadline: deadline))
+        handle(.enqueue(id, deadline: deadline), fromCaller: true)
     }
 
     func adopt(_ entry: Entry, retries: Int, tokenRetried: Bool) {
         let id = PushID(nextPush)
         nextPush += 1
         entries[id] = entry
-        handle(.adopt(id, deadline: entry.deadline, retries: retries, tokenRetried: tokenRetried))
+        handle(.adopt(id, deadline: entry.deadline, retries: retries, tokenRetried: tokenRetried), fromCaller: true)
     }
 
     func shutdown() async {
@@ -293,9 +293,11 @@ final class APNsPoolShard: @unchecked Sendable {
         return open.count
     }
 
-    /// Feeds the machine an event (from a connection, a timer or a caller) and performs its actions.
-    func handle(_ event: PoolStateMachine.Event) {
+    /// Feeds the machine an event and performs its actions. `fromCaller`: a push handed in by a
+    /// sender (not a connection's callback), so its send may be submitted at once.
+    func handle(_ event: PoolStateMachine.Event, fromCaller: Bool = false) {
         precondition(loop.inEventLoop, "a pool shard is touched on its own loop only")
+        let direct = fromCaller && depth == 0
         depth += 1
         defer { depth -= 1 }
         let now = ContinuousClock.now
@@ -313,7 +315,7 @@ final class APNsPoolShard: @unchecked Sendable {
         if actions.contains(.shutdownComplete) { shutdownDone = true }
         published.store(machine, shutDown: shutdownDone || published.shutDown)
         if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
-        perform(actions, direct: depth == 1)
+        perform(actions, direct: direct)
     }
 
     private func perform(_ actions: [PoolStateMachine.Action], direct: Bool) {
