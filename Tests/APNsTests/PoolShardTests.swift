@@ -83,3 +83,124 @@ struct PoolShardTests {
         #expect(created(actions).count == 1)
     }
 }
+
+/// Two machines sharing a pool, as two loops' shards: the owner adopts every hand-off into the
+/// other one. Whatever happens, every push ends exactly once, in one machine or the other.
+@Suite("Pool state machines handing retries to each other")
+struct PoolHandOffInvariantTests {
+    private struct Conn {
+        var established = false
+        var streams: Set<PushID> = []
+    }
+
+    private struct Owner {
+        var machines: [Pool]
+        var conns: [[ConnectionID: Conn]] = [[:], [:]]
+        /// Each machine's push ids, mapped to the caller's push number.
+        var owners: [[PushID: Int]] = [[:], [:]]
+        var nextLocal: [UInt64] = [1, 1]
+        var ends: [Int: Int] = [:]
+        var handOffs = 0
+        var problems: [String] = []
+        var now = at(0)
+
+        init() {
+            machines = (0..<2).map { shard in
+                Pool(configuration: .init(poolSize: 2, queueCapacity: 10, maxRetries: 1, shard: shard, shards: 2,
+                                          handsOffRetries: true),
+                     random: ConstantRandom(value: 0))
+            }
+        }
+
+        mutating func fire(_ m: Int, _ event: Pool.Event) {
+            for action in machines[m].handle(event, now: now) { perform(m, action) }
+        }
+
+        mutating func push(_ number: Int, to m: Int, deadline: Instant) {
+            let id = PushID(nextLocal[m]); nextLocal[m] += 1
+            owners[m][id] = number
+            fire(m, .enqueue(id, deadline: deadline))
+        }
+
+        mutating func perform(_ m: Int, _ action: Pool.Action) {
+            switch action {
+            case .createConnection(let c):
+                if conns[1 - m][c] != nil { problems.append("both machines opened \(c)") }
+                conns[m][c] = Conn()
+            case .send(let id, let c):
+                guard conns[m][c]?.established == true else { problems.append("sent on \(c), not established"); return }
+                conns[m][c]!.streams.insert(id)
+            case .failPush(let id, _), .completePush(let id, _):
+                guard let number = owners[m].removeValue(forKey: id) else { problems.append("ended unknown \(id)"); return }
+                ends[number, default: 0] += 1
+            case .closeConnection(let c):
+                conns[m][c] = nil
+            case .handOff(let id, let retries, let tokenRetried):
+                guard let number = owners[m].removeValue(forKey: id) else { problems.append("handed off unknown \(id)"); return }
+                handOffs += 1
+                let other = 1 - m
+                let adopted = PushID(nextLocal[other]); nextLocal[other] += 1
+                owners[other][adopted] = number
+                fire(other, .adopt(adopted, deadline: now + .seconds(2), retries: retries, tokenRetried: tokenRetried))
+            case .scheduleReconnect, .shutdownComplete:
+                break
+            }
+        }
+    }
+
+    @Test("under random failures every push ends exactly once, and retries move between machines",
+          arguments: [1, 2, 3, 4] as [UInt64])
+    func everyPushEndsOnce(seed: UInt64) {
+        var rng = SplitMix64(state: seed)
+        func roll(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        var owner = Owner()
+        owner.fire(0, .start)
+        owner.fire(1, .start)
+        var pushes = 0
+        for _ in 0..<5_000 {
+            let m = roll(2)
+            switch roll(10) {
+            case 0...2:
+                owner.push(pushes, to: m, deadline: owner.now + .milliseconds(Int64(500 + roll(3_000))))
+                pushes += 1
+            case 3:
+                if let c = owner.conns[m].filter({ !$0.value.established }).keys.sorted().first {
+                    owner.conns[m][c]!.established = true
+                    owner.fire(m, .connectionEstablished(c))
+                    owner.fire(m, .maxConcurrentStreamsChanged(c, 1 + roll(4)))
+                }
+            case 4...6:
+                let open = owner.conns[m].flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+                if let (c, id) = open.randomElement(using: &rng) {
+                    owner.conns[m][c]!.streams.remove(id)
+                    let outcome: Pool.StreamOutcome = [success, refused, .notSent(.unavailable("closing"))][roll(3)]
+                    owner.fire(m, .streamCompleted(c, id, outcome))
+                }
+            case 7:
+                if roll(4) == 0, let c = owner.conns[m].keys.sorted().randomElement(using: &rng) {
+                    owner.conns[m][c] = nil
+                    owner.fire(m, .connectionFailed(c))
+                }
+            default:
+                owner.now = owner.now + .milliseconds(100)
+                owner.fire(0, .timerFired)
+                owner.fire(1, .timerFired)
+            }
+        }
+        owner.fire(0, .shutdown)
+        owner.fire(1, .shutdown)
+        for m in 0..<2 {
+            for (c, conn) in owner.conns[m].sorted(by: { $0.key < $1.key }) {
+                for id in conn.streams.sorted() { owner.fire(m, .streamCompleted(c, id, success)) }
+            }
+        }
+        owner.now = owner.now + .seconds(60)
+        owner.fire(0, .timerFired)
+        owner.fire(1, .timerFired)
+        #expect(owner.problems.isEmpty, "\(owner.problems.prefix(5))")
+        #expect(owner.handOffs > 0)
+        #expect(owner.machines.allSatisfy { $0.livePushCount == 0 })
+        #expect((0..<pushes).allSatisfy { owner.ends[$0] == 1 }, "\(owner.ends.filter { $0.value != 1 }.prefix(5))")
+        #expect(owner.ends.count == pushes)
+    }
+}
