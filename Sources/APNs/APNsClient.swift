@@ -127,6 +127,9 @@ public final class APNsClient: APNsSending, Sendable {
     /// `HTTP2ClientSession.setNextStreamID`); returns how many took it.
     func setNextStreamID(_ streamID: Int32) async -> Int { await production.setNextStreamID(streamID) }
 
+    /// Test seam: the production connections owned by `loop` that are ready.
+    func readyConnections(on loop: EventLoop) -> Int { production.readyConnections(on: loop) }
+
     /// Test seam: breaks the production connections owned by `loop` as a network failure would.
     func breakConnections(on loop: EventLoop) async -> Int { await production.breakConnections(on: loop) }
 

@@ -148,6 +148,11 @@ final class APNsPool: Sendable {
         return moved
     }
 
+    /// Ready connections of the shard on `loop` (0 for a loop without a shard), as last published.
+    func readyConnections(on loop: EventLoop) -> Int {
+        shards.first { $0.loop === loop }?.published.open ?? 0
+    }
+
     /// Test seam: breaks the open connections of the shard on `loop` as a network failure would
     /// (their slots back off); returns how many there were.
     func breakConnections(on loop: EventLoop) async -> Int {

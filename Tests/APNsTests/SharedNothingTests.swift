@@ -51,12 +51,18 @@ struct SharedNothingTests {
         }
         #expect(harness.waitUntilReady())
         let loops = harness.group.loops
-        #expect(await harness.client.breakConnections(on: loops[0]) == 1)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while harness.client.connectionStats().open != 1 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
+        let client = harness.client
+        func ready(_ counts: [Int]) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while loops.map({ client.readyConnections(on: $0) }) != counts && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            return loops.map { client.readyConnections(on: $0) } == counts
         }
-        #expect(harness.client.connectionStats().open == 1)
+        #expect(try await ready([1, 1]))
+        #expect(await client.breakConnections(on: loops[0]) == 1)
+        // The close completes on the loop's next turns: wait until loop 0's shard has seen it.
+        #expect(try await ready([0, 1]))
         for i in 0..<4 {
             let (result, onSameLoop) = await send(Fixture.notification("", i), from: loops[0], with: harness.client)
             #expect((try? result.get().ok) == true)
