@@ -13,7 +13,8 @@ import Transport
 /// way (`.handOff`), and an expired provider token makes every shard replace its stale ones.
 ///
 /// A loop without a shard of its own (pool smaller than the loop count) sends to shard
-/// `loop index % shard count`, like a push from outside any loop, which goes round the shards.
+/// `loop index % shard count` on that shard's loop (one hop), or to another shard with room; a
+/// push from outside any loop goes round the shards that have a connection up or coming.
 final class APNsPool: Sendable {
     typealias Completion = @Sendable (Result<APNsResponse, APNsError>) -> Void
     typealias Instant = ContinuousClock.Instant
