@@ -34,7 +34,9 @@ public final class APNsClient: APNsSending, Sendable {
     /// Opens the production connections at once (so `isReady` soon turns true).
     ///
     /// - Parameters:
-    ///   - group: the loops the connections live on; connection i goes to loop i % count.
+    ///   - group: the loops the connections live on: each loop owns its share of the pool (the
+    ///     first `poolSize` loops when the pool is smaller), and a push sent on a loop goes out
+    ///     on that loop's connections when they have room.
     ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
     public init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
@@ -64,7 +66,9 @@ public final class APNsClient: APNsSending, Sendable {
     }
 
     /// The hot-path form: no Task, the completion runs once on an event-loop thread (or the
-    /// caller's, for an immediate refusal); keep it short.
+    /// caller's, for an immediate refusal); keep it short. Called on one of the group's loops,
+    /// the push goes out on that loop's own connection when it has room, and the completion runs
+    /// on that same loop: no lock, no thread hop.
     public func send(_ notification: APNsNotification, environment: APNsEnvironment,
                      completion: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
         guard let pool = pool(for: environment) else {
@@ -129,6 +133,12 @@ public final class APNsClient: APNsSending, Sendable {
     /// Test seam: moves the next stream id of every open production connection (see
     /// `HTTP2ClientSession.setNextStreamID`); returns how many took it.
     func setNextStreamID(_ streamID: Int32) async -> Int { await production.setNextStreamID(streamID) }
+
+    /// Test seam: the production connections owned by `loop` that are ready.
+    func readyConnections(on loop: EventLoop) -> Int { production.readyConnections(on: loop) }
+
+    /// Test seam: breaks the production connections owned by `loop` as a network failure would.
+    func breakConnections(on loop: EventLoop) async -> Int { await production.breakConnections(on: loop) }
 
     /// Production and sandbox together: ready connections, pushes on the wire, pushes waiting.
     public func connectionStats() -> (open: Int, inFlight: Int, queued: Int) {

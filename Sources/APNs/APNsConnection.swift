@@ -6,11 +6,12 @@ import Transport
 /// reports every stream's end, GOAWAY, limit change and close back as pool events.
 ///
 /// `@unchecked Sendable` only so the pool can hand it to its loop: every mutable member is
-/// touched on `loop` alone (the pool reaches it through `loop.execute`).
+/// touched on `loop` alone, its shard's loop (the shard calls it there, directly or through
+/// `loop.execute`).
 final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     let id: ConnectionID
     let loop: EventLoop
-    private weak var pool: APNsPool?
+    private weak var pool: APNsPoolShard?
     private let environment: APNsEnvironment
     private let configuration: APNsClientConfiguration
     private let endpoint: APNsEndpoint
@@ -29,7 +30,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
 
-    init(id: ConnectionID, loop: EventLoop, pool: APNsPool) {
+    init(id: ConnectionID, loop: EventLoop, shard pool: APNsPoolShard) {
         self.id = id
         self.loop = loop
         self.pool = pool
@@ -110,6 +111,11 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
         closing = true
         cancelTimers()
         h2?.close()
+    }
+
+    /// Test seam: ends the connection as a network failure would (the pool sees it fail).
+    func breakForTesting() {
+        h2?.close(TransportError(.protocolError, "broken by a test"))
     }
 
     /// Submit errors that mean the request never left us and this connection can take no more.

@@ -10,8 +10,18 @@ import Synchronization
 import EventLoop
 import Transport
 
-/// One environment's connections: drives `PoolStateMachine` under a lock and performs its
-/// actions after unlocking, so no I/O and no caller's completion ever runs under the lock.
+/// One environment's connections, shared nothing: the pool is cut into shards, one per event loop
+/// (as many as there are connections when the pool is smaller than the loop count), each with
+/// its own `PoolStateMachine`, its share of the connections and of the queue, all touched on
+/// its loop alone. A push sent on a loop goes to that loop's shard and, when a connection there
+/// has a free stream, out on it and back without a lock or a thread hop. Only when the local
+/// shard cannot take it (nothing ready, no free stream, pushes already waiting) does it go to
+/// another shard's loop; retries that would land on the connection they failed on move the same
+/// way (`.handOff`), and an expired provider token makes every shard replace its stale ones.
+///
+/// A loop without a shard of its own (pool smaller than the loop count) sends to shard
+/// `loop index % shard count` on that shard's loop (one hop), or to another shard with room; a
+/// push from outside any loop goes round the shards that have a connection up or coming.
 final class APNsPool: Sendable {
     typealias Completion = @Sendable (Result<APNsResponse, APNsError>) -> Void
     typealias Instant = ContinuousClock.Instant
@@ -22,33 +32,11 @@ final class APNsPool: Sendable {
     let loops: [EventLoop]
     let observer: (any APNsClientObserver)?
     let unixTime: @Sendable () -> Int64
-    private let state: Mutex<State>
-
-    private struct Entry {
-        let notification: APNsNotification
-        let deadline: Instant
-        let completion: Completion
-        var attempts = 0
-    }
-
-    private struct State {
-        var machine: PoolStateMachine
-        var entries: [PushID: Entry] = [:]
-        var connections: [ConnectionID: APNsConnection] = [:]
-        var nextPush: UInt64 = 1
-        var shutdownDone = false
-        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private enum Work {
-        case create(APNsConnection, reconnect: Bool)
-        case send(APNsConnection, PushID, APNsNotification, Instant)
-        case finish(Completion, Result<APNsResponse, APNsError>)
-        case close(APNsConnection)
-        case reconnect(Duration)
-        case retried
-        case shutdownComplete([CheckedContinuation<Void, Never>])
-    }
+    let shards: [APNsPoolShard]
+    /// The shard each loop sends to, by the loop's index.
+    private let home: [Int]
+    /// Spreads pushes from outside the loops, and hand-offs, over the shards.
+    private let cursor = Atomic<UInt>(0)
 
     init(environment: APNsEnvironment, endpoint: APNsEndpoint, configuration: APNsClientConfiguration,
          loops: [EventLoop], observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) {
@@ -58,152 +46,333 @@ final class APNsPool: Sendable {
         self.loops = loops
         self.observer = observer
         self.unixTime = unixTime
-        let machineConfiguration = PoolStateMachine.Configuration(
-            poolSize: configuration.poolSize, queueCapacity: configuration.queueCapacity,
-            maxRetries: configuration.maxRetries, backoffBase: configuration.backoffBase,
-            backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace,
-            maxStreamsPerConnection: configuration.maxStreamsPerConnection,
-            youngConnectionAge: configuration.youngConnectionAge)
-        self.state = Mutex(State(machine: PoolStateMachine(configuration: machineConfiguration)))
-    }
-
-    /// Opens the connections and starts the ticker that expires queued pushes and runs reconnects.
-    func start() {
-        handle(.start)
-        let loop = loops[0]
-        loop.execute { [weak self] in self?.tick(on: loop) }
-    }
-
-    private func tick(on loop: EventLoop) {
-        loop.schedule(after: configuration.tickInterval) { [weak self] in
-            guard let self else { return }
-            if self.state.withLock({ $0.shutdownDone }) { return }
-            self.handle(.timerFired)
-            self.tick(on: loop)
+        let count = max(1, min(configuration.poolSize, loops.count))
+        /// `total` spread over the shards, the first ones taking the remainder.
+        func share(_ total: Int, _ index: Int) -> Int { total / count + (index < total % count ? 1 : 0) }
+        var shards: [APNsPoolShard] = []
+        for index in 0..<count {
+            let machine = PoolStateMachine.Configuration(
+                poolSize: share(max(1, configuration.poolSize), index),
+                queueCapacity: share(max(0, configuration.queueCapacity), index),
+                maxRetries: configuration.maxRetries, backoffBase: configuration.backoffBase,
+                backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace,
+                maxStreamsPerConnection: configuration.maxStreamsPerConnection,
+                youngConnectionAge: configuration.youngConnectionAge,
+                shard: index, shards: count, handsOffRetries: count > 1)
+            shards.append(APNsPoolShard(index: index, loop: loops[index], machine: machine, environment: environment,
+                                        endpoint: endpoint, configuration: configuration, observer: observer,
+                                        unixTime: unixTime))
         }
+        self.shards = shards
+        self.home = loops.indices.map { $0 % count }
+        for shard in shards { shard.pool = self }
+    }
+
+    /// Opens every shard's connections and starts their tickers.
+    func start() {
+        for shard in shards { shard.loop.execute { shard.start() } }
     }
 
     // MARK: Callers
 
     func send(_ notification: APNsNotification, completion: @escaping Completion) {
-        let now = ContinuousClock.now
-        let deadline = now + configuration.pushTimeout
-        let work = state.withLock { s -> [Work] in
-            let id = PushID(s.nextPush)
-            s.nextPush += 1
-            s.entries[id] = Entry(notification: notification, deadline: deadline, completion: completion)
-            let actions = s.machine.handle(.enqueue(id, deadline: deadline), now: now)
-            return Self.resolve(actions, &s, pool: self)
+        let deadline = ContinuousClock.now + configuration.pushTimeout
+        let current = EventLoop.current
+        var local: APNsPoolShard?
+        if let current, let index = loops.firstIndex(where: { $0 === current }) { local = shards[home[index]] }
+        // The normal path: this loop's shard can send it now, so nothing crosses threads.
+        if let local, local.loop === current, local.canTakeNow {
+            local.enqueue(notification, deadline: deadline, completion: completion)
+            return
         }
-        perform(work)
+        let target = route(preferring: local)
+        if target.loop === current {
+            target.enqueue(notification, deadline: deadline, completion: completion)
+        } else {
+            target.loop.execute { target.enqueue(notification, deadline: deadline, completion: completion) }
+        }
+    }
+
+    /// Where a push goes when the local shard cannot send it at once: a shard that can, else the
+    /// local one while it has a connection up or coming, else the next shard that has one, else
+    /// the local (or next) one, whose machine answers at once when no connection can come in time.
+    /// Reads the other shards' published state: a stale read only queues the push there.
+    private func route(preferring local: APNsPoolShard?) -> APNsPoolShard {
+        let start = Int(cursor.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(shards.count))
+        let rotation = (0..<shards.count).map { shards[(start + $0) % shards.count] }
+        if let local {
+            if let other = rotation.first(where: { $0 !== local && $0.published.canTakeNow }) { return other }
+            if local.published.live { return local }
+        }
+        // From outside the loops: round the shards that have a way out, ignoring momentary room
+        // (it lags behind pushes already on their way), so each shard's share of the queue holds.
+        return rotation.first(where: { $0.published.live }) ?? local ?? rotation[0]
+    }
+
+    /// A retry that `from` could only give to the connection it failed on, or to none.
+    func handOff(_ entry: APNsPoolShard.Entry, retries: Int, tokenRetried: Bool, from: APNsPoolShard) {
+        let others = shards.filter { $0 !== from }
+        let start = Int(cursor.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(max(1, others.count)))
+        let rotation = others.indices.map { others[(start + $0) % others.count] }
+        // When no other shard has a way out, it goes back to where it was, as a fresh retry.
+        let target = rotation.first { $0.published.canTakeNow } ?? rotation.first { $0.published.live } ?? from
+        target.loop.execute { target.adopt(entry, retries: retries, tokenRetried: tokenRetried) }
+    }
+
+    /// Apple refused a token signed at `issuedAt` as expired: the other shards' connections with
+    /// tokens as old would be refused too, so they are replaced as well.
+    func tokenRefused(issuedAt: Int64, by from: APNsPoolShard) {
+        for shard in shards where shard !== from {
+            shard.loop.execute { shard.handle(.providerTokenRefused(issuedAt: issuedAt)) }
+        }
     }
 
     /// True when a push sent now could go out at once (a ready connection with a free stream limit).
-    var isReady: Bool { state.withLock { $0.machine.canSendNow } }
+    var isReady: Bool { shards.contains { $0.published.ready } }
 
     var stats: (open: Int, inFlight: Int, queued: Int) {
-        state.withLock { ($0.machine.readyConnectionCount, $0.machine.inFlightCount, $0.machine.queuedCount) }
+        shards.reduce((0, 0, 0)) { total, shard in
+            let s = shard.published
+            return (total.0 + s.open, total.1 + s.inFlight, total.2 + s.queued)
+        }
     }
 
     /// Fails queued pushes, lets in-flight ones end (their deadlines bound the wait), closes.
     func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s -> Bool in
-                if s.shutdownDone { return true }
-                s.shutdownWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() } else { handle(.shutdown) }
+        await withTaskGroup(of: Void.self) { group in
+            for shard in shards { group.addTask { await shard.shutdown() } }
         }
     }
 
     /// Test seam: moves the next stream id of every open connection, so a test can bring them to
     /// the end of HTTP/2's 2^31 ids. Returns how many connections took it.
     func setNextStreamID(_ streamID: Int32) async -> Int {
-        let connections = state.withLock { Array($0.connections.values) }
         var moved = 0
-        for connection in connections {
-            let ok = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-                connection.loop.execute { done.resume(returning: (try? connection.setNextStreamID(streamID)) != nil) }
+        for shard in shards {
+            moved += await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+                shard.loop.execute { done.resume(returning: shard.setNextStreamID(streamID)) }
             }
-            if ok { moved += 1 }
         }
         return moved
     }
 
-    // MARK: Events from connections and timers
-
-    func handle(_ event: PoolStateMachine.Event) {
-        let now = ContinuousClock.now
-        let work = state.withLock { s -> [Work] in
-            switch event {
-            case .connectionFailed(let c), .connectionClosed(let c): s.connections[c] = nil
-            default: break
-            }
-            let actions = s.machine.handle(event, now: now)
-            return Self.resolve(actions, &s, pool: self)
-        }
-        perform(work)
+    /// Ready connections of the shard on `loop` (0 for a loop without a shard), as last published.
+    func readyConnections(on loop: EventLoop) -> Int {
+        shards.first { $0.loop === loop }?.published.open ?? 0
     }
 
-    /// Turns the machine's actions into work carrying what it needs, while the lock is held.
-    private static func resolve(_ actions: [PoolStateMachine.Action], _ s: inout State, pool: APNsPool) -> [Work] {
-        var work: [Work] = []
-        work.reserveCapacity(actions.count)
+    /// Test seam: breaks the open connections of the shard on `loop` as a network failure would
+    /// (their slots back off); returns how many there were.
+    func breakConnections(on loop: EventLoop) async -> Int {
+        guard let shard = shards.first(where: { $0.loop === loop }) else { return 0 }
+        return await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            loop.execute { done.resume(returning: shard.breakConnections()) }
+        }
+    }
+}
+
+/// One loop's share of a pool: its state machine, the pushes it holds and its connections.
+///
+/// `@unchecked Sendable` so the pool can hand it to its loop: everything but `published` is
+/// touched on `loop` alone (the pool reaches it through `loop.execute`, or directly when the
+/// caller already runs on `loop`); `published` is atomics, for the other loops and probes.
+final class APNsPoolShard: @unchecked Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    struct Entry: Sendable {
+        let notification: APNsNotification
+        let deadline: Instant
+        let completion: APNsPool.Completion
+        var attempts = 0
+    }
+
+    let index: Int
+    let loop: EventLoop
+    let environment: APNsEnvironment
+    let endpoint: APNsEndpoint
+    let configuration: APNsClientConfiguration
+    let observer: (any APNsClientObserver)?
+    let unixTime: @Sendable () -> Int64
+    /// Set once by the pool right after creating its shards, before any loop sees the shard.
+    weak var pool: APNsPool?
+    let published = Published()
+
+    private var machine: PoolStateMachine
+    private var entries: [PushID: Entry] = [:]
+    private var connections: [ConnectionID: APNsConnection] = [:]
+    private var nextPush: UInt64 = 1
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Nested `handle` calls: a send is submitted directly only from a caller's outermost one,
+    /// never from a connection's or a completion's (we may be inside nghttp2).
+    private var depth = 0
+
+    /// What other threads may read of a shard: written on its loop after every event.
+    final class Published: Sendable {
+        private let flags = Atomic<Int>(Flag.live)
+        private let openCount = Atomic<Int>(0)
+        private let inFlightCount = Atomic<Int>(0)
+        private let queuedCount = Atomic<Int>(0)
+        enum Flag {
+            static let canTakeNow = 1, live = 2, ready = 4, shutDown = 8
+        }
+        var canTakeNow: Bool { flags.load(ordering: .relaxed) & Flag.canTakeNow != 0 }
+        var live: Bool { flags.load(ordering: .relaxed) & Flag.live != 0 }
+        var ready: Bool { flags.load(ordering: .relaxed) & Flag.ready != 0 }
+        var shutDown: Bool { flags.load(ordering: .acquiring) & Flag.shutDown != 0 }
+        var open: Int { openCount.load(ordering: .relaxed) }
+        var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+        var queued: Int { queuedCount.load(ordering: .relaxed) }
+
+        fileprivate func store(_ machine: PoolStateMachine, shutDown: Bool) {
+            var value = 0
+            if machine.canTakeNow { value |= Flag.canTakeNow }
+            if machine.hasLiveConnection || !machine.isStarted { value |= Flag.live }
+            if machine.canSendNow { value |= Flag.ready }
+            if shutDown { value |= Flag.shutDown }
+            // Stores only when something changed: the normal path then writes nothing shared.
+            if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
+            Self.update(openCount, machine.readyConnectionCount)
+            Self.update(inFlightCount, machine.inFlightCount)
+            Self.update(queuedCount, machine.queuedCount)
+        }
+
+        private static func update(_ atomic: borrowing Atomic<Int>, _ value: Int) {
+            if atomic.load(ordering: .relaxed) != value { atomic.store(value, ordering: .relaxed) }
+        }
+    }
+
+    init(index: Int, loop: EventLoop, machine: PoolStateMachine.Configuration, environment: APNsEnvironment,
+         endpoint: APNsEndpoint, configuration: APNsClientConfiguration, observer: (any APNsClientObserver)?,
+         unixTime: @escaping @Sendable () -> Int64) {
+        self.index = index
+        self.loop = loop
+        self.machine = PoolStateMachine(configuration: machine)
+        self.environment = environment
+        self.endpoint = endpoint
+        self.configuration = configuration
+        self.observer = observer
+        self.unixTime = unixTime
+    }
+
+    /// True when a push enqueued now goes out at once. Loop only.
+    var canTakeNow: Bool { machine.canTakeNow }
+
+    // MARK: On the loop
+
+    func start() {
+        handle(.start)
+        tick()
+    }
+
+    private func tick() {
+        loop.schedule(after: configuration.tickInterval) { [weak self] in
+            guard let self, !self.published.shutDown else { return }
+            self.handle(.timerFired)
+            self.tick()
+        }
+    }
+
+    func enqueue(_ notification: APNsNotification, deadline: Instant, completion: @escaping APNsPool.Completion) {
+        let id = PushID(nextPush)
+        nextPush += 1
+        entries[id] = Entry(notification: notification, deadline: deadline, completion: completion)
+        handle(.enqueue(id, deadline: deadline), fromCaller: true)
+    }
+
+    func adopt(_ entry: Entry, retries: Int, tokenRetried: Bool) {
+        let id = PushID(nextPush)
+        nextPush += 1
+        entries[id] = entry
+        handle(.adopt(id, deadline: entry.deadline, retries: retries, tokenRetried: tokenRetried), fromCaller: true)
+    }
+
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                if published.shutDown { return continuation.resume() }
+                shutdownWaiters.append(continuation)
+                handle(.shutdown)
+            }
+        }
+    }
+
+    func setNextStreamID(_ streamID: Int32) -> Int {
+        connections.values.count { (try? $0.setNextStreamID(streamID)) != nil }
+    }
+
+    func breakConnections() -> Int {
+        let open = Array(connections.values)
+        for connection in open { connection.breakForTesting() }
+        return open.count
+    }
+
+    /// Feeds the machine an event and performs its actions. `fromCaller`: a push handed in by a
+    /// sender (not a connection's callback), so its send may be submitted at once.
+    func handle(_ event: PoolStateMachine.Event, fromCaller: Bool = false) {
+        precondition(loop.inEventLoop, "a pool shard is touched on its own loop only")
+        let direct = fromCaller && depth == 0
+        depth += 1
+        defer { depth -= 1 }
+        let now = ContinuousClock.now
+        var refusedToken: Int64?
+        switch event {
+        case .connectionFailed(let c), .connectionClosed(let c):
+            connections[c] = nil
+        case .streamCompleted(let c, _, .expiredProviderToken):
+            refusedToken = machine.tokenIssuedAt(of: c)
+        default:
+            break
+        }
+        let actions = machine.handle(event, now: now)
+        var shutdownDone = false
+        if actions.contains(.shutdownComplete) { shutdownDone = true }
+        published.store(machine, shutDown: shutdownDone || published.shutDown)
+        if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
+        perform(actions, direct: direct)
+    }
+
+    private func perform(_ actions: [PoolStateMachine.Action], direct: Bool) {
         for action in actions {
             switch action {
             case .createConnection(let c):
-                let loop = pool.loops[Int(c.value % UInt64(pool.loops.count))]
-                let connection = APNsConnection(id: c, loop: loop, pool: pool)
-                s.connections[c] = connection
-                work.append(.create(connection, reconnect: s.machine.isReconnect(c)))
+                let connection = APNsConnection(id: c, loop: loop, shard: self)
+                connections[c] = connection
+                if machine.isReconnect(c) {
+                    observer?.reconnecting(environment: environment, connection: Int(truncatingIfNeeded: c.value))
+                }
+                loop.execute { connection.connect() }
             case .send(let id, let c):
-                guard var entry = s.entries[id] else { continue }
+                guard var entry = entries[id] else { continue }
                 entry.attempts += 1
-                s.entries[id] = entry
-                if entry.attempts > 1 { work.append(.retried) }
-                if let connection = s.connections[c] {
-                    work.append(.send(connection, id, entry.notification, entry.deadline))
+                entries[id] = entry
+                if entry.attempts > 1 { observer?.pushRetried(environment: environment) }
+                guard let connection = connections[c] else { continue }
+                let notification = entry.notification, deadline = entry.deadline
+                if direct {
+                    connection.send(id, notification, deadline: deadline)
+                } else {
+                    // Inside a connection's callback (maybe nghttp2's): submit on the next turn.
+                    loop.execute { connection.send(id, notification, deadline: deadline) }
                 }
             case .failPush(let id, let error):
-                if let entry = s.entries.removeValue(forKey: id) { work.append(.finish(entry.completion, .failure(error))) }
+                entries.removeValue(forKey: id)?.completion(.failure(error))
             case .completePush(let id, let response):
-                if let entry = s.entries.removeValue(forKey: id) { work.append(.finish(entry.completion, .success(response))) }
+                entries.removeValue(forKey: id)?.completion(.success(response))
             case .closeConnection(let c):
-                if let connection = s.connections.removeValue(forKey: c) { work.append(.close(connection)) }
+                if let connection = connections.removeValue(forKey: c) { loop.execute { connection.close() } }
             case .scheduleReconnect(_, let delay):
-                work.append(.reconnect(delay))
-            case .shutdownComplete:
-                s.shutdownDone = true
-                work.append(.shutdownComplete(s.shutdownWaiters))
-                s.shutdownWaiters = []
-            }
-        }
-        return work
-    }
-
-    private func perform(_ work: [Work]) {
-        for item in work {
-            switch item {
-            case .create(let connection, let reconnect):
-                if reconnect { observer?.reconnecting(environment: environment, connection: Int(truncatingIfNeeded: connection.id.value)) }
-                connection.loop.execute { connection.connect() }
-            case .send(let connection, let id, let notification, let deadline):
-                // Always hop, even on the right loop: we may be inside an nghttp2 callback.
-                connection.loop.execute { connection.send(id, notification, deadline: deadline) }
-            case .finish(let completion, let result):
-                completion(result)
-            case .close(let connection):
-                connection.loop.execute { connection.close() }
-            case .reconnect(let delay):
                 observer?.reconnectScheduled(environment: environment, after: delay)
-                let loop = loops[0]
-                loop.execute { [weak self] in
-                    loop.schedule(after: delay) { self?.handle(.timerFired) }
+                loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }
+            case .handOff(let id, let retries, let tokenRetried):
+                guard let entry = entries.removeValue(forKey: id) else { continue }
+                if let pool {
+                    pool.handOff(entry, retries: retries, tokenRetried: tokenRetried, from: self)
+                } else {
+                    entry.completion(.failure(.shuttingDown("the APNs client is gone; the push was not sent")))
                 }
-            case .retried:
-                observer?.pushRetried(environment: environment)
-            case .shutdownComplete(let waiters):
+            case .shutdownComplete:
+                let waiters = shutdownWaiters
+                shutdownWaiters = []
                 for waiter in waiters { waiter.resume() }
             }
         }

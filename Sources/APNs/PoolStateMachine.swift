@@ -30,6 +30,8 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and
 ///   a `.send` it could not submit (closing, GOAWAY, out of stream ids) as `.notSent`;
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
+/// - with `handsOffRetries`, `.adopt` every `.handOff` into another machine: the push has left
+///   this one, and ends there.
 struct PoolStateMachine {
     typealias Instant = ContinuousClock.Instant
 
@@ -53,10 +55,21 @@ struct PoolStateMachine {
         /// backs off whatever it answered, so a peer that sends GOAWAY after every request (or
         /// refuses every token) cannot make us reconnect in a loop.
         var youngConnectionAge: Duration = .seconds(10)
+        /// This machine's place among machines that share one pool (one per event loop), and their
+        /// number: connection ids are `shard + 1 + k * shards`, so no two machines hand out the same.
+        var shard = 0
+        var shards = 1
+        /// A retry that can go nowhere here but to the connection it just failed on (or nowhere at
+        /// all) leaves as `.handOff` instead of waiting: the owner gives it to another machine.
+        var handsOffRetries = false
 
         init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
              backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),
-             maxStreamsPerConnection: Int = 1_000_000_000, youngConnectionAge: Duration = .seconds(10)) {
+             maxStreamsPerConnection: Int = 1_000_000_000, youngConnectionAge: Duration = .seconds(10),
+             shard: Int = 0, shards: Int = 1, handsOffRetries: Bool = false) {
+            self.shards = max(1, shards)
+            self.shard = min(max(0, shard), self.shards - 1)
+            self.handsOffRetries = handsOffRetries
             self.poolSize = max(1, poolSize)
             self.queueCapacity = max(0, queueCapacity)
             self.maxRetries = max(0, maxRetries)
@@ -106,6 +119,8 @@ struct PoolStateMachine {
         /// Opens the pool's connections.
         case start
         case enqueue(PushID, deadline: Instant)
+        /// A retry another machine handed off (`.handOff`), with the retries it has used.
+        case adopt(PushID, deadline: Instant, retries: Int, tokenRetried: Bool)
         case connectionEstablished(ConnectionID)
         /// The connect failed, or a live connection broke (TLS error, missing PING ACK, …).
         case connectionFailed(ConnectionID)
@@ -118,6 +133,9 @@ struct PoolStateMachine {
         case providerTokenIssued(ConnectionID, issuedAt: Int64)
         /// `unprocessed`: the pushes on streams above GOAWAY's last_stream_id, never seen by Apple.
         case goAwayReceived(ConnectionID, unprocessed: [PushID])
+        /// Another machine's connection was refused with ExpiredProviderToken: every connection
+        /// here whose token was signed at or before `issuedAt` would be refused too.
+        case providerTokenRefused(issuedAt: Int64)
         case streamCompleted(ConnectionID, PushID, StreamOutcome)
         case timerFired
         case deadlinePassed(PushID)
@@ -135,6 +153,9 @@ struct PoolStateMachine {
         case scheduleReconnect(ConnectionID, after: Duration)
         /// Shutdown finished: every push ended, every connection closed.
         case shutdownComplete
+        /// The retry left this machine (see `Configuration.handsOffRetries`); the owner must
+        /// `.adopt` it into another one, which then ends it.
+        case handOff(PushID, retries: Int, tokenRetried: Bool)
     }
 
     // MARK: State
@@ -210,7 +231,8 @@ struct PoolStateMachine {
     private(set) var queuedCount = 0
     private var connections: [ConnectionID: Connection] = [:]
     private var slots: [Slot]
-    private var nextConnection: UInt64 = 1
+    /// Connections opened so far; the next id is made from it (see `Configuration.shard`).
+    private var opened: UInt64 = 0
     private var tokenSerial: UInt64 = 0
     private var started = false
     private(set) var isShuttingDown = false
@@ -233,7 +255,18 @@ struct PoolStateMachine {
     var canSendNow: Bool { !isShuttingDown && connections.values.contains { $0.state == .ready && $0.limit > 0 } }
     /// Connection ids are handed out in order and the first `poolSize` open at `.start`: any
     /// later one replaces a connection that ended (a reconnect, for the metrics and logs).
-    func isReconnect(_ c: ConnectionID) -> Bool { c.value > UInt64(configuration.poolSize) }
+    func isReconnect(_ c: ConnectionID) -> Bool {
+        (c.value - 1 - UInt64(configuration.shard)) / UInt64(configuration.shards) >= UInt64(configuration.poolSize)
+    }
+    /// True when a push enqueued now goes out at once: nothing waits before it and a ready
+    /// connection has a free stream. An owner with several machines prefers the one that can.
+    var canTakeNow: Bool { started && !isShuttingDown && queuedCount == 0 && bestConnection(for: nil) != nil }
+    /// True once `.start` was handled.
+    var isStarted: Bool { started }
+    /// The `iat` of the token a connection signs with, if it reported one.
+    func tokenIssuedAt(of c: ConnectionID) -> Int64? { connections[c]?.tokenIssuedAt }
+    /// True while some connection is ready or coming up, so a push queued here has a way out.
+    var hasLiveConnection: Bool { connections.values.contains { $0.state != .draining } }
     /// Pushes handed to a connection and not yet ended.
     var inFlightCount: Int { pushes.count - queuedCount }
 
@@ -248,6 +281,8 @@ struct PoolStateMachine {
             for index in slots.indices { open(slot: index, now: now, into: &actions) }
         case .enqueue(let id, let deadline):
             enqueue(id, deadline: deadline, now: now, into: &actions)
+        case .adopt(let id, let deadline, let retries, let tokenRetried):
+            adopt(id, deadline: deadline, retries: retries, tokenRetried: tokenRetried, now: now, into: &actions)
         case .connectionEstablished(let c):
             guard var connection = connections[c], connection.state == .connecting else { break }
             if isShuttingDown {
@@ -270,6 +305,8 @@ struct PoolStateMachine {
             connections[c]!.tokenSerial = tokenSerial
         case .goAwayReceived(let c, let unprocessed):
             goAway(c, unprocessed: unprocessed, now: now, into: &actions)
+        case .providerTokenRefused(let refused):
+            retireStale(issuedAt: refused, now: now, into: &actions)
         case .streamCompleted(let c, let id, let outcome):
             streamCompleted(c, id, outcome, now: now, into: &actions)
         case .timerFired:
@@ -309,6 +346,24 @@ struct PoolStateMachine {
         }
         pushes[id] = Push(deadline: deadline)
         queue.append(id)
+        queuedCount += 1
+    }
+
+    /// A handed-off retry queues like any retry: before new pushes, and past the capacity (the
+    /// machine it left gave its place up, so the owner's total stays bounded).
+    private mutating func adopt(_ id: PushID, deadline: Instant, retries: Int, tokenRetried: Bool,
+                                now: Instant, into actions: inout [Action]) {
+        guard pushes[id] == nil else { return }
+        if isShuttingDown {
+            actions.append(.failPush(id, .shuttingDown("the APNs pool is shutting down; the push was not sent")))
+            return
+        }
+        guard now < deadline else {
+            actions.append(.failPush(id, .timeout("the push's deadline passed while retrying")))
+            return
+        }
+        pushes[id] = Push(deadline: deadline, retries: retries, tokenRetried: tokenRetried)
+        retryQueue.append(id)
         queuedCount += 1
     }
 
@@ -354,6 +409,15 @@ struct PoolStateMachine {
             if now >= push.deadline {
                 popQueued(fromRetry: fromRetry)
                 end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
+                continue
+            }
+            if configuration.handsOffRetries, let last = push.lastConnection, push.needsTokenAfter == nil,
+               (bestConnection(for: push) ?? last) == last {
+                // Only the connection it failed on, or none, could take it here: another machine's may.
+                popQueued(fromRetry: fromRetry)
+                pushes[id] = nil
+                queuedCount -= 1
+                actions.append(.handOff(id, retries: push.retries, tokenRetried: push.tokenRetried))
                 continue
             }
             guard let c = bestConnection(for: push) else {
@@ -429,21 +493,29 @@ struct PoolStateMachine {
         }
     }
 
-    /// The ready connection with the most free streams (lowest id on ties). A retry prefers a
-    /// connection other than its last one, but takes that one rather than wait when it alone has
-    /// room; after an expired token it takes only a connection whose token was signed since.
+    /// The ready connection with room and the lightest load: the fewest open streams relative
+    /// to its limit, then the fewest streams so far, then the lowest id. So a new connection
+    /// (limit 1 until its first answer) gets that first stream instead of the busiest one taking
+    /// everything, and light traffic takes turns. A retry prefers a connection other than its
+    /// last one, but takes that one rather than wait when it alone has room; after an expired
+    /// token it takes only a connection whose token was signed since.
     private func bestConnection(for push: Push?) -> ConnectionID? {
         let avoided = push?.lastConnection
         let tokenAfter = push?.needsTokenAfter
-        var best: (id: ConnectionID, free: Int)?
+        var best: (id: ConnectionID, open: Int, limit: Int, opened: Int)?
         var fallback: ConnectionID?
         for (id, connection) in connections {
-            let free = connection.free
-            guard free > 0 else { continue }
+            guard connection.free > 0 else { continue }
             if let tokenAfter, (connection.tokenSerial ?? 0) <= tokenAfter { continue }
             if id == avoided { fallback = id; continue }
-            if let current = best, current.free > free || (current.free == free && current.id < id) { continue }
-            best = (id, free)
+            let open = connection.streams.count, limit = connection.limit
+            if let current = best {
+                // open / limit against current.open / current.limit, without division.
+                let mine = open * current.limit, theirs = current.open * limit
+                if mine > theirs { continue }
+                if mine == theirs, (connection.streamsOpened, id) > (current.opened, current.id) { continue }
+            }
+            best = (id, open, limit, connection.streamsOpened)
         }
         return best?.id ?? fallback
     }
@@ -498,10 +570,7 @@ struct PoolStateMachine {
             // Every other connection whose token is as old would be refused the same way: they
             // are replaced too, rather than each failing one push first.
             retire(c, failed: false, now: now, into: &actions)
-            if let refused = connection.tokenIssuedAt {
-                let stale = connections.filter { $0.value.state != .draining && ($0.value.tokenIssuedAt ?? .max) <= refused }
-                for other in stale.keys.sorted() { retire(other, failed: false, now: now, into: &actions) }
-            }
+            if let refused = connection.tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:
@@ -530,8 +599,8 @@ struct PoolStateMachine {
     // MARK: Connections
 
     private mutating func open(slot index: Int, now: Instant, into actions: inout [Action]) {
-        let id = ConnectionID(nextConnection)
-        nextConnection += 1
+        let id = ConnectionID(UInt64(configuration.shard) + 1 + opened * UInt64(configuration.shards))
+        opened += 1
         connections[id] = Connection(state: .connecting, slot: index, openedAt: now)
         slots[index].connection = id
         slots[index].reconnectAt = nil
@@ -588,6 +657,12 @@ struct PoolStateMachine {
         connections[c] = connection
         if let slot { replace(slot: slot, after: connection, id: c, failed: failed, planned: planned, now: now, into: &actions) }
         closeIfDrained(c, into: &actions)
+    }
+
+    /// Replaces every connection whose token is as old as one Apple just refused as expired.
+    private mutating func retireStale(issuedAt refused: Int64, now: Instant, into actions: inout [Action]) {
+        let stale = connections.filter { $0.value.state != .draining && ($0.value.tokenIssuedAt ?? .max) <= refused }
+        for other in stale.keys.sorted() { retire(other, failed: false, now: now, into: &actions) }
     }
 
     private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {

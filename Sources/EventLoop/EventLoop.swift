@@ -110,6 +110,20 @@ public final class EventLoop: @unchecked Sendable {
         readBuffer.deallocate()
     }
 
+    /// The loop whose thread runs the caller, or nil off every loop (a test, a Task). Lock-free
+    /// (a thread-local), so a hot path can ask it per push to stay on its own loop.
+    public static var current: EventLoop? {
+        guard let pointer = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// The thread-local slot behind `current`; each loop thread sets it for its whole run.
+    private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-local key for EventLoop.current")
+        return key
+    }()
+
     /// True on the loop's own thread, where loop-confined objects may be touched directly.
     public var inEventLoop: Bool {
         threadID.load(ordering: .acquiring) == pthread_self()
@@ -240,6 +254,9 @@ public final class EventLoop: @unchecked Sendable {
         let me = pthread_self()
         threadID.store(me, ordering: .releasing)
         Self.loopThreads.withLock { _ = $0.insert(me) }
+        // Unretained: the thread's body holds the loop for as long as the thread runs.
+        pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(Self.currentKey, nil) }
         clinux_set_thread_name(name)
         started.signal()
 

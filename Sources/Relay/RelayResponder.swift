@@ -86,8 +86,10 @@ public final class RelayResponder: HTTPResponder {
     }
 
     /// The server's hot path: everything before Apple's answer runs here on the caller's (event
-    /// loop) thread and is pure CPU; the answer arrives on the APNs connection's loop. No Task and
-    /// no hop through the cooperative pool, which cost several thread wake-ups per push.
+    /// loop) thread and is pure CPU; the APNs client sends on that loop's own connection when it
+    /// has room, so the answer arrives on the same loop (on another loop's only when this one's
+    /// cannot take the push). No Task and no hop through the cooperative pool, which cost
+    /// several thread wake-ups per push.
     public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         route(request) { route, response in
             self.metrics.countRequest(route: route, status: response.status)

@@ -35,11 +35,14 @@ final class Clocks: Sendable {
 
 /// Counts how many times each push ended: every push must end exactly once.
 final class Ledger: Sendable {
-    private let state = Mutex<(ends: [Int: Int], results: [Int: Result<APNsResponse, APNsError>])>(([:], [:]))
+    private let state = Mutex<(ends: [Int: Int], results: [Int: Result<APNsResponse, APNsError>], order: [Int])>(([:], [:], []))
 
     func completion(_ index: Int) -> @Sendable (Result<APNsResponse, APNsError>) -> Void {
-        { result in self.state.withLock { $0.ends[index, default: 0] += 1; $0.results[index] = result } }
+        { result in self.state.withLock { $0.ends[index, default: 0] += 1; $0.results[index] = result; $0.order.append(index) } }
     }
+
+    /// The pushes in the order they ended.
+    var endOrder: [Int] { state.withLock { $0.order } }
 
     var endedCount: Int { state.withLock { $0.ends.count } }
     var results: [Int: Result<APNsResponse, APNsError>] { state.withLock { $0.results } }

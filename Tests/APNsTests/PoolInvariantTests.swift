@@ -110,8 +110,9 @@ private struct Owner {
             if conn.draining { problem("sent \(id) on draining \(c)") }
             if conn.streams.count >= conn.limit { problem("sent \(id) on \(c) beyond its limit \(conn.limit)") }
             if !live.contains(id) { problem("sent \(id), which is not live") }
-            if !everSent.contains(id), let best = conns.values.map(\.free).max(), conn.free < best {
-                problem("sent \(id) on \(c) with \(conn.free) free streams while another had \(best)")
+            // A first attempt goes to the least loaded connection: fewest open streams for its limit.
+            if !everSent.contains(id), conns.values.contains(where: { $0.free > 0 && $0.streams.count * conn.limit < conn.streams.count * $0.limit }) {
+                problem("sent \(id) on \(c) with \(conn.streams.count) of \(conn.limit) streams open while another was less loaded")
             }
             if let after = needsTokenAfter.removeValue(forKey: id), (tokenOf[c] ?? 0) <= after {
                 problem("retried \(id) after an expired token on \(c), whose token predates the refusal")
@@ -138,6 +139,8 @@ private struct Owner {
             conns[c] = nil; closed.insert(c)
         case .scheduleReconnect(_, let delay):
             if delay < .zero || delay > .seconds(60) { problem("reconnect delay \(delay) outside 0...60 s") }
+        case .handOff(let id, _, _):
+            problem("handed \(id) off, though this pool is alone and may not")
         case .shutdownComplete:
             if shutdownCompleted { problem("shutdown completed twice") }
             shutdownCompleted = true

@@ -109,7 +109,7 @@ struct PoolStateMachineTests {
         #expect(sends(pool.handle(.streamCompleted(c(1), p(4), success), now: at(0))) == [p(5): c(1)])
     }
 
-    @Test("a push goes to the connection with the most free streams, never the busiest")
+    @Test("a push goes to the connection with the fewest open streams, never the busiest")
     func mostFree() {
         var pool = warmPool(size: 3, streams: 4)
         // Fill conn 1 with two streams and conn 2 with one by completing the others' pushes.

@@ -143,7 +143,7 @@ final class RelayHarness: Sendable {
     ///   - emulator: changes both emulators' configuration (token max age, faults).
     ///   - tuneClient: runs after the harness's own short timings, to change them.
     init(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-         poolSize: Int = 2, emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
+         poolSize: Int = 2, loops: Int = 1, emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
          tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil) throws {
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
             var configuration = MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
@@ -163,7 +163,7 @@ final class RelayHarness: Sendable {
             apnsHost: .init(host: "localhost", port: apple.port), apnsSandboxHost: .init(host: "localhost", port: sandbox.port),
             pushTimeout: pushTimeout, maxBodyBytes: 65536, relayToTopic: relayToTopic)
         var options = RelayServer.Options(extraCAPEM: Self.certificates.caPEM)
-        options.loopCount = 1
+        options.loopCount = loops
         options.now = { now }
         options.tuneClient = { c in
             c.backoffBase = .milliseconds(50)
@@ -194,11 +194,11 @@ final class RelayHarness: Sendable {
 
     /// Runs `body` against a ready relay and always stops everything afterwards.
     static func with(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-                     poolSize: Int = 2, emulator: (inout MockAPNsConfiguration) -> Void = { _ in },
+                     poolSize: Int = 2, loops: Int = 1, emulator: (inout MockAPNsConfiguration) -> Void = { _ in },
                      tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil,
                      _ body: (RelayHarness) async throws -> Void) async throws {
         let harness = try RelayHarness(topic: topic, relayToTopic: relayToTopic, pushTimeout: pushTimeout, poolSize: poolSize,
-                                       emulator: emulator, tuneClient: tuneClient)
+                                       loops: loops, emulator: emulator, tuneClient: tuneClient)
         do {
             try await harness.waitUntilReady()
             try await body(harness)

@@ -25,6 +25,23 @@ struct PoolEnduranceTests {
         }
     }
 
+    @Test("with two loops, each loop's pushes go out on its own connection: both carry load, every push 201")
+    func eachLoopUsesItsConnection() async throws {
+        try await RelayHarness.with(poolSize: 2, loops: 2) { h in
+            // The server deals HTTP connections round robin over the loops, one push each.
+            var tokens: Set<String> = []
+            for i in 0..<20 {
+                let device = token(String(format: "d%03x", i))
+                tokens.insert("/3/device/" + device)
+                let response = try await h.push(token: device)
+                #expect(response.status == 201, "push \(i): \(response.status) \(response.reason ?? "")")
+            }
+            let perConnection = streamsPerConnection(h.apple.records, paths: tokens)
+            #expect(perConnection.count == 2, "\(perConnection)")
+            #expect(perConnection.values.allSatisfy { $0 >= 5 }, "\(perConnection)")
+        }
+    }
+
     @Test("ExpiredProviderToken with a pool of 4 renews the token and delivers: 201")
     func expiredTokenWithFourConnections() async throws {
         try await RelayHarness.with(poolSize: 4, emulator: { $0.providerTokenMaxAge = 1 }) { h in
@@ -138,4 +155,11 @@ struct MaxStreamsConfigurationTests {
         }
         #expect(RelayConfiguration.variableNames.contains("APNS_MAX_STREAMS_PER_CONNECTION"))
     }
+}
+
+/// How many of the requests for `paths` each emulator connection carried.
+private func streamsPerConnection(_ records: [MockRecord], paths: Set<String>) -> [Int: Int] {
+    var counts: [Int: Int] = [:]
+    for record in records where paths.contains(record.path) { counts[record.connectionID, default: 0] += 1 }
+    return counts
 }
