@@ -157,7 +157,7 @@ struct ClientTests {
     ])
     func serverErrorsRetried(prefix: String) async throws {
         let harness = try ClientHarness(poolSize: 2)
-        #expect(harness.waitUntilReady())
+        #expect(harness.waitUntilReady(connections: 2))
         let notification = Fixture.notification(prefix, 1)
         let result = await harness.client.send(notification, environment: .production)
         #expect(throws: APNsError(code: .unavailable, message: "")) { try result.get() }
