@@ -17,7 +17,7 @@ public final class RelayMetrics: Sendable {
     public let pushDuration: Histogram
     /// Payloads sent without `m`/`s`/`k` because they did not fit Apple's 4096 bytes.
     public let degradedPayloads: Counter
-    /// Provider tokens signed by the client (one per connection, rotated around 50 min).
+    /// Provider tokens renewed on an open connection (rotated around 50 min); a new connection signs its own.
     public let tokenRenewals: Counter
     /// Connections opened to replace one that ended (lost, failed, drained, retired).
     public let reconnects: Counter
@@ -45,7 +45,7 @@ public final class RelayMetrics: Sendable {
             buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 10])
         degradedPayloads = registry.counter(
             "relay_degraded_payloads_total", help: "Pushes sent as alert + id only because the message did not fit 4096 bytes.")
-        tokenRenewals = registry.counter("relay_apns_token_renewals_total", help: "Provider tokens signed.")
+        tokenRenewals = registry.counter("relay_apns_token_renewals_total", help: "Provider tokens renewed on an open connection (a new connection signs its own and counts as a reconnect).")
         reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs connections opened to replace one that ended.")
         apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")

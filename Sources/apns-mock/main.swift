@@ -24,6 +24,9 @@ let usage = """
                           so for watchOS only, and by default a missing push type is an alert
       --strict-payload    refuse a body that is not a JSON object with an aps object (400 BadPayload,
                           a reason Apple does not have); by default any non-empty body fits
+      --token-max-age S   seconds a provider token is accepted after its iat (default 3600, Apple's hour)
+      --stats-every S     every S seconds print one line on stdout: connections accepted so far, open
+                          connections, requests recorded (for watching reconnect storms)
       --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
       --log               one line per request on stdout: status, reason, path, topic
       --help              this text
@@ -53,6 +56,8 @@ struct Options {
     var log = false
     var requirePushType = false
     var strictPayload = false
+    var tokenMaxAge: Int64 = 3600
+    var statsEvery: Int?
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -84,6 +89,8 @@ func parse(_ arguments: [String]) -> Options {
         case "--sandbox": options.sandbox = true
         case "--drop-to-one": options.dropToOne = true
         case "--goaway-after": options.goAwayAfter = number(flag, 1...Int(Int32.max))
+        case "--token-max-age": options.tokenMaxAge = Int64(number(flag, 1...86_400))
+        case "--stats-every": options.statsEvery = number(flag, 1...3600)
         case "--ca-out": options.caOut = value(flag)
         case "--log": options.log = true
         case "--require-push-type": options.requirePushType = true
@@ -150,7 +157,8 @@ let configuration = MockAPNsConfiguration(
     sandbox: options.sandbox,
     faults: faults,
     requirePushType: options.requirePushType,
-    strictPayload: options.strictPayload
+    strictPayload: options.strictPayload,
+    providerTokenMaxAge: options.tokenMaxAge
 )
 
 /// One line per request, for watching a relay talk to "Apple".
@@ -174,6 +182,18 @@ write(server.caPEM, to: caPath, what: "CA certificate")
 var banner = "apns-mock listening on \(options.host):\(server.port) ca=\(caPath) team=\(options.teamID) key=\(options.keyID)"
 if let privateKeyPath { banner += " private-key=\(privateKeyPath)" }
 FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+
+var statsTimer: DispatchSourceTimer?
+if let every = options.statsEvery {
+    let timer = DispatchSource.makeTimerSource(queue: .main)
+    timer.schedule(deadline: .now() + .seconds(every), repeating: .seconds(every))
+    timer.setEventHandler {
+        let line = "stats t=\(Int(Date().timeIntervalSince1970)) connections=\(server.connectionCount) open=\(server.openConnectionCount) requests=\(server.records.count)\n"
+        FileHandle.standardOutput.write(Data(line.utf8))
+    }
+    timer.resume()
+    statsTimer = timer
+}
 
 // SIGINT/SIGTERM through dispatch sources, so the handler may do real work (stop the server).
 var signalSources: [DispatchSourceSignal] = []

@@ -103,9 +103,11 @@ final class ClientHarness: Sendable {
         server.records.filter { $0.path == "/3/device/" + token.hex }
     }
 
-    func waitUntilReady(timeout: Duration = .seconds(5)) -> Bool {
+    /// - Parameter connections: how many production connections must be ready (a test of
+    ///   retries on another connection needs the whole pool up, not just the first one).
+    func waitUntilReady(connections: Int = 1, timeout: Duration = .seconds(5)) -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while !client.isReady {
+        while !client.isReady || client.connectionStats().open < connections {
             if ContinuousClock.now >= deadline { return false }
             Thread.sleep(forTimeInterval: 0.005)
         }

@@ -157,11 +157,8 @@ struct ClientTests {
     ])
     func serverErrorsRetried(prefix: String) async throws {
         let harness = try ClientHarness(poolSize: 2)
-        #expect(harness.waitUntilReady())
         // Both connections up, so "another connection" exists when the first answer fails.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while harness.client.connectionStats().open < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(harness.client.connectionStats().open == 2)
+        #expect(harness.waitUntilReady(connections: 2))
         let notification = Fixture.notification(prefix, 1)
         let result = await harness.client.send(notification, environment: .production)
         #expect(throws: APNsError(code: .unavailable, message: "")) { try result.get() }
