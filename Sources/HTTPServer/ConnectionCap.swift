@@ -16,17 +16,20 @@ enum CapDecision: Equatable {
     /// Close the longest-idle connection of this kind on the loop at this index, then serve
     /// the new one.
     case evict(loop: Int, kind: IdleKind)
-    /// Nothing idle may give way: answer 408 to the new connection's loop's slowest request
-    /// still arriving (`slowestToCut`), then serve the new one; reject it when there is none.
-    case cutSlowest
+    /// Nothing idle may give way yet: answer 408 to the new connection's loop's slowest request
+    /// still arriving (`slowestToCut`), then serve the new one. When there is none, close the
+    /// oldest connection that has sent nothing on the loop `thenFresh`, however young; reject the
+    /// new one when that is nil too.
+    case cutSlowest(thenFresh: Int?)
 }
 
 /// The connection cap and its rules. At the cap something gives way so a health probe or a
 /// push is served while a flood holds every slot; the cap itself is never exceeded for long,
 /// since something is closed for each connection let in:
 ///
-/// 1. the connection that has sent nothing the longest (a flood's idle sockets: no request on
-///    it can be lost);
+/// 1. the connection that has sent nothing the longest, once it has been open `minimumFreshIdle`
+///    (a flood's idle sockets; a real client's request follows its connect within milliseconds,
+///    so the grace keeps one new client from cutting another whose request is on its way);
 /// 2. else the kept connection idle the longest, if idle for at least `minimumKeptIdle`: a
 ///    client between two requests (Mastodon's workers send every few milliseconds) is never cut
 ///    as it sends, while connections held idle by a flood age past it within a second;
@@ -34,20 +37,24 @@ enum CapDecision: Equatable {
 ///    trickled body or head), answered 408, which Mastodon retries: a real sender writes its
 ///    whole request at once (nginx buffers the body before it forwards), so at the cap the
 ///    slowest arriving request is a flood's;
-/// 4. else (every connection busy with a request that is answered, or just arriving) the new
-///    connection is closed at once, so a push flood can't push the server past the cap.
+/// 4. else the connection that has sent nothing the longest, however young (a flood's sockets in
+///    their first moments: the probe that arrives then is still served);
+/// 5. else (every connection busy with a request being answered) the new connection is closed
+///    at once, so a push flood can't push the server past the cap.
 struct ConnectionCap {
     let maxConnections: Int
     let minimumKeptIdle: Duration
+    let minimumFreshIdle: Duration
 
-    init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1)) {
+    init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1), minimumFreshIdle: Duration = .milliseconds(250)) {
         self.maxConnections = maxConnections
         self.minimumKeptIdle = minimumKeptIdle
+        self.minimumFreshIdle = minimumFreshIdle
     }
 
-    /// How long a connection of `kind` must have been idle before it may give way.
+    /// How long a connection of `kind` must have been idle before it may give way (rules 1, 2).
     func minimumIdle(_ kind: IdleKind) -> Duration {
-        kind == .kept ? minimumKeptIdle : .zero
+        kind == .kept ? minimumKeptIdle : minimumFreshIdle
     }
 
     /// - Parameters:
@@ -67,7 +74,13 @@ struct ConnectionCap {
             }
             if let best { return .evict(loop: best.loop, kind: kind) }
         }
-        return .cutSlowest
+        var fresh: (loop: Int, since: ContinuousClock.Instant)?
+        for (index, heads) in oldestIdle.enumerated() {
+            guard let since = heads[IdleKind.fresh.rawValue] else { continue }
+            if let current = fresh, since > current.since || (since == current.since && index != local) { continue }
+            fresh = (index, since)
+        }
+        return .cutSlowest(thenFresh: fresh?.loop)
     }
 
     /// Of the requests still arriving on a loop, the one to answer 408 at the cap: the slowest

@@ -274,7 +274,7 @@ final class ServerCore: Sendable {
             return
         }
         let context = contexts[index]
-        var evictElsewhere: (LoopContext, IdleKind)?
+        var evictElsewhere: (LoopContext, IdleKind, Duration)?
         let now = ContinuousClock.now
         let decision = open > cap.maxConnections
             ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
@@ -285,14 +285,24 @@ final class ServerCore: Sendable {
         case .accept:
             madeRoom = true
         case .evict(let loop, let kind) where loop == index:
-            madeRoom = context.evictLongestIdle(kind, cap: cap, now: now)
+            madeRoom = context.evictLongestIdle(kind, idleAtLeast: cap.minimumIdle(kind), now: now)
             if madeRoom { noteEvicted() }
         case .evict(let loop, let kind):
-            evictElsewhere = (contexts[loop], kind)
+            evictElsewhere = (contexts[loop], kind, cap.minimumIdle(kind))
             madeRoom = true
-        case .cutSlowest:
-            madeRoom = context.cutSlowestArriving(cap: cap, now: now)
-            if madeRoom { noteEvicted() }
+        case .cutSlowest(let fresh):
+            if context.cutSlowestArriving(cap: cap, now: now) {
+                madeRoom = true
+                noteEvicted()
+            } else if let loop = fresh, loop == index {
+                madeRoom = context.evictLongestIdle(.fresh, idleAtLeast: .zero, now: now)
+                if madeRoom { noteEvicted() }
+            } else if let loop = fresh {
+                evictElsewhere = (contexts[loop], .fresh, .zero)
+                madeRoom = true
+            } else {
+                madeRoom = false
+            }
         }
         guard madeRoom else {
             counters.open.wrappingSubtract(1, ordering: .relaxed)
@@ -304,11 +314,11 @@ final class ServerCore: Sendable {
         context.add(connection)
         stream.handler = connection
         connection.settle()
-        if let (remote, kind) = evictElsewhere {
+        if let (remote, kind, minimum) = evictElsewhere {
             // The new connection is served while the other loop closes its longest-idle one;
             // if that one got busy meanwhile, the new one goes instead, so the cap holds.
             remote.loop.execute { [self] in
-                if remote.evictLongestIdle(kind, cap: cap, now: .now) {
+                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: .now) {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in
@@ -457,9 +467,9 @@ final class LoopContext: @unchecked Sendable {
     }
 
     /// Closes the connection of `kind` idle the longest (it has nothing in progress, so
-    /// nothing is lost) if it has been idle for the cap's minimum; false when there is none.
-    func evictLongestIdle(_ kind: IdleKind, cap: ConnectionCap, now: ContinuousClock.Instant) -> Bool {
-        guard let victim = idleHeads[kind.rawValue], now - victim.idleSince >= cap.minimumIdle(kind) else { return false }
+    /// nothing is lost) if it has been idle at least `minimum`; false when there is none.
+    func evictLongestIdle(_ kind: IdleKind, idleAtLeast minimum: Duration, now: ContinuousClock.Instant) -> Bool {
+        guard let victim = idleHeads[kind.rawValue], now - victim.idleSince >= minimum else { return false }
         victim.closeNow()
         return true
     }

@@ -117,18 +117,29 @@ struct ConnectionCapTests {
                 == .evict(loop: 2, kind: .kept))
     }
 
-    @Test("a connection that never sent a byte goes first, however young: there is no request on it to lose")
+    @Test("a connection that never sent a byte goes first once open 250 ms: there is no request on it to lose")
     func freshGoesFirst() {
         let now = t0 + .seconds(10)
-        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(1), now - .seconds(9)), (nil, nil)), local: 1, now: now)
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(250), now - .seconds(9)), (nil, nil)), local: 1, now: now)
                 == .evict(loop: 0, kind: .fresh))
+    }
+
+    @Test("a connection opened just now, whose request may be on its way, gives way only after a trickle, and last")
+    func youngFreshGoesLast() {
+        let now = t0 + .seconds(10)
+        // A kept connection idle long enough goes before it.
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(5), now - .seconds(9)), (nil, nil)), local: 1, now: now)
+                == .evict(loop: 0, kind: .kept))
+        // Else a trickled request is cut first (the owner tries it), and the young one is the fallback.
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(5), nil), (now - .milliseconds(2), nil)), local: 1, now: now)
+                == .cutSlowest(thenFresh: 0))
     }
 
     @Test("a kept connection idle for less than the minimum never gives way: its client may be sending right now")
     func recentlyIdleIsSafe() {
         let now = t0 + .seconds(10)
         #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .milliseconds(999))), local: 0, now: now)
-                == .cutSlowest)
+                == .cutSlowest(thenFresh: nil))
         #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .seconds(1))), local: 0, now: now)
                 == .evict(loop: 1, kind: .kept))
     }
@@ -141,7 +152,7 @@ struct ConnectionCapTests {
             RequestBudget.Candidate(held: 33_000, received: 33_000, since: now - .seconds(5)),      // 6.6 bytes/ms
             RequestBudget.Candidate(held: 2_000, received: 2_000, since: now - .microseconds(300)),  // a push arriving
         ]
-        #expect(cap.decide(open: 11, oldestIdle: loops((nil, nil), (nil, nil)), local: 0, now: now) == .cutSlowest)
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, nil), (nil, nil)), local: 0, now: now) == .cutSlowest(thenFresh: nil))
         #expect(cap.slowestToCut(arriving, now: now) == 1)
         #expect(cap.slowestToCut([], now: now) == nil)
     }

@@ -368,6 +368,35 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("at maxConnections a client that has just connected keeps its connection: a trickled body gives way instead")
+    func connectionCapSparesNewClient() async throws {
+        try await withServer(testConfiguration(maxConnections: 3)) { server in
+            let port = server.port
+            let slow = try await blocking {
+                try (0..<2).map { _ -> TestClient in
+                    let c = try TestClient(port: port)
+                    c.send("POST /p HTTP/1.1\r\nHost: r\r\nContent-Length: 1000\r\n\r\nabc")
+                    return c
+                }
+            }
+            #expect(await eventually { server.bufferedRequestBytes > 0 && server.openConnectionCount == 2 })
+            try await Task.sleep(for: .milliseconds(100))
+            let (health, newcomerServed) = try await blocking { () -> (Int?, String?) in
+                let newcomer = try TestClient(port: port)  // its request is "on its way"
+                usleep(20_000)
+                let probe = try TestClient(port: port)
+                probe.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+                let status = probe.readResponse()?.status
+                newcomer.send("GET /mine HTTP/1.1\r\nHost: r\r\n\r\n")
+                return (status, newcomer.readResponse()?.text)
+            }
+            #expect(health == 200)
+            #expect(newcomerServed == "GET /mine ")
+            #expect(server.evictedConnectionCount == 1)
+            withExtendedLifetime(slow) {}
+        }
+    }
+
     @Test("drain answers the request in flight with Connection: close and closes idle connections at once")
     func drain() async throws {
         let started = Signal()
