@@ -56,13 +56,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// A peer that does not take our bytes for this long is cut off, so it can't pin memory.
     public var writeTimeout: Duration
     /// At most this many connections are open, so a flood can't exhaust the file descriptors
-    /// needed for the connections to Apple. At the cap the connection idle the longest (for at
-    /// least `minimumIdleBeforeEviction`) makes room for a new one; when none is, the new one is
-    /// closed at once.
+    /// needed for the connections to Apple. At the cap an idle connection or the slowest request
+    /// still arriving makes room for a new one (the order is `ConnectionCap`'s); when nothing
+    /// may give way, the new one is closed at once.
     public var maxConnections: Int
-    /// At the cap only a connection idle at least this long gives way: a kept client between two
-    /// requests (Mastodon's workers send every few milliseconds) is never cut as it sends, while
-    /// connections held idle by a flood age past it within a second.
+    /// At the cap a kept connection gives way only once idle at least this long: a client between
+    /// two requests (Mastodon's workers send every few milliseconds) is never cut as it sends,
+    /// while connections held idle by a flood age past it within a second.
     public var minimumIdleBeforeEviction: Duration
     /// Bytes all half-received requests may hold together. Past it the connections holding
     /// the most stop being read and the slowest senders are answered 408 (see `RequestBudget`).
