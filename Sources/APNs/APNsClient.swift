@@ -23,6 +23,8 @@ public final class APNsClient: APNsSending, Sendable {
     private let loops: [EventLoop]
     private let observer: (any APNsClientObserver)?
     private let unixTime: @Sendable () -> Int64
+    /// The loops a client made for itself (`init(configuration:)`), stopped by `shutdown()`.
+    private let ownedGroup: EventLoopGroup?
     /// The sandbox pool is made on the first sandbox push: most relays never need it.
     private let sandbox = Mutex<SandboxState>(SandboxState())
 
@@ -39,10 +41,41 @@ public final class APNsClient: APNsSending, Sendable {
     ///     on that loop's connections when they have room.
     ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
-    public init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
-                unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    package convenience init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
+                 unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws(APNsError) {
+        try self.init(configuration: configuration, group: group, ownsGroup: false, observer: observer, unixTime: unixTime)
+    }
+
+    /// A client that owns its event loops (`loops` threads), stopped by `shutdown()`.
+    /// - Throws: `APNsError.badKey` when the key cannot sign a token; `.badConfiguration` when
+    ///   the loops cannot start.
+    public convenience init(configuration: APNsClientConfiguration, loops: Int = 1,
+                            observer: (any APNsClientObserver)? = nil) throws(APNsError) {
+        let group: EventLoopGroup
+        do { group = try EventLoopGroup(loopCount: max(1, loops)) } catch {
+            throw .badConfiguration("could not start the client's event loops: \(error)")
+        }
+        do {
+            try self.init(configuration: configuration, group: group, ownsGroup: true, observer: observer,
+                          unixTime: { Int64(Date().timeIntervalSince1970) })
+        } catch {
+            group.shutdown()
+            throw error
+        }
+    }
+
+    /// A client configured from the environment (`APNsClientConfiguration.Variable`), owning one loop.
+    public static func fromEnvironment(_ variables: [String: String]? = nil) throws(APNsError) -> APNsClient {
+        var configuration = try APNsClientConfiguration(environment: variables)
+        configuration.poolSize = 1
+        return try APNsClient(configuration: configuration)
+    }
+
+    private init(configuration: APNsClientConfiguration, group: EventLoopGroup, ownsGroup: Bool,
+                 observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) throws(APNsError) {
         _ = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: unixTime(),
                               signer: configuration.signer)
+        self.ownedGroup = ownsGroup ? group : nil
         self.configuration = configuration
         self.loops = group.loops
         self.observer = observer
@@ -82,6 +115,24 @@ public final class APNsClient: APNsSending, Sendable {
         await withCheckedContinuation { continuation in
             send(notification, environment: environment) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// Sends `payload` to one device and waits for Apple's answer.
+    ///
+    /// A refusal is an answer (`ok` false, with `reason`); only a push that breaks a rule before
+    /// anything goes out (`invalidNotification`) or that got no answer from Apple throws.
+    /// `device` in the answer is the token as given here.
+    public func send(_ payload: APNsPayload, to device: String,
+                     options: APNsPushOptions = APNsPushOptions()) async throws(APNsError) -> APNsResponse {
+        let notification = try options.notification(payload: payload, device: device, defaultTopic: configuration.topic)
+        let result: Result<APNsResponse, APNsError> = await withCheckedContinuation { continuation in
+            guard let pool = pool(for: options.environment) else {
+                continuation.resume(returning: .failure(.shuttingDown("the APNs client is shut down")))
+                return
+            }
+            pool.send(notification, timeout: options.timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get().answering(device: device)
     }
 
     /// Sends one payload to many devices, a bounded number at a time so the queue never overflows.
@@ -160,5 +211,6 @@ public final class APNsClient: APNsSending, Sendable {
         async let sandboxDone: Void = { if let sandboxPool { await sandboxPool.shutdown() } }()
         await production.shutdown()
         await sandboxDone
+        ownedGroup?.shutdown()
     }
 }

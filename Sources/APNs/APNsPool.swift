@@ -75,8 +75,9 @@ final class APNsPool: Sendable {
 
     // MARK: Callers
 
-    func send(_ notification: APNsNotification, completion: @escaping Completion) {
-        let deadline = ContinuousClock.now + configuration.pushTimeout
+    /// - Parameter timeout: this push's deadline from now, retries included; nil = `pushTimeout`.
+    func send(_ notification: APNsNotification, timeout: Duration? = nil, completion: @escaping Completion) {
+        let deadline = ContinuousClock.now + (timeout ?? configuration.pushTimeout)
         let current = EventLoop.current
         var local: APNsPoolShard?
         if let current, let index = loops.firstIndex(where: { $0 === current }) { local = shards[home[index]] }

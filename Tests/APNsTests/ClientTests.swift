@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import OpenSSLSupport
 import MockAPNs
+@testable import APNsCore
 @testable import APNs
 
 private func base64urlDecode(_ text: Substring) -> [UInt8]? {

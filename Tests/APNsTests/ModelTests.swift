@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 let token64 = String(repeating: "ab", count: 32)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 @Suite("Reasons and responses")
@@ -61,14 +62,14 @@ struct ResponseTests {
         #expect(!reason.removeToken)
     }
 
-    @Test("a 200 parses to ok with Apple's apns-id and unique id, and the device's fingerprint")
+    @Test("a 200 parses to ok with Apple's apns-id and unique id, and the device token")
     func parseOK() throws {
         let token = try DeviceToken(token64)
         let r = APNsResponse.parse(status: 200, headers: [("APNs-ID", "ABC-1"), ("apns-unique-id", "u-1")], body: [], device: token)
         #expect(r.ok && r.status == 200 && r.apnsID == "abc-1" && r.uniqueID == "u-1")
-        #expect(r.device == token.fingerprint)
+        #expect(r.device == token.hex)
         #expect(r.category == .delivered && !r.removeToken)
-        #expect(r.json == #"{"ok":true,"status":200,"apns_id":"abc-1","unique_id":"u-1","device":"\#(token.fingerprint)"}"#)
+        #expect(r.json == #"{"ok":true,"status":200,"apns_id":"abc-1","unique_id":"u-1","device":"\#(token.hex)"}"#)
     }
 
     @Test("a 410 Unregistered parses its timestamp and asks to remove the token")

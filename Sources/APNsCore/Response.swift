@@ -17,11 +17,12 @@ public struct APNsResponse: Sendable, Hashable {
     public let apnsID: String
     /// `apns-unique-id`: sandbox only, for Apple's delivery log.
     public let uniqueID: String?
-    /// The device's fingerprint, never the token: these results end up in logs.
+    /// The device token the push went to, as the caller gave it (log a `DeviceToken`'s
+    /// `fingerprint` instead: a token in a log is a leaked address).
     public var device: String {
         switch deviceSource {
-        case .fingerprint(let text): text
-        case .token(let token): token.fingerprint
+        case .given(let text): text
+        case .token(let token): token.hex
         }
     }
     /// Nil when `ok`.
@@ -29,10 +30,10 @@ public struct APNsResponse: Sendable, Hashable {
     /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
     public let goneSinceMs: Int64?
 
-    /// Apple's answers keep the token and hash it only when `device` is read: the relay never
-    /// reads it, and a SHA-256 per push was 2% of its CPU.
+    /// Apple's answers keep the token and spell it only when `device` is read: the relay never
+    /// reads it, so no string is made per push.
     private enum DeviceSource: Sendable {
-        case fingerprint(String)
+        case given(String)
         case token(DeviceToken)
     }
     private let deviceSource: DeviceSource
@@ -41,13 +42,19 @@ public struct APNsResponse: Sendable, Hashable {
     public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
                 reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
-        self.deviceSource = .fingerprint(device); self.reason = reason; self.goneSinceMs = goneSinceMs
+        self.deviceSource = .given(device); self.reason = reason; self.goneSinceMs = goneSinceMs
     }
 
     private init(ok: Bool, status: Int, apnsID: String, uniqueID: String?, token: DeviceToken,
                  reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
         self.deviceSource = .token(token); self.reason = reason; self.goneSinceMs = goneSinceMs
+    }
+
+    /// The same answer naming the device as the caller wrote it.
+    package func answering(device: String) -> APNsResponse {
+        APNsResponse(ok: ok, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device, reason: reason,
+                     goneSinceMs: goneSinceMs)
     }
 
     /// Equal when every field reads the same, however `device` is held.
