@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CertificateSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "OpenSSLSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "MockAPNs"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),

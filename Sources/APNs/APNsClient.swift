@@ -135,47 +135,38 @@ public final class APNsClient: APNsSending, Sendable {
         return try result.get().answering(device: device)
     }
 
-    /// Sends one payload to many devices, a bounded number at a time so the queue never overflows.
-    /// Pushes that got no answer from Apple count as failed and have no entry in `results`.
-    public func sendMany(payload: APNsPayload, topic: String, pushType: APNsPushType? = nil, priority: Int? = nil,
-                         to tokens: [DeviceToken], environment: APNsEnvironment = .production) async -> SendManyResult {
+    /// Sends one payload to many devices with the same options, a bounded number at a time so
+    /// the queue never overflows. One result per device, in the caller's order: Apple's answer,
+    /// or reason `NotSent` with the cause (a token refused before sending, no answer from Apple).
+    /// A fixed `options.apnsID` would make every push look like one to Apple: each gets its own.
+    public func sendMany(_ payload: APNsPayload, to devices: [String],
+                         options: APNsPushOptions = APNsPushOptions()) async -> SendManyResult {
+        var each = options
+        each.apnsID = nil
+        let options = each
         let window = max(1, min(configuration.queueCapacity / 2, 500))
-        var responses: [Int: APNsResponse] = [:]
-        var failed = 0
-        await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
+        var results = [APNsResponse?](repeating: nil, count: devices.count)
+        await withTaskGroup(of: (Int, APNsResponse).self) { group in
             var next = 0
             func add() {
                 let index = next
                 next += 1
-                let token = tokens[index]
+                let device = devices[index]
                 group.addTask {
                     do throws(APNsError) {
-                        let notification = try APNsNotification(token: token, topic: topic, payload: payload,
-                                                                 pushType: pushType, priority: priority)
-                        return (index, await self.send(notification, environment: environment))
+                        return (index, try await self.send(payload, to: device, options: options))
                     } catch {
-                        return (index, .failure(error))
+                        return (index, .notSent(device: device, cause: error))
                     }
                 }
             }
-            while next < tokens.count && next < window { add() }
+            while next < devices.count && next < window { add() }
             for await (index, result) in group {
-                switch result {
-                case .success(let response): responses[index] = response
-                case .failure: failed += 1
-                }
-                if next < tokens.count { add() }
+                results[index] = result
+                if next < devices.count { add() }
             }
         }
-        var results: [APNsResponse] = []
-        var remove: [String] = []
-        for index in tokens.indices {
-            guard let response = responses[index] else { continue }
-            results.append(response)
-            if response.removeToken { remove.append(tokens[index].hex) }
-            if !response.ok { failed += 1 }
-        }
-        return SendManyResult(sent: results.count(where: { $0.ok }), failed: failed, remove: remove, results: results)
+        return SendManyResult(results: results.map { $0! })
     }
 
     /// True when a production connection can take a push now (the relay's readiness probe).

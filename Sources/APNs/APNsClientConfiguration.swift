@@ -41,8 +41,13 @@ public struct APNsClientConfiguration: Sendable {
     /// First reconnect delay; Apple treats rapid reconnects as an attack, so it doubles to `backoffMax`.
     public var backoffBase: Duration = .seconds(1)
     public var backoffMax: Duration = .seconds(60)
-    /// Extra attempts on another connection after 500/503/lost connections.
-    public var maxRetries = 2
+    /// Extra attempts on another connection after 500/503/Shutdown/lost connections.
+    public var maxRetries: Int {
+        get { retryPolicy.maxRetries }
+        set { retryPolicy.maxRetries = newValue }
+    }
+    /// Which of Apple's answers are retried, how often and after how long.
+    public var retryPolicy = APNsRetryPolicy.library
     /// How often the pool looks for expired queued pushes, stalled streams and due reconnects:
     /// a queued push hears its timeout at most this late, so it stays well under Mastodon's 10 s.
     public var tickInterval: Duration = .milliseconds(250)

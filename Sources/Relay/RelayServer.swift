@@ -150,6 +150,7 @@ public final class RelayServer: Sendable {
         }
         clientConfiguration.production = APNsEndpoint(host: configuration.apnsHost.host, port: configuration.apnsHost.port)
         clientConfiguration.sandbox = APNsEndpoint(host: configuration.apnsSandboxHost.host, port: configuration.apnsSandboxHost.port)
+        clientConfiguration.retryPolicy = .relay
         clientConfiguration.poolSize = configuration.connectionPoolSize
         clientConfiguration.queueCapacity = configuration.maxQueuedPushes
         clientConfiguration.pushTimeout = configuration.pushTimeout

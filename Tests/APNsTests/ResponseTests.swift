@@ -98,17 +98,19 @@ struct ResponseTests {
         #expect(!s.removeToken && s.meaning.contains("503"))
     }
 
-    @Test("send-many results count sent and failed and list dead tokens to remove")
+    @Test("send-many results count sent and failed and list BadDeviceToken, Unregistered and DeviceTokenNotForTopic to remove")
     func sendMany() throws {
-        let a = try DeviceToken(String(repeating: "a", count: 64)), b = try DeviceToken(String(repeating: "b", count: 64))
-        let c = try DeviceToken(String(repeating: "c", count: 64))
         let results = [
-            APNsResponse(ok: true, status: 200, apnsID: "1", device: a.fingerprint),
-            APNsResponse(ok: false, status: 400, apnsID: "2", device: b.fingerprint, reason: .badDeviceToken),
-            APNsResponse(ok: false, status: 429, apnsID: "3", device: c.fingerprint, reason: .tooManyRequests),
+            APNsResponse(ok: true, status: 200, apnsID: "1", device: "a"),
+            APNsResponse(ok: false, status: 400, apnsID: "2", device: "b", reason: .badDeviceToken),
+            APNsResponse(ok: false, status: 429, apnsID: "3", device: "c", reason: .tooManyRequests),
+            APNsResponse(ok: false, status: 410, apnsID: "4", device: "d", reason: .unregistered),
+            APNsResponse(ok: false, status: 400, apnsID: "5", device: "e", reason: .deviceTokenNotForTopic),
+            APNsResponse.notSent(device: "f", cause: .timeout("no answer")),
         ]
-        let summary = SendManyResult(results: results, tokens: [a, b, c])
-        #expect(summary.sent == 1 && summary.failed == 2 && summary.remove == [b.hex])
+        let summary = SendManyResult(results: results)
+        #expect(summary.sent == 1 && summary.failed == 5 && summary.remove == ["b", "d", "e"])
+        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false,"gone_since_ms":null}"#)
     }
 
     @Test("errors compare by code and carry a message")
