@@ -59,6 +59,8 @@ let package = Package(
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
+        .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "EventLoop", "WebPushCrypto"]),
     ],
     swiftLanguageModes: [.v6]

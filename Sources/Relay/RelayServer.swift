@@ -143,7 +143,7 @@ public final class RelayServer: Sendable {
         do {
             clientConfiguration = try APNsClientConfiguration(
                 keyID: configuration.keyID, teamID: configuration.teamID, signingKey: key,
-                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM)
+                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM ?? configuration.caPEM)
         } catch {
             throw ConfigurationError(.invalid, Variable.caFile,
                                      "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
