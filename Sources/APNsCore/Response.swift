@@ -101,7 +101,7 @@ public struct APNsResponse: Sendable, Hashable {
     /// Reads Apple's answer: status, `apns-id`/`apns-unique-id` headers (any case), and for an
     /// error the body `{"reason":"…","timestamp":…}`. Never throws: a garbled body still
     /// yields a response whose status decides what happens.
-    public static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
+    package static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
                              sentID: String = "") -> APNsResponse {
         var apnsID = sentID
         var uniqueID: String?
