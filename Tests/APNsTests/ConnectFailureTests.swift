@@ -23,16 +23,17 @@ struct ConnectFailureTests {
         configuration.backoffMax = .milliseconds(200)
         configuration.tickInterval = .milliseconds(50)
         let client = try APNsClient(configuration: configuration)
-        defer { Task { await client.shutdown() } }
         let alert = try APNsAlertPayload(title: "hi").build()
+        let outcome: APNsError
         do {
             let response = try await client.send(alert, to: Fixture.token("", 1).hex)
             Issue.record("expected a failure to connect, got \(response.json)")
-            return APNsError(code: .badConfiguration, message: "")
+            outcome = APNsError(code: .badConfiguration, message: "")
         } catch {
-            await client.shutdown()
-            return error
+            outcome = error
         }
+        await client.shutdown()
+        return outcome
     }
 
     @Test("a closed port is reported as connection refused")
