@@ -23,6 +23,8 @@ public final class APNsClient: APNsSending, Sendable {
     private let loops: [EventLoop]
     private let observer: (any APNsClientObserver)?
     private let unixTime: @Sendable () -> Int64
+    /// The loops a client made for itself (`init(configuration:)`), stopped by `shutdown()`.
+    private let ownedGroup: EventLoopGroup?
     /// The sandbox pool is made on the first sandbox push: most relays never need it.
     private let sandbox = Mutex<SandboxState>(SandboxState())
 
@@ -39,10 +41,41 @@ public final class APNsClient: APNsSending, Sendable {
     ///     on that loop's connections when they have room.
     ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
-    public init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
-                unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    package convenience init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
+                 unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws(APNsError) {
+        try self.init(configuration: configuration, group: group, ownsGroup: false, observer: observer, unixTime: unixTime)
+    }
+
+    /// A client that owns its event loops (`loops` threads), stopped by `shutdown()`.
+    /// - Throws: `APNsError.badKey` when the key cannot sign a token; `.badConfiguration` when
+    ///   the loops cannot start.
+    public convenience init(configuration: APNsClientConfiguration, loops: Int = 1,
+                            observer: (any APNsClientObserver)? = nil) throws(APNsError) {
+        let group: EventLoopGroup
+        do { group = try EventLoopGroup(loopCount: max(1, loops)) } catch {
+            throw .badConfiguration("could not start the client's event loops: \(error)")
+        }
+        do {
+            try self.init(configuration: configuration, group: group, ownsGroup: true, observer: observer,
+                          unixTime: { Int64(Date().timeIntervalSince1970) })
+        } catch {
+            group.shutdown()
+            throw error
+        }
+    }
+
+    /// A client configured from the environment (`APNsClientConfiguration.Variable`), owning one loop.
+    public static func fromEnvironment(_ variables: [String: String]? = nil) throws(APNsError) -> APNsClient {
+        var configuration = try APNsClientConfiguration(environment: variables)
+        configuration.poolSize = 1
+        return try APNsClient(configuration: configuration)
+    }
+
+    private init(configuration: APNsClientConfiguration, group: EventLoopGroup, ownsGroup: Bool,
+                 observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) throws(APNsError) {
         _ = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: unixTime(),
                               signer: configuration.signer)
+        self.ownedGroup = ownsGroup ? group : nil
         self.configuration = configuration
         self.loops = group.loops
         self.observer = observer
@@ -84,47 +117,56 @@ public final class APNsClient: APNsSending, Sendable {
         }
     }
 
-    /// Sends one payload to many devices, a bounded number at a time so the queue never overflows.
-    /// Pushes that got no answer from Apple count as failed and have no entry in `results`.
-    public func sendMany(payload: APNsPayload, topic: String, pushType: APNsPushType? = nil, priority: Int? = nil,
-                         to tokens: [DeviceToken], environment: APNsEnvironment = .production) async -> SendManyResult {
+    /// Sends `payload` to one device and waits for Apple's answer.
+    ///
+    /// A refusal is an answer (`ok` false, with `reason`); only a push that breaks a rule before
+    /// anything goes out (`invalidNotification`) or that got no answer from Apple throws.
+    /// `device` in the answer is the token as given here.
+    public func send(_ payload: APNsPayload, to device: String,
+                     options: APNsPushOptions = APNsPushOptions()) async throws(APNsError) -> APNsResponse {
+        let notification = try options.notification(payload: payload, device: device, defaultTopic: configuration.topic)
+        let result: Result<APNsResponse, APNsError> = await withCheckedContinuation { continuation in
+            guard let pool = pool(for: options.environment) else {
+                continuation.resume(returning: .failure(.shuttingDown("the APNs client is shut down")))
+                return
+            }
+            pool.send(notification, timeout: options.timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get().answering(device: device)
+    }
+
+    /// Sends one payload to many devices with the same options, a bounded number at a time so
+    /// the queue never overflows. One result per device, in the caller's order: Apple's answer,
+    /// or reason `NotSent` with the cause (a token refused before sending, no answer from Apple).
+    /// A fixed `options.apnsID` would make every push look like one to Apple: each gets its own.
+    public func sendMany(_ payload: APNsPayload, to devices: [String],
+                         options: APNsPushOptions = APNsPushOptions()) async -> SendManyResult {
+        var each = options
+        each.apnsID = nil
+        let options = each
         let window = max(1, min(configuration.queueCapacity / 2, 500))
-        var responses: [Int: APNsResponse] = [:]
-        var failed = 0
-        await withTaskGroup(of: (Int, Result<APNsResponse, APNsError>).self) { group in
+        var results = [APNsResponse?](repeating: nil, count: devices.count)
+        await withTaskGroup(of: (Int, APNsResponse).self) { group in
             var next = 0
             func add() {
                 let index = next
                 next += 1
-                let token = tokens[index]
+                let device = devices[index]
                 group.addTask {
                     do throws(APNsError) {
-                        let notification = try APNsNotification(token: token, topic: topic, payload: payload,
-                                                                 pushType: pushType, priority: priority)
-                        return (index, await self.send(notification, environment: environment))
+                        return (index, try await self.send(payload, to: device, options: options))
                     } catch {
-                        return (index, .failure(error))
+                        return (index, .notSent(device: device, cause: error))
                     }
                 }
             }
-            while next < tokens.count && next < window { add() }
+            while next < devices.count && next < window { add() }
             for await (index, result) in group {
-                switch result {
-                case .success(let response): responses[index] = response
-                case .failure: failed += 1
-                }
-                if next < tokens.count { add() }
+                results[index] = result
+                if next < devices.count { add() }
             }
         }
-        var results: [APNsResponse] = []
-        var remove: [String] = []
-        for index in tokens.indices {
-            guard let response = responses[index] else { continue }
-            results.append(response)
-            if response.removeToken { remove.append(tokens[index].hex) }
-            if !response.ok { failed += 1 }
-        }
-        return SendManyResult(sent: results.count(where: { $0.ok }), failed: failed, remove: remove, results: results)
+        return SendManyResult(results: results.map { $0! })
     }
 
     /// True when a production connection can take a push now (the relay's readiness probe).
@@ -160,5 +202,6 @@ public final class APNsClient: APNsSending, Sendable {
         async let sandboxDone: Void = { if let sandboxPool { await sandboxPool.shutdown() } }()
         await production.shutdown()
         await sandboxDone
+        ownedGroup?.shutdown()
     }
 }

@@ -54,6 +54,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
             case .failure(let error):
                 ended = true
                 observer?.connectFailed(environment: environment, error: "\(error)")
+                pool?.lastConnectFailure = ConnectFailure.explain(error, endpoint: endpoint, caSetting: configuration.caSetting)
                 pool?.handle(.connectionFailed(id))
             case .success(let connection):
                 h2 = connection
@@ -65,6 +66,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
                     connection.close(TransportError(.protocolError, "could not make a provider token: \(error)"))
                     return
                 }
+                pool?.lastConnectFailure = nil
                 observer?.connectionOpened(environment: environment, connection: number)
                 pool?.handle(.connectionEstablished(id))
                 pool?.handle(.maxConcurrentStreamsChanged(id, Int(connection.remoteMaxConcurrentStreams)))

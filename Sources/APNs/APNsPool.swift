@@ -58,7 +58,9 @@ final class APNsPool: Sendable {
                 backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace,
                 maxStreamsPerConnection: configuration.maxStreamsPerConnection,
                 youngConnectionAge: configuration.youngConnectionAge,
-                shard: index, shards: count, handsOffRetries: count > 1)
+                shard: index, shards: count, handsOffRetries: count > 1,
+                retriesTooManyRequests: configuration.retryPolicy.retriesTooManyRequests,
+                retryDelay: configuration.retryPolicy.delayPerAttempt)
             shards.append(APNsPoolShard(index: index, loop: loops[index], machine: machine, environment: environment,
                                         endpoint: endpoint, configuration: configuration, observer: observer,
                                         unixTime: unixTime))
@@ -75,8 +77,9 @@ final class APNsPool: Sendable {
 
     // MARK: Callers
 
-    func send(_ notification: APNsNotification, completion: @escaping Completion) {
-        let deadline = ContinuousClock.now + configuration.pushTimeout
+    /// - Parameter timeout: this push's deadline from now, retries included; nil = `pushTimeout`.
+    func send(_ notification: APNsNotification, timeout: Duration? = nil, completion: @escaping Completion) {
+        let deadline = ContinuousClock.now + (timeout ?? configuration.pushTimeout)
         let current = EventLoop.current
         var local: APNsPoolShard?
         if let current, let index = loops.firstIndex(where: { $0 === current }) { local = shards[home[index]] }
@@ -184,6 +187,8 @@ final class APNsPoolShard: @unchecked Sendable {
         let deadline: Instant
         let completion: APNsPool.Completion
         var attempts = 0
+        /// Apple's last answer to a retried attempt: it stands when no later attempt gets one.
+        var lastAnswer: APNsResponse?
     }
 
     let index: Int
@@ -199,6 +204,9 @@ final class APNsPoolShard: @unchecked Sendable {
 
     private var machine: PoolStateMachine
     private var entries: [PushID: Entry] = [:]
+    /// Why the last connect failed (`ConnectFailure`), until one succeeds: a push that fails
+    /// `unavailable` meanwhile says it.
+    var lastConnectFailure: String?
     private var connections: [ConnectionID: APNsConnection] = [:]
     private var nextPush: UInt64 = 1
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
@@ -320,6 +328,8 @@ final class APNsPoolShard: @unchecked Sendable {
             connections[c] = nil
         case .streamCompleted(let c, _, .expiredProviderToken):
             refusedToken = machine.tokenIssuedAt(of: c)
+        case .streamCompleted(_, let id, .retryableAnswer(let response)), .streamCompleted(_, let id, .final(let response)):
+            entries[id]?.lastAnswer = response
         default:
             break
         }
@@ -355,7 +365,14 @@ final class APNsPoolShard: @unchecked Sendable {
                     loop.execute { connection.send(id, notification, deadline: deadline) }
                 }
             case .failPush(let id, let error):
-                entries.removeValue(forKey: id)?.completion(.failure(error))
+                guard let entry = entries.removeValue(forKey: id) else { continue }
+                if let answer = entry.lastAnswer {
+                    entry.completion(.success(answer))
+                } else if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
+                    entry.completion(.failure(APNsError(code: error.code, message: "\(why); \(error.message)")))
+                } else {
+                    entry.completion(.failure(error))
+                }
             case .completePush(let id, let response):
                 entries.removeValue(forKey: id)?.completion(.success(response))
             case .closeConnection(let c):

@@ -62,11 +62,18 @@ struct PoolStateMachine {
         /// A retry that can go nowhere here but to the connection it just failed on (or nowhere at
         /// all) leaves as `.handOff` instead of waiting: the owner gives it to another machine.
         var handsOffRetries = false
+        /// Whether Apple's 429 TooManyRequests is retried (using one of `maxRetries`), and how
+        /// long a retried answer (500/503/Shutdown, 429) waits per attempt: see `APNsRetryPolicy`.
+        var retriesTooManyRequests = false
+        var retryDelay: Duration = .zero
 
         init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
              backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),
              maxStreamsPerConnection: Int = 1_000_000_000, youngConnectionAge: Duration = .seconds(10),
-             shard: Int = 0, shards: Int = 1, handsOffRetries: Bool = false) {
+             shard: Int = 0, shards: Int = 1, handsOffRetries: Bool = false,
+             retriesTooManyRequests: Bool = false, retryDelay: Duration = .zero) {
+            self.retriesTooManyRequests = retriesTooManyRequests
+            self.retryDelay = max(.zero, retryDelay)
             self.shards = max(1, shards)
             self.shard = min(max(0, shard), self.shards - 1)
             self.handsOffRetries = handsOffRetries
@@ -91,8 +98,10 @@ struct PoolStateMachine {
         case success(APNsResponse)
         /// An answer that retrying cannot change (4xx, 429 TooManyRequests, …).
         case final(APNsResponse)
-        /// 500, 503, Shutdown, REFUSED_STREAM, a reset stream: worth another connection.
+        /// REFUSED_STREAM, a reset stream: worth another connection.
         case retryable(APNsError)
+        /// Apple's 500, 503 or Shutdown: worth another attempt; the answer stands when none is left.
+        case retryableAnswer(APNsResponse)
         /// 403 ExpiredProviderToken: this connection's token is stale.
         case expiredProviderToken(APNsResponse)
         /// 429 TooManyProviderTokenUpdates: this connection renewed its token too often.
@@ -108,10 +117,14 @@ struct PoolStateMachine {
             if response.reason == .tooManyProviderTokenUpdates { return .tooManyProviderTokenUpdates(response) }
             if response.status == 500 || response.status == 503 || response.reason == .shutdown
                 || response.reason == .internalServerError || response.reason == .serviceUnavailable {
-                let reason = response.reason?.rawValue ?? "no reason"
-                return .retryable(.unavailable("APNs answered \(response.status) \(reason); try again later"))
+                return .retryableAnswer(response)
             }
             return .final(response)
+        }
+
+        /// The error a retried answer stands for while it is retried.
+        static func unavailable(_ response: APNsResponse) -> APNsError {
+            .unavailable("APNs answered \(response.status) \(response.reason?.rawValue ?? "no reason"); try again later")
         }
     }
 
@@ -200,6 +213,8 @@ struct PoolStateMachine {
 
     private enum PushState: Equatable { case queued, inFlight(ConnectionID) }
 
+
+
     private struct Push {
         var deadline: Instant
         var state: PushState = .queued
@@ -214,6 +229,8 @@ struct PoolStateMachine {
         /// connection's loop to submit, so a push may be lost with a connection it never
         /// reached; when that connection then says so (`.notSent`), the retry is given back.
         var lossCountedOn: ConnectionID?
+        /// A retried answer waits until then (`retryDelay` × attempt) in `delayedRetries`.
+        var notBefore: Instant?
     }
 
     let configuration: Configuration
@@ -227,6 +244,8 @@ struct PoolStateMachine {
     private var retryHead = 0
     /// Retries after ExpiredProviderToken that wait for a fresh token; few, and each only once.
     private var tokenWaiters: [PushID] = []
+    /// Retried answers waiting out their delay; at most `maxRetries` per push, bounded by the queue.
+    private var delayedRetries: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
     private(set) var queuedCount = 0
     private var connections: [ConnectionID: Connection] = [:]
@@ -376,8 +395,9 @@ struct PoolStateMachine {
     }
 
     /// Puts a push back for another attempt, or fails it when retries, deadline or shutdown forbid.
+    /// `delayed`: an answer from Apple, retried after `retryDelay` × the attempt, never past the deadline.
     private mutating func retryOrFail(_ id: PushID, _ error: APNsError, from c: ConnectionID, counts: Bool,
-                                      now: Instant, into actions: inout [Action]) {
+                                      delayed: Bool = false, now: Instant, into actions: inout [Action]) {
         guard var push = pushes[id] else { return }
         if isShuttingDown {
             end(id, with: .failPush(id, error), into: &actions)
@@ -393,16 +413,41 @@ struct PoolStateMachine {
             return
         }
         if counts { push.retries += 1 }
+        let delay = delayed ? configuration.retryDelay * push.retries : .zero
+        if delay > .zero, now + delay >= push.deadline {
+            end(id, with: .failPush(id, .timeout("the next retry would come after the push's deadline: \(error.message)")),
+                into: &actions)
+            return
+        }
         push.lossCountedOn = nil
         push.state = .queued
         push.lastConnection = c
-        pushes[id] = push
-        retryQueue.append(id)
         queuedCount += 1
+        if delay > .zero {
+            push.notBefore = now + delay
+            pushes[id] = push
+            delayedRetries.append(id)
+        } else {
+            pushes[id] = push
+            retryQueue.append(id)
+        }
+    }
+
+    /// Moves the delayed retries whose time has come to the retry queue.
+    private mutating func releaseDelayedRetries(now: Instant) {
+        var waiting: [PushID] = []
+        for id in delayedRetries {
+            guard let push = pushes[id], push.state == .queued else { continue }
+            if let at = push.notBefore, at > now { waiting.append(id); continue }
+            pushes[id]!.notBefore = nil
+            retryQueue.append(id)
+        }
+        delayedRetries = waiting
     }
 
     /// Sends waiting pushes while some connection has a free stream.
     private mutating func dispatch(now: Instant, into actions: inout [Action]) {
+        if !delayedRetries.isEmpty { releaseDelayedRetries(now: now) }
         if !tokenWaiters.isEmpty { dispatchTokenWaiters(now: now, into: &actions) }
         while let (id, fromRetry) = peekQueued() {
             let push = pushes[id]!
@@ -529,6 +574,8 @@ struct PoolStateMachine {
         switch outcome {
         case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
             connection.answered = true
+        case .retryableAnswer:
+            connection.answered = true
         case .retryable, .notSent:
             break
         }
@@ -544,10 +591,17 @@ struct PoolStateMachine {
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
         if let push = pushes[id], push.state == .inFlight(c) {
             switch outcome {
+            case .final(let response) where response.status == 429 && response.reason != .tooManyProviderTokenUpdates
+                && configuration.retriesTooManyRequests:
+                retryOrFail(id, .unavailable("APNs answered 429 TooManyRequests; try again later"), from: c, counts: true,
+                            delayed: true, now: now, into: &actions)
             case .success(let response), .final(let response):
                 end(id, with: .completePush(id, response), into: &actions)
             case .retryable(let error):
                 retryOrFail(id, error, from: c, counts: true, now: now, into: &actions)
+            case .retryableAnswer(let response):
+                retryOrFail(id, StreamOutcome.unavailable(response), from: c, counts: true, delayed: true,
+                            now: now, into: &actions)
             case .expiredProviderToken(let response):
                 if push.tokenRetried {
                     end(id, with: .completePush(id, response), into: &actions)
@@ -730,6 +784,7 @@ struct PoolStateMachine {
         for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
         for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
         for id in tokenWaiters where pushes[id]?.state == .queued { ids.append(id) }
+        for id in delayedRetries where pushes[id]?.state == .queued { ids.append(id) }
         // A push can sit in both lists only after a stale entry; report it once.
         var seen = Set<PushID>()
         return ids.filter { seen.insert($0).inserted }

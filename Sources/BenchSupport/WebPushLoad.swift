@@ -1,5 +1,6 @@
 import OpenSSLSupport
 import WebPushCrypto
+import CryptoSupport
 
 // The load: Mastodon-shaped aesgcm WebPush messages, really encrypted, and the HTTP/1.1
 // requests that carry them to the relay.

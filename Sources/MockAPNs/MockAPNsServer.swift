@@ -12,6 +12,7 @@ import EventLoop
 import OpenSSLSupport
 import HTTP2
 import Transport
+import CertificateSupport
 
 extension MockKeyVerifier {
     /// Plugs a real P-256 public key into the pure rules, so the emulator checks the relay's

@@ -13,7 +13,7 @@ func withReadBIO<R>(_ text: String, _ body: (OpaquePointer) throws -> R) throws 
 }
 
 /// Runs `body` with an empty writable memory BIO and returns what it wrote as text.
-func stringFromBIO(_ body: (OpaquePointer) -> Bool) throws -> String {
+package func stringFromBIO(_ body: (OpaquePointer) -> Bool) throws -> String {
     guard let bio = BIO_new(BIO_s_mem()) else {
         throw TLSError(.badConfiguration, OpenSSLError.message("out of memory creating a BIO"))
     }

@@ -245,7 +245,7 @@ func requireP256(_ key: OpaquePointer, what: String) throws {
 }
 
 /// A new EC P-256 key; the caller owns it.
-func generateP256Key() throws -> OpaquePointer {
+package func generateP256Key() throws -> OpaquePointer {
     OpenSSLError.clearQueue()
     guard let key = copenssl_EVP_EC_gen("P-256") else {
         throw KeyError(.operationFailed, OpenSSLError.message("could not generate a P-256 key"))
@@ -253,7 +253,7 @@ func generateP256Key() throws -> OpaquePointer {
     return key
 }
 
-func encodePrivateKeyPEM(_ key: OpaquePointer) throws -> String {
+package func encodePrivateKeyPEM(_ key: OpaquePointer) throws -> String {
     try stringFromBIO { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) == 1 }
 }
 

@@ -72,7 +72,7 @@ public enum OpenSSLError {
 
     /// `what` followed by whatever OpenSSL queued, so the message carries both our
     /// context and the library's reason.
-    static func message(_ what: String) -> String {
+    package static func message(_ what: String) -> String {
         let queued = drainQueue()
         return queued.isEmpty ? what : "\(what) (\(queued))"
     }

@@ -1,3 +1,3 @@
-// OpenSSLSupport — TLS over memory BIOs (no sockets), ES256 keys for APNs provider
-// tokens, and throw-away certificates for tests and the demo. The only module that
-// touches libssl/libcrypto; no C type leaves it.
+// OpenSSLSupport — TLS over memory BIOs (no sockets) and ES256 keys for APNs provider
+// tokens. The WebPush primitives live in CryptoSupport and the throw-away certificates
+// in CertificateSupport, so neither ships in the APNs product; no C type leaves any of them.

@@ -37,6 +37,8 @@ public struct RelayConfiguration: Sendable {
     public var apnsSandboxHost: Endpoint
     /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
     public var caFile: String?
+    /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
+    public var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
     /// read timeout so the sender hears a status instead of timing out.
     public var pushTimeout: Duration
@@ -131,9 +133,9 @@ public struct RelayConfiguration: Sendable {
 
     /// Every variable the relay reads, in the order the example env file documents them.
     public static let variableNames: [String] = [
-        Variable.authKey, Variable.authKeyFile, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
+        Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
-        Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.pushTimeout, Variable.maxBodyBytes,
+        Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.caPEM, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
         Variable.requestTimeout, Variable.maxBufferedRequestBytes,
@@ -198,6 +200,10 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 enum Variable {
     static let authKey = "APNS_AUTH_KEY"
     static let authKeyFile = "APNS_AUTH_KEY_FILE"
+    // The APNs library's names, accepted as aliases of the relay's (metatext-apns's) own.
+    static let authKeyAlias = "APNS_KEY"
+    static let authKeyFileAlias = "APNS_KEY_FILE"
+    static let caPEM = "APNS_CA"
     static let keyID = "APNS_KEY_ID"
     static let teamID = "APPLE_TEAM_ID"
     static let teamIDAlias = "APNS_TEAM_ID"
@@ -398,8 +404,10 @@ private struct Reader {
     }
 
     func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
-        let inline = value(Variable.authKey)
-        let path = value(Variable.authKeyFile)
+        let inline = value(Variable.authKey) ?? value(Variable.authKeyAlias)
+        let path = value(Variable.authKeyFile) ?? value(Variable.authKeyFileAlias)
+        let inlineName = value(Variable.authKey) != nil ? Variable.authKey : Variable.authKeyAlias
+        let pathName = value(Variable.authKeyFile) != nil ? Variable.authKeyFile : Variable.authKeyFileAlias
         var text: String
         var source: String
         switch (inline, path) {
@@ -412,16 +420,15 @@ private struct Reader {
                 "\(Variable.authKey) must be set to the text of Apple's .p8 key (or \(Variable.authKeyFile) to its path)")
         case (let t?, nil):
             text = t
-            source = Variable.authKey
+            source = inlineName
         case (nil, let p?):
             do {
                 text = try String(contentsOfFile: p, encoding: .utf8)
             } catch {
                 throw ConfigurationError(
-                    .unreadableFile, Variable.authKeyFile,
-                    "\(Variable.authKeyFile) must name a readable .p8 file, could not read \(quoted(p))")
+                    .unreadableFile, pathName, "\(pathName) must name a readable .p8 file, could not read \(quoted(p))")
             }
-            source = Variable.authKeyFile
+            source = pathName
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
         // write the key on one line with literal \n.
@@ -429,7 +436,7 @@ private struct Reader {
             .trimmingWhitespace
         // The message never repeats the key: it is a secret and would land in logs.
         guard text.hasPrefix("-----BEGIN "), text.contains("PRIVATE KEY-----"), text.hasSuffix("-----") else {
-            let what = source == Variable.authKey ? "the text of" : "a path to"
+            let what = source == inlineName ? "the text of" : "a path to"
             throw ConfigurationError(
                 .invalid, source,
                 "\(source) must hold \(what) Apple's .p8 key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----), got \(text.count) characters that are not a PEM key")
@@ -498,6 +505,7 @@ private struct Reader {
             relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams,
             requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
         configuration.authKeyVariable = authKeyVariable
+        configuration.caPEM = value(Variable.caPEM).map { $0.replacing("\\n", with: "\n") }
         return configuration
     }
 

@@ -143,13 +143,14 @@ public final class RelayServer: Sendable {
         do {
             clientConfiguration = try APNsClientConfiguration(
                 keyID: configuration.keyID, teamID: configuration.teamID, signingKey: key,
-                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM)
+                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM ?? configuration.caPEM)
         } catch {
             throw ConfigurationError(.invalid, Variable.caFile,
                                      "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
         }
         clientConfiguration.production = APNsEndpoint(host: configuration.apnsHost.host, port: configuration.apnsHost.port)
         clientConfiguration.sandbox = APNsEndpoint(host: configuration.apnsSandboxHost.host, port: configuration.apnsSandboxHost.port)
+        clientConfiguration.retryPolicy = .relay
         clientConfiguration.poolSize = configuration.connectionPoolSize
         clientConfiguration.queueCapacity = configuration.maxQueuedPushes
         clientConfiguration.pushTimeout = configuration.pushTimeout

@@ -1,4 +1,4 @@
-internal import OpenSSLSupport
+internal import CryptoSupport
 
 /// The two WebPush content codings a sender may use.
 public enum WebPushContentCoding: String, Sendable, Equatable, CaseIterable {

@@ -1,4 +1,4 @@
-public import OpenSSLSupport
+public import CryptoSupport
 
 /// What an iOS notification service extension does with the relay's payload: it holds the
 /// subscription's private key and auth secret and turns `m`, `s`, `k`, `e` back into the

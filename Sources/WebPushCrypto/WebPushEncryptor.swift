@@ -1,4 +1,4 @@
-public import OpenSSLSupport
+public import CryptoSupport
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the
 /// demo and benchmark need real encrypted bodies, not random bytes, so that what the relay

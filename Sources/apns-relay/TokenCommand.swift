@@ -12,10 +12,10 @@ import APNs
 enum TokenCommand {
     static func run(_ arguments: [String]) -> Int32 {
         do {
-            guard arguments.isEmpty else { throw CommandError("token takes no arguments; it reads APNS_AUTH_KEY[_FILE], APNS_KEY_ID, APPLE_TEAM_ID") }
-            let key = try CommandEnvironment.signingKey()
-            let token = try ProviderToken(keyID: try CommandEnvironment.keyID(), teamID: try CommandEnvironment.teamID(),
-                                          issuedAt: Int64(Date().timeIntervalSince1970), signer: key)
+            guard arguments.isEmpty else { throw CommandError("token takes no arguments; it reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID") }
+            let configuration = try APNsClientConfiguration(environment: CommandEnvironment.variables)
+            let token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
+                                          issuedAt: Int64(Date().timeIntervalSince1970), signer: configuration.signer)
             print(token.jwt)
             return 0
         } catch {

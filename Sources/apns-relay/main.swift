@@ -32,12 +32,23 @@ let usage = """
                                   connects to APNS_HOST and proves the token with a push to the
                                   all-zero device token (400 BadDeviceToken: good; 403: exit 1)
       healthcheck [--port N]      GET http://127.0.0.1:$PORT/health; exit 0 when alive (Docker HEALTHCHECK)
-      token                       print a provider token (JWT) made from APNS_AUTH_KEY[_FILE], APNS_KEY_ID,
-                                  APPLE_TEAM_ID
-      send --token HEX [--topic T] [--sandbox] [--title X --body Y | --payload JSON]
-           [--push-type TYPE] [--priority 10|5|1]
-                                  send one push through the relay's APNs client, print the result as
-                                  JSON; honours APNS_HOST, APNS_SANDBOX_HOST, APNS_CA_FILE
+      token                       print a provider token (JWT) made from APNS_KEY[_FILE], APNS_KEY_ID,
+                                  APNS_TEAM_ID (or the relay's APNS_AUTH_KEY[_FILE], APPLE_TEAM_ID)
+      send --token HEX [options]  send one push with the APNs library, print the result JSON; exit 0
+                                  delivered, 1 refused by Apple, 2 usage error, refused before sending
+                                  or no answer from Apple. Options: --topic T --push-type TYPE
+                                  --priority 10|5|1 --expiration UNIX (0 = try once) --collapse-id ID
+                                  --apns-id UUID --sandbox --host HOST[:PORT] --ca-file PEM
+                                  --timeout-ms MS; an alert: --title --body --subtitle --badge N
+                                  --sound NAME|JSON --category --thread-id --mutable-content
+                                  --interruption-level L --relevance-score X --target-content-id ID
+                                  --title-loc-key K --title-loc-args A,B --loc-key K --loc-args A,B
+                                  --data JSON; or --background [--data JSON]; or --payload JSON.
+                                  Reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC,
+                                  APNS_HOST, APNS_SANDBOX_HOST, APNS_CA, APNS_CA_FILE
+      send-many --tokens-file FILE|- [options]
+                                  the same push to one token a line; prints {sent, failed, remove, results}
+      clean-token TOKEN           print the token as Apple wants it (lower-case hex, no <, > or spaces)
       --help                      this text
 
     settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,
@@ -66,6 +77,8 @@ case "demo": Demo.run(&arguments)
 case "check": Check.run(&arguments)
 case "healthcheck": Healthcheck.run(&arguments)
 case "token": exit(TokenCommand.run(Array(arguments.rest)))
-case "send": exit(SendCommand.run(Array(arguments.rest)))
+case "send": exit(SendCommand.send(Array(arguments.rest)))
+case "send-many": exit(SendCommand.sendMany(Array(arguments.rest)))
+case "clean-token": exit(SendCommand.cleanToken(Array(arguments.rest)))
 default: fail("unknown command \(command) (see --help)", code: 2)
 }

@@ -12,6 +12,7 @@ import MockAPNs
 import OpenSSLSupport
 import EventLoop
 import BenchSupport
+import CertificateSupport
 
 let keyID = "BENCHKEY01"
 let teamID = "BENCHTEAM1"

@@ -9,6 +9,7 @@ import Foundation
 import MockAPNs
 import OpenSSLSupport
 import BenchSupport
+import CertificateSupport
 
 let teamID = "SOAKTEAM01"
 let topic = "com.example.app"

@@ -1,2 +1,3 @@
 import Testing
+@testable import APNsCore
 @testable import APNs

@@ -3,6 +3,7 @@ import Synchronization
 import EventLoop
 import OpenSSLSupport
 import MockAPNs
+@testable import APNsCore
 @testable import APNs
 
 enum Fixture {

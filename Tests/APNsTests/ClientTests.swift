@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import OpenSSLSupport
 import MockAPNs
+@testable import APNsCore
 @testable import APNs
 
 private func base64urlDecode(_ text: Substring) -> [UInt8]? {
@@ -152,29 +153,45 @@ struct ClientTests {
         await harness.close()
     }
 
-    @Test("500 and 503 are retried on another connection, at most twice", arguments: [
-        MockFaults.Prefix.internalServerError, MockFaults.Prefix.serviceUnavailable, MockFaults.Prefix.shutdown,
+    @Test("500, 503 and Shutdown are retried on another connection at most twice, 0.5 s × attempt apart, then Apple's answer is the result", arguments: [
+        (MockFaults.Prefix.internalServerError, 500, APNsReason.internalServerError),
+        (MockFaults.Prefix.serviceUnavailable, 503, APNsReason.serviceUnavailable),
+        (MockFaults.Prefix.shutdown, 503, APNsReason.shutdown),
     ])
-    func serverErrorsRetried(prefix: String) async throws {
+    func serverErrorsRetried(prefix: String, status: Int, reason: APNsReason) async throws {
         let harness = try ClientHarness(poolSize: 2)
         // Both connections up, so "another connection" exists when the first answer fails.
         #expect(harness.waitUntilReady(connections: 2))
         let notification = Fixture.notification(prefix, 1)
-        let result = await harness.client.send(notification, environment: .production)
-        #expect(throws: APNsError(code: .unavailable, message: "")) { try result.get() }
+        let began = ContinuousClock.now
+        let response = try await harness.client.send(notification, environment: .production).get()
+        // At least the policy's waits (0.5 s, then 1 s), however late the ticks come.
+        #expect(ContinuousClock.now - began >= .milliseconds(1500))
+        #expect(!response.ok && response.status == status && response.reason == reason)
+        #expect(!response.removeToken)
         let records = harness.records(for: notification.token)
         #expect(records.count == 3)
         #expect(Set(records.map(\.connectionID)).count >= 2)
         await harness.close()
     }
 
-    @Test("429 TooManyRequests is answered, not retried")
+    @Test("429 TooManyRequests is retried twice under the library's policy, then answered")
     func tooManyRequests() async throws {
         let harness = try ClientHarness()
         let notification = Fixture.notification(MockFaults.Prefix.tooManyRequests, 1)
         let response = try await harness.client.send(notification, environment: .production).get()
-        #expect(response.status == 429)
+        #expect(response.status == 429 && response.reason == .tooManyRequests)
         #expect(!response.removeToken)
+        #expect(harness.records(for: notification.token).count == 3)
+        await harness.close()
+    }
+
+    @Test("429 TooManyRequests is answered at once under the relay's policy")
+    func tooManyRequestsRelay() async throws {
+        let harness = try ClientHarness { $0.retryPolicy = .relay }
+        let notification = Fixture.notification(MockFaults.Prefix.tooManyRequests, 1)
+        let response = try await harness.client.send(notification, environment: .production).get()
+        #expect(response.status == 429)
         #expect(harness.records(for: notification.token).count == 1)
         await harness.close()
     }
@@ -283,18 +300,25 @@ struct ClientTests {
         await harness.close()
     }
 
-    @Test("the sandbox pool opens on the first sandbox push; sendMany lists dead tokens")
+    @Test("the sandbox pool opens on the first sandbox push; sendMany answers in the caller's order, unsent ones included, and lists tokens to remove")
     func sandboxAndSendMany() async throws {
         let harness = try ClientHarness(poolSize: 1)
         #expect(harness.waitUntilReady())
         #expect(harness.server.connectionCount == 1)
         let payload = try APNsPayload(json: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
-        let tokens = [Fixture.token("", 1), Fixture.token(MockFaults.Prefix.unregistered, 2), Fixture.token("", 3)]
-        let result = await harness.client.sendMany(payload: payload, topic: Fixture.topic, to: tokens, environment: .sandbox)
+        let devices = [Fixture.token("", 1).hex, Fixture.token(MockFaults.Prefix.unregistered, 2).hex, "not-a-token",
+                       Fixture.token(MockFaults.Prefix.badDeviceToken, 4).hex.uppercased(),
+                       Fixture.token(MockFaults.Prefix.deviceTokenNotForTopic, 5).hex, Fixture.token("", 6).hex]
+        let result = await harness.client.sendMany(payload, to: devices,
+                                                   options: APNsPushOptions(topic: Fixture.topic, sandbox: true))
+        #expect(result.results.map(\.device) == devices)
+        #expect(result.results.map(\.status) == [200, 410, 0, 400, 400, 200])
+        #expect(result.results[2].reason == .notSent && result.results[2].meaning.contains("invalidNotification"))
         #expect(result.sent == 2)
-        #expect(result.failed == 1)
-        #expect(result.remove == [tokens[1].hex])
+        #expect(result.failed == 4)
+        #expect(result.remove == [devices[1], devices[3], devices[4]])
         #expect(harness.server.connectionCount == 2)
+        #expect(result.json.hasPrefix(#"{"sent":2,"failed":4,"remove":["#))
         await harness.close()
     }
 }

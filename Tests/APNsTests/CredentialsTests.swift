@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import OpenSSLSupport
 import MockAPNs
+@testable import APNsCore
 @testable import APNs
 
 /// The `kid` of the provider token a request carried, read from the JWT header.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 /// Apple's logs are searched by apns-id, so a generated one must be a well-formed, random

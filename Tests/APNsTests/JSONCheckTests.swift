@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 /// The payload check replaced `JSONSerialization` on the hot path; it must accept and refuse

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 let token64 = String(repeating: "ab", count: 32)
@@ -249,16 +250,27 @@ struct PayloadTests {
         #expect(p.text == #"{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"e":"aesgcm","i":"7","m":"bWVz"}"#)
     }
 
-    @Test("an alert with neither title nor body is refused")
+    @Test("an alert with nothing to show is refused")
     func emptyAlert() {
         #expect(throws: APNsError.self) { try APNsAlertPayload().build() }
-        #expect(throws: APNsError.self) { try APNsAlertPayload(subtitle: "only a subtitle").build() }
+        #expect(throws: APNsError.self) { try APNsAlertPayload(badge: 1, sound: "default").build() }
     }
 
-    @Test("an alert with only a title, or only a body, is accepted")
+    @Test("an alert with only a title, a body, a subtitle or a loc-key is accepted")
     func halfAlert() throws {
         #expect(try APNsAlertPayload(title: "T").build().text == #"{"aps":{"alert":{"title":"T"}}}"#)
         #expect(try APNsAlertPayload(body: "B").build().text == #"{"aps":{"alert":{"body":"B"}}}"#)
+        #expect(try APNsAlertPayload(subtitle: "S").build().text == #"{"aps":{"alert":{"subtitle":"S"}}}"#)
+        #expect(try APNsAlertPayload(locKey: "K").build().text == #"{"aps":{"alert":{"loc-key":"K"}}}"#)
+    }
+
+    @Test("a sound is a name or the critical-sound dictionary")
+    func sounds() throws {
+        #expect(try APNsAlertPayload(title: "T", sound: "ping.aiff").build().text
+            == #"{"aps":{"alert":{"title":"T"},"sound":"ping.aiff"}}"#)
+        #expect(try APNsAlertPayload(title: "T", sound: .critical(name: "alarm.caf", volume: 0.5)).build().text
+            == #"{"aps":{"alert":{"title":"T"},"sound":{"critical":1,"name":"alarm.caf","volume":0.5}}}"#)
+        #expect(throws: APNsError.self) { try APNsAlertPayload(title: "T", sound: .critical(volume: 2)).build() }
     }
 
     @Test("an aps key inside data is refused, for alerts and background pushes")

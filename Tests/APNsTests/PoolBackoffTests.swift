@@ -1,4 +1,5 @@
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 @Suite("Reconnect backoff, with the time injected")

@@ -1,4 +1,5 @@
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 /// Plays the owner of the pool: performs its actions on an imaginary network, drives random

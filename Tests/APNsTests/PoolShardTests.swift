@@ -1,4 +1,5 @@
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 /// The rules a pool cut into one machine per event loop relies on, without sockets.

@@ -1,4 +1,5 @@
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 typealias Pool = PoolStateMachine
@@ -146,11 +147,11 @@ struct PoolStateMachineTests {
         #expect(pool.livePushCount == 0)
     }
 
-    @Test("500, 503 and Shutdown are retryable; other answers are final")
+    @Test("500, 503 and Shutdown are retryable answers; other answers are final")
     func classify() {
-        #expect(Pool.StreamOutcome.classify(response(500, .internalServerError)) == .retryable(.unavailable("")))
-        #expect(Pool.StreamOutcome.classify(response(503, .serviceUnavailable)) == .retryable(.unavailable("")))
-        #expect(Pool.StreamOutcome.classify(response(503, .shutdown)) == .retryable(.unavailable("")))
+        #expect(Pool.StreamOutcome.classify(response(500, .internalServerError)) == .retryableAnswer(response(500, .internalServerError)))
+        #expect(Pool.StreamOutcome.classify(response(503, .serviceUnavailable)) == .retryableAnswer(response(503, .serviceUnavailable)))
+        #expect(Pool.StreamOutcome.classify(response(503, .shutdown)) == .retryableAnswer(response(503, .shutdown)))
         #expect(Pool.StreamOutcome.classify(response(429, .tooManyRequests)) == .final(response(429, .tooManyRequests)))
         #expect(Pool.StreamOutcome.classify(response(410, .unregistered)) == .final(response(410, .unregistered)))
         #expect(Pool.StreamOutcome.classify(response(403, .expiredProviderToken)) == .expiredProviderToken(response(403, .expiredProviderToken)))

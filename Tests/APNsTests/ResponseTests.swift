@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 @Suite("Reasons and responses")
@@ -61,14 +62,14 @@ struct ResponseTests {
         #expect(!reason.removeToken)
     }
 
-    @Test("a 200 parses to ok with Apple's apns-id and unique id, and the device's fingerprint")
+    @Test("a 200 parses to ok with Apple's apns-id and unique id, and the device token")
     func parseOK() throws {
         let token = try DeviceToken(token64)
         let r = APNsResponse.parse(status: 200, headers: [("APNs-ID", "ABC-1"), ("apns-unique-id", "u-1")], body: [], device: token)
         #expect(r.ok && r.status == 200 && r.apnsID == "abc-1" && r.uniqueID == "u-1")
-        #expect(r.device == token.fingerprint)
+        #expect(r.device == token.hex)
         #expect(r.category == .delivered && !r.removeToken)
-        #expect(r.json == #"{"ok":true,"status":200,"apns_id":"abc-1","unique_id":"u-1","device":"\#(token.fingerprint)"}"#)
+        #expect(r.json == #"{"ok":true,"status":200,"apns_id":"abc-1","unique_id":"u-1","device":"\#(token.hex)"}"#)
     }
 
     @Test("a 410 Unregistered parses its timestamp and asks to remove the token")
@@ -97,17 +98,19 @@ struct ResponseTests {
         #expect(!s.removeToken && s.meaning.contains("503"))
     }
 
-    @Test("send-many results count sent and failed and list dead tokens to remove")
+    @Test("send-many results count sent and failed and list BadDeviceToken, Unregistered and DeviceTokenNotForTopic to remove")
     func sendMany() throws {
-        let a = try DeviceToken(String(repeating: "a", count: 64)), b = try DeviceToken(String(repeating: "b", count: 64))
-        let c = try DeviceToken(String(repeating: "c", count: 64))
         let results = [
-            APNsResponse(ok: true, status: 200, apnsID: "1", device: a.fingerprint),
-            APNsResponse(ok: false, status: 400, apnsID: "2", device: b.fingerprint, reason: .badDeviceToken),
-            APNsResponse(ok: false, status: 429, apnsID: "3", device: c.fingerprint, reason: .tooManyRequests),
+            APNsResponse(ok: true, status: 200, apnsID: "1", device: "a"),
+            APNsResponse(ok: false, status: 400, apnsID: "2", device: "b", reason: .badDeviceToken),
+            APNsResponse(ok: false, status: 429, apnsID: "3", device: "c", reason: .tooManyRequests),
+            APNsResponse(ok: false, status: 410, apnsID: "4", device: "d", reason: .unregistered),
+            APNsResponse(ok: false, status: 400, apnsID: "5", device: "e", reason: .deviceTokenNotForTopic),
+            APNsResponse.notSent(device: "f", cause: .timeout("no answer")),
         ]
-        let summary = SendManyResult(results: results, tokens: [a, b, c])
-        #expect(summary.sent == 1 && summary.failed == 2 && summary.remove == [b.hex])
+        let summary = SendManyResult(results: results)
+        #expect(summary.sent == 1 && summary.failed == 5 && summary.remove == ["b", "d", "e"])
+        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false,"gone_since_ms":null}"#)
     }
 
     @Test("errors compare by code and carry a message")

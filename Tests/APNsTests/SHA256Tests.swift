@@ -1,4 +1,5 @@
 import Testing
+@testable import APNsCore
 @testable import APNs
 
 /// Token fingerprints must stay the same across releases, or log lines about one device

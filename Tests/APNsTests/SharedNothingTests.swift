@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import EventLoop
 import MockAPNs
+@testable import APNsCore
 @testable import APNs
 
 /// Sends one push from inside `loop`, as the relay's responder does, and tells how it ended and

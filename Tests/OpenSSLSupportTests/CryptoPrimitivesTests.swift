@@ -1,5 +1,6 @@
 import Testing
 import OpenSSLSupport
+import CryptoSupport
 
 private func hex(_ text: String) -> [UInt8] {
     var bytes: [UInt8] = []

@@ -1,6 +1,7 @@
 import Testing
 import COpenSSL
 import OpenSSLSupport
+import CertificateSupport
 
 /// An independent check of a raw r‖s signature: our own DER encoding and OpenSSL's
 /// EVP_DigestVerify, sharing no code with `ES256PublicKey.verify`.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import OpenSSLSupport
+import CertificateSupport
 
 @Suite("TLS sessions over memory BIOs")
 struct TLSSessionTests {

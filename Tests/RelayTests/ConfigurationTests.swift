@@ -382,6 +382,34 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("APNS_MAX_STREAMS_PER_CONNECTION"))
         #expect(RelayConfiguration.variableNames.contains("REQUEST_TIMEOUT_MS"))
         #expect(RelayConfiguration.variableNames.contains("MAX_BUFFERED_REQUEST_BYTES"))
-        #expect(RelayConfiguration.variableNames.count == 25)
+        #expect(RelayConfiguration.variableNames.contains("APNS_KEY"))
+        #expect(RelayConfiguration.variableNames.contains("APNS_KEY_FILE"))
+        #expect(RelayConfiguration.variableNames.contains("APNS_CA"))
+        #expect(RelayConfiguration.variableNames.count == 28)
+    }
+}
+
+@Suite("Configuration: the APNs library's names as aliases")
+struct LibraryAliasTests {
+    @Test("APNS_KEY stands for APNS_AUTH_KEY, and an error about it names APNS_KEY")
+    func keyAlias() throws {
+        let configuration = try load(["APNS_AUTH_KEY": nil, "APNS_KEY": pem.replacingOccurrences(of: "\n", with: "\\n")])
+        #expect(configuration.authKey == pem && configuration.authKeyVariable == "APNS_KEY")
+        #expect(failure(["APNS_AUTH_KEY": nil, "APNS_KEY": "nonsense"])?.variable == "APNS_KEY")
+    }
+
+    @Test("APNS_KEY_FILE stands for APNS_AUTH_KEY_FILE")
+    func keyFileAlias() throws {
+        let path = try temporaryFile("AuthKey.p8", pem)
+        defer { cleanup(path) }
+        let configuration = try load(["APNS_AUTH_KEY": nil, "APNS_KEY_FILE": path])
+        #expect(configuration.authKey == pem && configuration.authKeyVariable == "APNS_KEY_FILE")
+        #expect(failure(["APNS_AUTH_KEY": nil, "APNS_KEY_FILE": path + ".missing"])?.variable == "APNS_KEY_FILE")
+    }
+
+    @Test("APNS_CA holds the CA as PEM text, literal \\n allowed")
+    func caPEM() throws {
+        let configuration = try load(["APNS_CA": "-----BEGIN CERTIFICATE-----\\nMII\\n-----END CERTIFICATE-----"])
+        #expect(configuration.caPEM == "-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----")
     }
 }

@@ -5,6 +5,7 @@ import MockAPNs
 import Observability
 import OpenSSLSupport
 @testable import Relay
+import CertificateSupport
 #if canImport(Glibc)
 import Glibc
 #endif

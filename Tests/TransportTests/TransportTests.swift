@@ -5,6 +5,7 @@ import EventLoop
 import OpenSSLSupport
 import HTTP2
 @testable import Transport
+import CertificateSupport
 
 /// A server that answers every request with 200 and the request body, or as told.
 final class EchoServerDelegate: HTTP2ServerConnectionDelegate, @unchecked Sendable {

@@ -1,6 +1,7 @@
 import Testing
 import OpenSSLSupport
 import WebPushCrypto
+import CryptoSupport
 
 private func b64(_ text: String) -> [UInt8] {
     WebPushBase64.decode(text)!

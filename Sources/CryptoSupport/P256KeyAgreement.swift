@@ -1,4 +1,5 @@
 internal import COpenSSL
+import OpenSSLSupport
 
 /// A P-256 key pair for ECDH, the key agreement of WebPush message encryption (RFC 8291):
 /// the sender makes one per message, the receiver (the device) keeps one per subscription.

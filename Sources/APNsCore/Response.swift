@@ -17,43 +17,59 @@ public struct APNsResponse: Sendable, Hashable {
     public let apnsID: String
     /// `apns-unique-id`: sandbox only, for Apple's delivery log.
     public let uniqueID: String?
-    /// The device's fingerprint, never the token: these results end up in logs.
+    /// The device token the push went to, as the caller gave it (log a `DeviceToken`'s
+    /// `fingerprint` instead: a token in a log is a leaked address).
     public var device: String {
         switch deviceSource {
-        case .fingerprint(let text): text
-        case .token(let token): token.fingerprint
+        case .given(let text): text
+        case .token(let token): token.hex
         }
     }
     /// Nil when `ok`.
     public let reason: APNsReason?
     /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
     public let goneSinceMs: Int64?
+    /// Why a push of `sendMany` never reached Apple (reason `NotSent`); nil for Apple's answers.
+    public let cause: String?
 
-    /// Apple's answers keep the token and hash it only when `device` is read: the relay never
-    /// reads it, and a SHA-256 per push was 2% of its CPU.
+    /// Apple's answers keep the token and spell it only when `device` is read: the relay never
+    /// reads it, so no string is made per push.
     private enum DeviceSource: Sendable {
-        case fingerprint(String)
+        case given(String)
         case token(DeviceToken)
     }
     private let deviceSource: DeviceSource
 
     /// For the transport and for tests that stand in for Apple.
     public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
-                reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
+                reason: APNsReason? = nil, goneSinceMs: Int64? = nil, cause: String? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
-        self.deviceSource = .fingerprint(device); self.reason = reason; self.goneSinceMs = goneSinceMs
+        self.deviceSource = .given(device); self.reason = reason; self.goneSinceMs = goneSinceMs; self.cause = cause
+    }
+
+    /// A push that never reached Apple (refused before sending, or no answer): status 0,
+    /// reason `NotSent`, and the cause as its meaning.
+    public static func notSent(device: String, apnsID: String = "", cause: APNsError) -> APNsResponse {
+        APNsResponse(ok: false, status: 0, apnsID: apnsID, device: device, reason: .notSent, cause: cause.description)
     }
 
     private init(ok: Bool, status: Int, apnsID: String, uniqueID: String?, token: DeviceToken,
                  reason: APNsReason? = nil, goneSinceMs: Int64? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
-        self.deviceSource = .token(token); self.reason = reason; self.goneSinceMs = goneSinceMs
+        self.deviceSource = .token(token); self.reason = reason; self.goneSinceMs = goneSinceMs; self.cause = nil
+    }
+
+    /// The same answer naming the device as the caller wrote it.
+    package func answering(device: String) -> APNsResponse {
+        APNsResponse(ok: ok, status: status, apnsID: apnsID, uniqueID: uniqueID, device: device, reason: reason,
+                     goneSinceMs: goneSinceMs, cause: cause)
     }
 
     /// Equal when every field reads the same, however `device` is held.
     public static func == (lhs: APNsResponse, rhs: APNsResponse) -> Bool {
         lhs.ok == rhs.ok && lhs.status == rhs.status && lhs.apnsID == rhs.apnsID && lhs.uniqueID == rhs.uniqueID
             && lhs.reason == rhs.reason && lhs.goneSinceMs == rhs.goneSinceMs && lhs.device == rhs.device
+            && lhs.cause == rhs.cause
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -69,19 +85,23 @@ public struct APNsResponse: Sendable, Hashable {
         return reason?.category ?? .configurationError
     }
 
-    /// The subscription should be deleted.
-    public var removeToken: Bool { category == .tokenDead }
+    /// The subscription should be deleted: the token is dead (410, BadDeviceToken), or
+    /// belongs to another app (DeviceTokenNotForTopic), so no push to it can ever arrive. (The
+    /// relay answers DeviceTokenNotForTopic with 502 all the same: for it, that means its own
+    /// topic is wrong, and removing every subscription would be worse.)
+    public var removeToken: Bool { category == .tokenDead || reason == .deviceTokenNotForTopic }
 
     /// One line for logs and the relay's answer.
     public var meaning: String {
         if ok { return "Delivered to APNs." }
+        if let cause { return cause }
         return reason?.meaning ?? "APNs answered \(status) without a reason."
     }
 
     /// Reads Apple's answer: status, `apns-id`/`apns-unique-id` headers (any case), and for an
     /// error the body `{"reason":"…","timestamp":…}`. Never throws: a garbled body still
     /// yields a response whose status decides what happens.
-    public static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
+    package static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
                              sentID: String = "") -> APNsResponse {
         var apnsID = sentID
         var uniqueID: String?
@@ -147,26 +167,35 @@ public struct APNsResponse: Sendable, Hashable {
 public struct SendManyResult: Sendable {
     /// Pushes Apple accepted.
     public let sent: Int
-    /// Pushes refused or not delivered, whatever the reason.
+    /// Pushes refused or not sent, whatever the reason.
     public let failed: Int
-    /// Hex tokens whose subscriptions should be deleted (Apple said they are dead).
+    /// The tokens (as given) whose subscriptions should be deleted: BadDeviceToken, Unregistered
+    /// (any 410) and DeviceTokenNotForTopic, in the caller's order.
     public let remove: [String]
-    /// One per push, in the order sent, for callers that report per device.
+    /// One per token, in the caller's order; one that never reached Apple has reason `NotSent`.
     public let results: [APNsResponse]
 
-    /// Counts the results; `tokens` must be in the same order as `results`.
-    public init(results: [APNsResponse], tokens: [DeviceToken]) {
+    /// Counts the results.
+    public init(results: [APNsResponse]) {
         self.results = results
         self.sent = results.count(where: { $0.ok })
         self.failed = results.count - sent
-        var remove: [String] = []
-        for (result, token) in zip(results, tokens) where result.removeToken { remove.append(token.hex) }
-        self.remove = remove
+        self.remove = results.filter(\.removeToken).map(\.device)
     }
 
-    /// For callers that counted themselves (e.g. across batches).
-    public init(sent: Int, failed: Int, remove: [String], results: [APNsResponse]) {
-        self.sent = sent; self.failed = failed; self.remove = remove; self.results = results
+    /// `{"sent":…,"failed":…,"remove":[…],"results":[…]}`, each result as `APNsResponse.json`.
+    public var json: String {
+        var w = JSONWriter(capacity: 64 + results.count * 160)
+        w.raw("{\"sent\":"); w.int(sent)
+        w.raw(",\"failed\":"); w.int(failed)
+        w.raw(",\"remove\":"); w.stringArray(remove)
+        w.raw(",\"results\":[")
+        for (index, result) in results.enumerated() {
+            if index > 0 { w.raw(",") }
+            w.bytes.append(contentsOf: result.json.utf8)
+        }
+        w.raw("]}")
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 }
 

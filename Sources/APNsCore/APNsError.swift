@@ -22,6 +22,8 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let badKey = Code("badKey")
         /// The pool is shutting down and takes no more pushes.
         public static let shuttingDown = Code("shuttingDown")
+        /// A setting (an environment variable, a CA file, a host) is wrong; the message names it.
+        public static let badConfiguration = Code("badConfiguration")
     }
 
     /// The kind of failure, what callers branch on.
@@ -40,10 +42,11 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: APNsError, rhs: APNsError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    static func timeout(_ message: String) -> APNsError { .init(code: .timeout, message: message) }
-    static func overloaded(_ message: String) -> APNsError { .init(code: .overloaded, message: message) }
-    static func unavailable(_ message: String) -> APNsError { .init(code: .unavailable, message: message) }
-    static func invalid(_ message: String) -> APNsError { .init(code: .invalidNotification, message: message) }
-    static func badKey(_ message: String) -> APNsError { .init(code: .badKey, message: message) }
-    static func shuttingDown(_ message: String) -> APNsError { .init(code: .shuttingDown, message: message) }
+    package static func badConfiguration(_ message: String) -> APNsError { .init(code: .badConfiguration, message: message) }
+    package static func timeout(_ message: String) -> APNsError { .init(code: .timeout, message: message) }
+    package static func overloaded(_ message: String) -> APNsError { .init(code: .overloaded, message: message) }
+    package static func unavailable(_ message: String) -> APNsError { .init(code: .unavailable, message: message) }
+    package static func invalid(_ message: String) -> APNsError { .init(code: .invalidNotification, message: message) }
+    package static func badKey(_ message: String) -> APNsError { .init(code: .badKey, message: message) }
+    package static func shuttingDown(_ message: String) -> APNsError { .init(code: .shuttingDown, message: message) }
 }

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import OpenSSLSupport
 
 /// Certificates for tests and the demo: a throw-away CA and a leaf it signs. Generated
 /// at run time so nothing secret or expiring is committed, and so clients exercise

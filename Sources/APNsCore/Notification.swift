@@ -98,13 +98,13 @@ public struct APNsNotification: Sendable {
     /// The request headers besides the pseudo-headers (`:method POST`, `:path` = ``path``,
     /// `:scheme`, `:authority`), names in lower case as HTTP/2 requires.
     /// - Parameter authorization: the connection's provider token (the JWT text).
-    public func headers(authorization jwt: String) -> [(String, String)] {
+    package func headers(authorization jwt: String) -> [(String, String)] {
         withAuthorization("bearer " + jwt)
     }
 
     /// The same headers with the token's ready-made `bearer <JWT>` value: what a connection sends
     /// per push, so no string is built per push.
-    public func headers(bearer token: ProviderToken) -> [(String, String)] {
+    package func headers(bearer token: ProviderToken) -> [(String, String)] {
         withAuthorization(token.authorization)
     }
 

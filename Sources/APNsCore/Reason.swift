@@ -102,6 +102,9 @@ public struct APNsReason: Sendable, Hashable, CustomStringConvertible {
     public static let serviceUnavailable = APNsReason(.serviceUnavailable)
     public static let shutdown = APNsReason(.shutdown)
 
+    /// Not Apple's: a push of `sendMany` that never reached Apple; the result's `meaning` says why.
+    public static let notSent = APNsReason("NotSent")
+
     /// Every reason Apple documents, for tables and tests.
     public static var allKnown: [APNsReason] { Known.allCases.map(APNsReason.init) }
 

@@ -66,7 +66,7 @@ public struct APNsInterruptionLevel: Sendable, Hashable {
 /// A visible alert. Every field but title and body is optional; `build()` refuses what
 /// Apple or iOS would reject, before anything is sent.
 public struct APNsAlertPayload: Sendable {
-    /// Either title or body may be empty, not both (unless a loc-key supplies the text).
+    /// Any one of title, subtitle, body, title-loc-key or loc-key is enough for something to show.
     public var title: String
     public var body: String
     public var subtitle: String?
@@ -75,7 +75,8 @@ public struct APNsAlertPayload: Sendable {
     public var locKey: String?
     public var locArgs: [String]?
     public var badge: Int?
-    public var sound: String?
+    /// A sound's name (a string literal works) or `.critical(name:volume:)`.
+    public var sound: APNsSound?
     public var category: String?
     public var threadID: String?
     /// Lets a notification service extension rewrite the alert (the relay needs it to decrypt).
@@ -92,7 +93,7 @@ public struct APNsAlertPayload: Sendable {
         title: String = "", body: String = "", subtitle: String? = nil,
         titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
         locKey: String? = nil, locArgs: [String]? = nil,
-        badge: Int? = nil, sound: String? = nil, category: String? = nil, threadID: String? = nil,
+        badge: Int? = nil, sound: APNsSound? = nil, category: String? = nil, threadID: String? = nil,
         mutableContent: Bool = false, interruptionLevel: APNsInterruptionLevel? = nil,
         relevanceScore: Double? = nil, targetContentID: String? = nil,
         data: [String: APNsJSON] = [:]
@@ -108,8 +109,8 @@ public struct APNsAlertPayload: Sendable {
 
     /// Refuses what Apple or iOS would reject, then encodes: `aps` first (fixed key order), then `data` in sorted key order.
     public func build() throws(APNsError) -> APNsPayload {
-        guard !title.isEmpty || !body.isEmpty || locKey != nil || titleLocKey != nil else {
-            throw .invalid("an alert needs a title or a body (or a loc-key); both are empty")
+        guard !title.isEmpty || !body.isEmpty || subtitle != nil || locKey != nil || titleLocKey != nil else {
+            throw .invalid("an alert needs a title, subtitle, body, title-loc-key or loc-key; all are empty, so nothing would show")
         }
         if titleLocArgs != nil, titleLocKey == nil {
             throw .invalid("title-loc-args need a title-loc-key to fill in; set titleLocKey")
@@ -136,7 +137,7 @@ public struct APNsAlertPayload: Sendable {
         w.raw("}")
         first = false
         if let badge { w.key("badge", first: &first); w.int(badge) }
-        if let sound { w.key("sound", first: &first); w.string(sound) }
+        if let sound { w.key("sound", first: &first); try sound.write(to: &w) }
         if let category { w.key("category", first: &first); w.string(category) }
         if let threadID { w.key("thread-id", first: &first); w.string(threadID) }
         if mutableContent { w.key("mutable-content", first: &first); w.int(1) }

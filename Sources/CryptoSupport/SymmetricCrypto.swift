@@ -1,4 +1,5 @@
 internal import COpenSSL
+import OpenSSLSupport
 
 /// HKDF with SHA-256 (RFC 5869), the key schedule of encrypted content coding (RFC 8188)
 /// and WebPush (RFC 8291). Built on one-shot HMAC so it needs no OSSL_PARAM plumbing.

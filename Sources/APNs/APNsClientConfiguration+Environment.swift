@@ -1,0 +1,67 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension APNsClientConfiguration {
+    /// The variables the library and `apns-relay send` read, by name.
+    public enum Variable {
+        /// The `.p8` key's text; literal `\n` sequences stand for line breaks.
+        public static let key = "APNS_KEY"
+        /// A path to the `.p8` key, when `APNS_KEY` is not set.
+        public static let keyFile = "APNS_KEY_FILE"
+        public static let keyID = "APNS_KEY_ID"
+        public static let teamID = "APNS_TEAM_ID"
+        /// The topic of a push sent without one: the app's bundle id.
+        public static let topic = "APNS_TOPIC"
+        /// `host[:port]` or `https://host[:port][/]` in place of Apple's production host.
+        public static let host = "APNS_HOST"
+        /// The same for the sandbox host.
+        public static let sandboxHost = "APNS_SANDBOX_HOST"
+        /// An extra CA to trust, as PEM text or a file (the emulator's); the system store stays.
+        public static let ca = "APNS_CA"
+        public static let caFile = "APNS_CA_FILE"
+    }
+
+    /// Reads the configuration from environment variables (`Variable`); `variables` defaults to
+    /// the process's environment.
+    /// - Throws: `APNsError.badConfiguration` or `.badKey`, one line naming the variable that is wrong.
+    public init(environment variables: [String: String]? = nil) throws(APNsError) {
+        let variables = variables ?? ProcessInfo.processInfo.environment
+        func value(_ name: String) -> String? {
+            guard let raw = variables[name] else { return nil }
+            let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+            return trimmed.isEmpty ? nil : trimmed
+        }
+        func required(_ name: String, _ hint: String) throws(APNsError) -> String {
+            guard let text = value(name) else { throw .badConfiguration("\(name) is not set; \(hint)") }
+            return text
+        }
+        let key: APNsSigningKey
+        if let text = value(Variable.key) {
+            do { key = try APNsSigningKey(pem: text) } catch {
+                throw .badKey("\(Variable.key) is not a usable .p8 key: \(error.message)")
+            }
+        } else if let path = value(Variable.keyFile) {
+            do { key = try APNsSigningKey(file: path) } catch {
+                throw .badKey("\(Variable.keyFile) (\(path)): \(error.message)")
+            }
+        } else {
+            throw .badConfiguration("\(Variable.key) or \(Variable.keyFile) must be set to the .p8 key from Apple")
+        }
+        let keyID = try required(Variable.keyID, "set it to the 10-character Key ID of the .p8 key")
+        let teamID = try required(Variable.teamID, "set it to the 10-character Apple Team ID")
+        let caPEM = value(Variable.ca).map { $0.split(separator: "\\n", omittingEmptySubsequences: false).joined(separator: "\n") }
+        let caFile = value(Variable.caFile)
+        try self.init(keyID: keyID, teamID: teamID, key: key, topic: value(Variable.topic), caFile: caFile, caPEM: caPEM)
+        for (name, keyPath) in [(Variable.host, \APNsClientConfiguration.production),
+                                (Variable.sandboxHost, \APNsClientConfiguration.sandbox)] {
+            guard let text = value(name) else { continue }
+            guard let endpoint = APNsEndpoint.parse(text) else {
+                throw .badConfiguration("\(name)=\(text) is not host, host:port or https://host[:port]")
+            }
+            self[keyPath: keyPath] = endpoint
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Transport
+
+/// Why a connection to Apple could not be made, in words that say what to check: the pushes
+/// that could not go out carry it, so "APNs is unreachable" always comes with its cause.
+enum ConnectFailure {
+    /// One of: refused, DNS, untrusted certificate (naming the CA setting), no h2 in ALPN,
+    /// handshake or connect timeout; anything else as Transport said it.
+    static func explain(_ error: TransportError, endpoint: APNsEndpoint, caSetting: String?) -> String {
+        let text = error.message
+        let lower = text.lowercased()
+        let target = "\(endpoint.host):\(endpoint.port)"
+        if error.code == .timedOut {
+            return lower.contains("handshake") || lower.contains("tls")
+                ? "TLS handshake timeout with \(target): it accepted the connection but never completed TLS (\(text))"
+                : "timeout connecting to \(target) (\(text))"
+        }
+        if lower.contains("refused") {
+            return "connection refused by \(target): nothing listens there; check APNS_HOST (\(text))"
+        }
+        if lower.contains("host not found") || lower.contains("resolve") || lower.contains("getaddrinfo")
+            || lower.contains("name or service") {
+            return "DNS: cannot resolve \(endpoint.host); check APNS_HOST and the resolver (\(text))"
+        }
+        if lower.contains("certificate verification failed") || lower.contains("not valid for") {
+            let fix = caSetting.map { "the CA in \($0) did not sign it" }
+                ?? "set APNS_CA_FILE (or APNS_CA) to the CA that signed it, e.g. the emulator's"
+            return "untrusted certificate from \(target): \(fix) (\(text))"
+        }
+        if lower.contains("alpn") {
+            return "no h2 in ALPN from \(target): it is not an HTTP/2 (APNs) server (\(text))"
+        }
+        return "cannot connect to \(target): \(error)"
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import CertificateSupport
+@testable import APNsCore
+@testable import APNs
+
+/// `APNsClientConfiguration(environment:)`: the names the library and `apns-relay send` read.
+@Suite("Library environment")
+struct EnvironmentTests {
+    static let pem = Fixture.key.pemPKCS8
+    static let minimal = [
+        "APNS_KEY": pem.replacingOccurrences(of: "\n", with: "\\n"), "APNS_KEY_ID": Fixture.kid,
+        "APNS_TEAM_ID": Fixture.team, "APNS_TOPIC": Fixture.topic,
+    ]
+
+    func failure(_ overrides: [String: String?]) -> APNsError? {
+        var variables = Self.minimal
+        for (name, value) in overrides { variables[name] = value }
+        do { _ = try APNsClientConfiguration(environment: variables); return nil } catch { return error }
+    }
+
+    @Test("APNS_KEY with literal \\n, the ids and the topic make a configuration that signs tokens")
+    func minimal() throws {
+        let configuration = try APNsClientConfiguration(environment: Self.minimal)
+        #expect(configuration.keyID == Fixture.kid && configuration.teamID == Fixture.team && configuration.topic == Fixture.topic)
+        #expect(configuration.production == .production && configuration.caSetting == nil)
+        let token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: 1, signer: configuration.signer)
+        #expect(token.jwt.split(separator: ".").count == 3)
+    }
+
+    @Test("APNS_KEY_FILE names the key's file when APNS_KEY is not set")
+    func keyFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString).p8").path
+        try Self.pem.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var variables = Self.minimal
+        variables["APNS_KEY"] = nil
+        variables["APNS_KEY_FILE"] = path
+        #expect(try APNsClientConfiguration(environment: variables).keyID == Fixture.kid)
+    }
+
+    @Test("APNS_HOST takes host, host:port, https://host[:port] and a trailing slash", arguments: [
+        ("127.0.0.1", APNsEndpoint(host: "127.0.0.1")), ("localhost:2197", APNsEndpoint(host: "localhost", port: 2197)),
+        ("https://localhost:2197", APNsEndpoint(host: "localhost", port: 2197)),
+        ("https://api.push.apple.com/", APNsEndpoint(host: "api.push.apple.com")), ("[::1]:443", APNsEndpoint(host: "::1")),
+    ])
+    func hosts(text: String, endpoint: APNsEndpoint) throws {
+        var variables = Self.minimal
+        variables["APNS_HOST"] = text
+        #expect(try APNsClientConfiguration(environment: variables).production == endpoint)
+    }
+
+    @Test("APNS_CA_FILE and APNS_CA add a CA, and the configuration remembers which setting did")
+    func caSettings() throws {
+        let certificates = try TestCertificates.make()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem").path
+        try certificates.caPEM.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var variables = Self.minimal
+        variables["APNS_CA_FILE"] = path
+        #expect(try APNsClientConfiguration(environment: variables).caSetting == "APNS_CA_FILE")
+        variables["APNS_CA_FILE"] = nil
+        variables["APNS_CA"] = certificates.caPEM.replacingOccurrences(of: "\n", with: "\\n")
+        #expect(try APNsClientConfiguration(environment: variables).caSetting == "APNS_CA")
+    }
+
+    @Test("each wrong variable is named in one line", arguments: [
+        (["APNS_KEY": nil] as [String: String?], "APNS_KEY or APNS_KEY_FILE must be set"),
+        (["APNS_KEY": "not a key"], "APNS_KEY is not a usable .p8 key"),
+        (["APNS_KEY": nil, "APNS_KEY_FILE": "/no/such/key.p8"], "APNS_KEY_FILE (/no/such/key.p8)"),
+        (["APNS_KEY_ID": nil], "APNS_KEY_ID is not set"),
+        (["APNS_TEAM_ID": nil], "APNS_TEAM_ID is not set"),
+        (["APNS_HOST": "ftp://host"], "APNS_HOST=ftp://host is not"),
+        (["APNS_HOST": "host:99999"], "APNS_HOST=host:99999 is not"),
+        (["APNS_CA_FILE": "/no/such/ca.pem"], "APNS_CA_FILE (/no/such/ca.pem) is not a usable CA"),
+    ])
+    func wrongVariable(overrides: [String: String?], says: String) throws {
+        let error = try #require(failure(overrides))
+        #expect(error.message.hasPrefix(says), "\(error.message)")
+        #expect(!error.message.contains("\n"))
+    }
+}

@@ -1,0 +1,61 @@
+import Testing
+@testable import APNsCore
+@testable import APNs
+
+/// The library's retry policy (`APNsRetryPolicy.library`) as the state machine applies it.
+@Suite("Retry policy")
+struct RetryPolicyTests {
+    static func libraryPool() -> Pool {
+        warmPool(size: 2) {
+            $0.retriesTooManyRequests = APNsRetryPolicy.library.retriesTooManyRequests
+            $0.retryDelay = APNsRetryPolicy.library.delayPerAttempt
+        }
+    }
+
+    @Test("a 503 is retried after 0.5 s, then after 1 s, then Apple's answer ends the push")
+    func delayedRetries() {
+        var pool = Self.libraryPool()
+        let answer = response(503, .serviceUnavailable)
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        #expect(pool.handle(.streamCompleted(first, p(1), .classify(answer)), now: at(1)) == [])
+        #expect(sends(pool.handle(.timerFired, now: at(1.4))).isEmpty)
+        let second = sends(pool.handle(.timerFired, now: at(1.5)))[p(1)]
+        #expect(second != nil)
+        #expect(pool.handle(.streamCompleted(second!, p(1), .classify(answer)), now: at(2)) == [])
+        #expect(sends(pool.handle(.timerFired, now: at(2.9))).isEmpty)
+        let third = sends(pool.handle(.timerFired, now: at(3)))[p(1)]
+        #expect(third != nil)
+        let last = pool.handle(.streamCompleted(third!, p(1), .classify(answer)), now: at(3.1))
+        #expect(last == [.failPush(p(1), .unavailable(""))])
+        #expect(pool.livePushCount == 0)
+    }
+
+    @Test("429 TooManyRequests is retried under the library's policy")
+    func tooManyRequestsRetried() {
+        var pool = Self.libraryPool()
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        #expect(pool.handle(.streamCompleted(first, p(1), .classify(response(429, .tooManyRequests))), now: at(0)) == [])
+        #expect(sends(pool.handle(.timerFired, now: at(0.5)))[p(1)] != nil)
+    }
+
+    @Test("a retry whose delay would pass the deadline is not made")
+    func neverPastTheDeadline() {
+        var pool = Self.libraryPool()
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(1)), now: at(0)))[p(1)]!
+        let actions = pool.handle(.streamCompleted(first, p(1), .classify(response(500, .internalServerError))), now: at(0.6))
+        #expect(actions == [.failPush(p(1), .timeout(""))])
+    }
+
+    @Test("the relay's policy retries at once and leaves 429 to the sender")
+    func relayPolicy() {
+        var pool = warmPool(size: 2) {
+            $0.retriesTooManyRequests = APNsRetryPolicy.relay.retriesTooManyRequests
+            $0.retryDelay = APNsRetryPolicy.relay.delayPerAttempt
+        }
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
+        #expect(sends(pool.handle(.streamCompleted(first, p(1), .classify(response(503, .shutdown))), now: at(0)))[p(1)] != nil)
+        let conn = sends(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0)))[p(2)]!
+        let tooMany = response(429, .tooManyRequests)
+        #expect(pool.handle(.streamCompleted(conn, p(2), .classify(tooMany)), now: at(0)) == [.completePush(p(2), tooMany)])
+    }
+}
