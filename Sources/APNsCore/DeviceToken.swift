@@ -3,9 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
+internal import Encoders
 
 /// An APNs device token, checked once so nothing malformed reaches Apple.
 ///
@@ -77,55 +75,6 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     /// The fingerprint, so a token printed by accident still does not leak.
     public var description: String { "DeviceToken(\(fingerprint))" }
-}
-
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// `UUID.uuidString.lowercased()` without the two intermediate strings (and the printf
-    /// behind `uuidString`): every push gets one.
-    /// A random (version 4) UUID. Foundation's `UUID()` on Linux opens, reads and closes
-    /// /dev/urandom for each one; this is one getrandom call.
-    static func randomUUID() -> UUID {
-        var words = randomWords()
-        return withUnsafeMutableBytes(of: &words) { bytes in
-            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
-            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
-            return UUID(uuid: bytes.load(as: uuid_t.self))
-        }
-    }
-
-    /// 16 random bytes in one getrandom call (glibc's arc4random_buf; the system generator
-    /// makes one call per 8 bytes).
-    static func randomWords() -> (UInt64, UInt64) {
-        var words: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
-        return words
-    }
-
-    static func lowercaseUUID(_ uuid: UUID) -> String {
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for (i, b) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = digits[Int(b >> 4)]
-                    out[o + 1] = digits[Int(b & 0x0f)]
-                    o += 2
-                }
-                return o
-            }
-        }
-    }
-    static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
 
 /// SHA-256 (FIPS 180-4), only for token fingerprints: the module must not depend on

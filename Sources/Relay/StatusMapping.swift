@@ -1,5 +1,5 @@
 import APNs
-import HTTPServer
+import Encoders
 
 /// What the relay answers the sender for one push that reached the APNs client (docs/ARCHITECTURE.md §6).
 ///
@@ -31,11 +31,7 @@ public struct RelayAnswer: Sendable, Equatable {
 
     /// The JSON body for a non-2xx answer: `{"reason":…}`, plus `"timestamp"` for a 410.
     public var jsonBody: String {
-        var out = #"{"reason":"#
-        out += JSONString.quoted(reason ?? "HTTP \(status)")
-        if let timestamp { out += #","timestamp":"# + String(timestamp) }
-        out += "}"
-        return out
+        JSONString.reasonBody(reason ?? "HTTP \(status)", timestamp: timestamp)
     }
 }
 

@@ -1,4 +1,5 @@
 public import CryptoSupport
+internal import Encoders
 
 /// What an iOS notification service extension does with the relay's payload: it holds the
 /// subscription's private key and auth secret and turns `m`, `s`, `k`, `e` back into the
@@ -45,7 +46,7 @@ public struct WebPushDecryptor: Sendable {
         } else {
             coding = s != nil && k != nil ? .aesgcm : .aes128gcm
         }
-        guard let body = WebPushBase64.decode(m) else {
+        guard let body = Base64URL.decode(m) else {
             throw WebPushCryptoError(.badBase64, "\"m\" is not base64url")
         }
         switch coding {
@@ -55,10 +56,10 @@ public struct WebPushDecryptor: Sendable {
             guard let s, let k else {
                 throw WebPushCryptoError(.badHeader, "an aesgcm message needs \"s\" (salt) and \"k\" (dh); the sender's Encryption or Crypto-Key header was lost")
             }
-            guard let salt = WebPushBase64.decode(s) else {
+            guard let salt = Base64URL.decode(s) else {
                 throw WebPushCryptoError(.badBase64, "\"s\" is not base64url")
             }
-            guard let dh = WebPushBase64.decode(k) else {
+            guard let dh = Base64URL.decode(k) else {
                 throw WebPushCryptoError(.badBase64, "\"k\" is not base64url")
             }
             return try decryptAESGCM(body: body, salt: salt, senderPublicKey: dh)

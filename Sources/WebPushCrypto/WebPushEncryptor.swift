@@ -1,4 +1,5 @@
 public import CryptoSupport
+internal import Encoders
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the
 /// demo and benchmark need real encrypted bodies, not random bytes, so that what the relay
@@ -80,7 +81,7 @@ public enum WebPushEncryptor {
         let sealed = try mapCrypto("encrypting the record") {
             try AESGCM.seal(key: schedule.key, nonce: schedule.nonce(forRecord: 0), plaintext: record)
         }
-        return (sealed, WebPushBase64.encode(salt), WebPushBase64.encode(sender.publicKeyRaw))
+        return (sealed, Base64URL.encode(salt), Base64URL.encode(sender.publicKeyRaw))
     }
 
     /// The record size aesgcm receivers assume when `Encryption` carries no `rs=`.

@@ -1,0 +1,16 @@
+/// Lower-case hex, the form of device tokens on Apple's `:path`, of token fingerprints and of
+/// UUIDs.
+package enum Hex {
+    package static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// `bytes` as lower-case hex, two digits a byte.
+    package static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
