@@ -8,6 +8,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
+import WebPush
 import Observability
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
@@ -32,9 +34,9 @@ public struct RelayConfiguration: Sendable {
     /// The address the inbound listener binds (an IPv4 or IPv6 literal).
     public var bindAddress: String
     /// Apple's production host, overridable so tests and staging can point at an emulator.
-    public var apnsHost: Endpoint
+    public var apnsHost: APNsEndpoint
     /// Apple's development host, used for `?sandbox=true`.
-    public var apnsSandboxHost: Endpoint
+    public var apnsSandboxHost: APNsEndpoint
     /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
     public var caFile: String?
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
@@ -74,14 +76,14 @@ public struct RelayConfiguration: Sendable {
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
     public init(
-        authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = 2,
-        port: Int = 3000, bindAddress: String = "0.0.0.0", apnsHost: Endpoint = defaultAPNsHost,
-        apnsSandboxHost: Endpoint = defaultAPNsSandboxHost, caFile: String? = nil,
-        pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
-        alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
-        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000, relayToTopic: String? = nil,
-        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = 1_000_000_000,
-        requestTimeout: Duration = .milliseconds(10_000), maxBufferedRequestBytes: Int = 64 << 20
+        authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = Defaults.connectionPoolSize,
+        port: Int = Defaults.port, bindAddress: String = Defaults.bindAddress, apnsHost: APNsEndpoint = defaultAPNsHost,
+        apnsSandboxHost: APNsEndpoint = defaultAPNsSandboxHost, caFile: String? = nil,
+        pushTimeout: Duration = .milliseconds(Defaults.pushTimeoutMilliseconds), maxBodyBytes: Int = Defaults.maxBodyBytes,
+        alertLocKey: String = Defaults.alertLocKey, logLevel: LogLevel = Defaults.logLevel, logFormat: LogFormat = Defaults.logFormat,
+        maxQueuedPushes: Int = Defaults.maxQueuedPushes, maxConnections: Int = Defaults.maxConnections, relayToTopic: String? = nil,
+        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = Defaults.apnsMaxStreamsPerConnection,
+        requestTimeout: Duration = .milliseconds(Defaults.requestTimeoutMilliseconds), maxBufferedRequestBytes: Int = Defaults.maxBufferedRequestBytes
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -107,8 +109,25 @@ public struct RelayConfiguration: Sendable {
         self.maxBufferedRequestBytes = maxBufferedRequestBytes
     }
 
-    public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
-    public static let defaultAPNsSandboxHost = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+    /// What an unset variable means, for `init` and `load` alike.
+    public enum Defaults {
+        public static let connectionPoolSize = 2
+        public static let port = 3000
+        public static let bindAddress = "0.0.0.0"
+        public static let pushTimeoutMilliseconds = 8000
+        public static let maxBodyBytes = WebPushParser.defaultMaxBodyBytes
+        public static let alertLocKey = "apns-default-message"
+        public static let logLevel = LogLevel.info
+        public static let logFormat = LogFormat.json
+        public static let maxQueuedPushes = 10_000
+        public static let maxConnections = 10_000
+        public static let apnsMaxStreamsPerConnection = 1_000_000_000
+        public static let requestTimeoutMilliseconds = 10_000
+        public static let maxBufferedRequestBytes = 64 << 20
+    }
+
+    public static let defaultAPNsHost = APNsEndpoint.production
+    public static let defaultAPNsSandboxHost = APNsEndpoint.sandbox
 
     /// How log lines are written.
     public enum LogFormat: String, Sendable, CaseIterable {
@@ -116,19 +135,6 @@ public struct RelayConfiguration: Sendable {
         case json
         /// Human-readable lines, for a terminal.
         case text
-    }
-
-    /// A host and port, as `host[:port]` in the environment.
-    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Every variable the relay reads, in the order the example env file documents them.
@@ -147,7 +153,7 @@ public struct RelayConfiguration: Sendable {
             "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
             "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
             "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
-            "listen": Endpoint(host: bindAddress, port: port).description,
+            "listen": APNsEndpoint(host: bindAddress, port: port).description,  // host:port, [v6]:port
             "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
@@ -371,36 +377,14 @@ private struct Reader {
         return text
     }
 
-    func endpoint(_ name: String, default defaultValue: RelayConfiguration.Endpoint) throws(ConfigurationError) -> RelayConfiguration.Endpoint {
+    func endpoint(_ name: String, default defaultValue: APNsEndpoint) throws(ConfigurationError) -> APNsEndpoint {
         guard let text = value(name) else { return defaultValue }
-        let invalid = ConfigurationError(
-            .invalid, name, "\(name) must be host[:port] with a port from 1 to 65535 and no scheme (e.g. api.push.apple.com:443), got \(quoted(text))")
-        if text.contains("/") || text.contains(where: { $0.isWhitespace }) { throw invalid }
-        var host: Substring
-        var portText: Substring?
-        if text.hasPrefix("[") {
-            // An IPv6 literal: [::1] or [::1]:2197.
-            guard let close = text.firstIndex(of: "]") else { throw invalid }
-            host = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":") else { throw invalid }
-                portText = rest.dropFirst()
-            }
-        } else if let colon = text.firstIndex(of: ":") {
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
-            if portText!.contains(":") { throw invalid }  // A bare IPv6 literal needs brackets.
-        } else {
-            host = text[...]
+        guard let endpoint = APNsEndpoint.parse(text) else {
+            throw ConfigurationError(
+                .invalid, name,
+                "\(name) must be host[:port] or https://host[:port] with a port from 1 to 65535 and no path (e.g. api.push.apple.com:443), got \(quoted(text))")
         }
-        if host.isEmpty { throw invalid }
-        var port = defaultValue.port
-        if let portText {
-            guard let p = Int(portText), (1...65535).contains(p) else { throw invalid }
-            port = p
-        }
-        return RelayConfiguration.Endpoint(host: String(host), port: port)
+        return endpoint
     }
 
     func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
@@ -455,9 +439,9 @@ private struct Reader {
         if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
         let relayToAlert = try relayToAlert()
 
-        let pool = try integer(Variable.connectionPoolSize, default: 2, in: 1...64, "")
-        let port = try integer(Variable.port, default: 3000, in: 1...65535, "")
-        let bindAddress = value(Variable.bindAddress) ?? "0.0.0.0"
+        let pool = try integer(Variable.connectionPoolSize, default: RelayConfiguration.Defaults.connectionPoolSize, in: 1...64, "")
+        let port = try integer(Variable.port, default: RelayConfiguration.Defaults.port, in: 1...65535, "")
+        let bindAddress = value(Variable.bindAddress) ?? RelayConfiguration.Defaults.bindAddress
         guard Self.isIPAddress(bindAddress) else {
             throw ConfigurationError(
                 .invalid, Variable.bindAddress,
@@ -471,26 +455,26 @@ private struct Reader {
             throw ConfigurationError(
                 .unreadableFile, Variable.caFile, "\(Variable.caFile) must name a readable PEM file of CA certificates, could not read \(quoted(caFile))")
         }
-        let timeoutMS = try integer(Variable.pushTimeout, default: 8000, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
-        let maxBody = try integer(Variable.maxBodyBytes, default: 65536, in: 4096...16_777_216, " bytes")
-        let locKey = value(Variable.alertLocKey) ?? "apns-default-message"
-        let levelText = value(Variable.logLevel) ?? "info"
+        let timeoutMS = try integer(Variable.pushTimeout, default: RelayConfiguration.Defaults.pushTimeoutMilliseconds, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
+        let maxBody = try integer(Variable.maxBodyBytes, default: RelayConfiguration.Defaults.maxBodyBytes, in: 4096...16_777_216, " bytes")
+        let locKey = value(Variable.alertLocKey) ?? RelayConfiguration.Defaults.alertLocKey
+        let levelText = value(Variable.logLevel) ?? RelayConfiguration.Defaults.logLevel.rawValue
         guard let level = LogLevel(rawValue: levelText.lowercased()) else {
             throw ConfigurationError(
                 .invalid, Variable.logLevel,
                 "\(Variable.logLevel) must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(levelText))")
         }
-        let formatText = value(Variable.logFormat) ?? "json"
+        let formatText = value(Variable.logFormat) ?? RelayConfiguration.Defaults.logFormat.rawValue
         guard let format = RelayConfiguration.LogFormat(rawValue: formatText.lowercased()) else {
             throw ConfigurationError(.invalid, Variable.logFormat, "\(Variable.logFormat) must be json or text, got \(quoted(formatText))")
         }
-        let maxQueued = try integer(Variable.maxQueuedPushes, default: 10_000, in: 1...1_000_000, "")
-        let maxConnections = try integer(Variable.maxConnections, default: 10_000, in: 1...1_000_000, "")
+        let maxQueued = try integer(Variable.maxQueuedPushes, default: RelayConfiguration.Defaults.maxQueuedPushes, in: 1...1_000_000, "")
+        let maxConnections = try integer(Variable.maxConnections, default: RelayConfiguration.Defaults.maxConnections, in: 1...1_000_000, "")
         // 2^30: the requests one HTTP/2 connection can carry (odd client ids up to 2^31 - 1).
-        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: 1_000_000_000, in: 1...1_073_741_824,
+        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: RelayConfiguration.Defaults.apnsMaxStreamsPerConnection, in: 1...1_073_741_824,
                                      " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
-        let requestTimeoutMS = try integer(Variable.requestTimeout, default: 10_000, in: 100...600_000, " milliseconds")
-        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: 64 << 20, in: 1 << 20...1 << 40, " bytes")
+        let requestTimeoutMS = try integer(Variable.requestTimeout, default: RelayConfiguration.Defaults.requestTimeoutMilliseconds, in: 100...600_000, " milliseconds")
+        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: RelayConfiguration.Defaults.maxBufferedRequestBytes, in: 1 << 20...1 << 40, " bytes")
         guard maxBuffered >= maxBody else {
             throw ConfigurationError(
                 .invalid, Variable.maxBufferedRequestBytes,
