@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "APNsCore", dependencies: ["Encoders"]),
         .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2"]),
         .target(name: "WebPush"),
-        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "Encoders"]),
+        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Encoders"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Encoders", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),

@@ -91,8 +91,9 @@ enum SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    /// Every push's answer carries its device's fingerprint, so this runs once per push: the
-    /// schedule and padding live in stack buffers, and the state in locals.
+    /// Runs when a log line names a device (`fingerprint`): at the default level, info, every
+    /// push writes one, so this can run once per push. The schedule and padding live in stack
+    /// buffers, and the state in locals.
     static func hash(_ message: [UInt8]) -> [UInt8] {
         var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
         var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19

@@ -93,11 +93,6 @@ public final class P256KeyAgreement: @unchecked Sendable {
         return secret
     }
 
-    /// Checks a raw public key without keeping it: for validating a subscription's `p256dh`.
-    public static func validatePublicKey(_ raw: [UInt8]) throws {
-        EVP_PKEY_free(try publicKey(raw: raw))
-    }
-
     /// An owned public-only key; the caller frees it.
     static func publicKey(raw: [UInt8]) throws -> OpaquePointer {
         guard raw.count == 65, raw[0] == 0x04 else {

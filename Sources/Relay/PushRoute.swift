@@ -32,22 +32,10 @@ public struct PushRoute: Sendable, Equatable {
         self.sandbox = sandbox
     }
 
-    /// Apple wants the token in lower case in `/3/device/<token>`.
-    public var apnsDeviceToken: String { deviceToken.lowercased() }
-
     /// The decoded id (and relay-to's extra path) is capped so the degraded payload (alert + `i`
     /// or `x` only, each byte at most six once JSON-escaped) always fits Apple's 4096 bytes; real
     /// ids are a few dozen bytes.
     public static let maxIDBytes = 512
-
-    /// Matches a request target (path plus optional `?query`).
-    public static func match(target: String) -> RouteMatch {
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            return match(path: String(target[..<q]),
-                         query: String(target[target.utf8.index(after: q)...]))
-        }
-        return match(path: target, query: nil)
-    }
 
     /// Matches `/push/{token}/{id}` with an optional trailing slash.
     ///

@@ -1,5 +1,6 @@
 public import CryptoSupport
 internal import Encoders
+internal import WebPush
 
 /// What an iOS notification service extension does with the relay's payload: it holds the
 /// subscription's private key and auth secret and turns `m`, `s`, `k`, `e` back into the
@@ -37,9 +38,9 @@ public struct WebPushDecryptor: Sendable {
     ///   - e: the content coding. Older relays omit it: then `s` and `k` mean aesgcm,
     ///     their absence aes128gcm.
     public func decrypt(m: String, s: String?, k: String?, e: String?) throws -> [UInt8] {
-        let coding: WebPushContentCoding
+        let coding: WebPushEncoding
         if let e {
-            guard let known = WebPushContentCoding(rawValue: e.lowercased()) else {
+            guard let known = WebPushEncoding(rawValue: e.lowercased()) else {
                 throw WebPushCryptoError(.unsupportedEncoding, "\"e\" is \"\(e)\"; only aes128gcm and aesgcm exist")
             }
             coding = known
@@ -149,7 +150,7 @@ public struct WebPushDecryptor: Sendable {
         return plaintext
     }
 
-    private func schedule(_ coding: WebPushContentCoding, senderPublicKey: [UInt8], salt: [UInt8]) throws -> KeySchedule {
+    private func schedule(_ coding: WebPushEncoding, senderPublicKey: [UInt8], salt: [UInt8]) throws -> KeySchedule {
         let secret = try mapCrypto("the sender public key (dh / key id)") { try privateKey.sharedSecret(with: senderPublicKey) }
         return try mapCrypto("deriving the \(coding.rawValue) keys") {
             switch coding {
