@@ -167,6 +167,32 @@ struct EventLoopTests {
         #expect(seen.received == Array("bye".utf8))
     }
 
+    @Test("a request that arrives whole is read with one recv, not a second one that only says EAGAIN")
+    func shortReadEndsTheReads() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let serverStream = Waiter<TCPStream>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = Collector(expected: 300, onComplete: { _ in serverStream.fulfill(stream) })
+        }
+        defer { listener.close() }
+        let client = Waiter<TCPStream>()
+        connect(to: listener.localPort, on: loop) { result in
+            guard case .success(let stream) = result else { return }
+            stream.handler = Collector()
+            stream.write([UInt8](repeating: 0x61, count: 300))
+            client.fulfill(stream)
+        }
+        let stream = try #require(await serverStream.value())
+        // A few loop turns for a read that should not happen.
+        let calls = Waiter<Int>()
+        loop.execute { loop.schedule(after: .milliseconds(30)) { calls.fulfill(stream.recvCalls) } }
+        #expect(await calls.value() == 1)
+        let clientStream = await client.value()
+        loop.execute { clientStream?.close() }
+    }
+
     @Test("a peer that shuts down its sending side still reads the answer; the loop sleeps meanwhile")
     func halfCloseAnswered() async throws {
         let group = try EventLoopGroup(loopCount: 1)
