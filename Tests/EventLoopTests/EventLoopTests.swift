@@ -61,6 +61,48 @@ struct EventLoopTests {
         #expect(heap.count == 1)
     }
 
+    @Test("removing elements from the timer heap keeps the others in deadline and tie order")
+    func timerHeapRemoval() {
+        var heap = TimerHeap<Int>()
+        let base = ContinuousClock.now
+        // Deadlines in a scrambled order, with ties: element i is due at second (i * 7) % 10.
+        for i in 0..<200 { heap.insert(i, deadline: base + .seconds((i * 7) % 10)) }
+        heap.removeAll { $0 % 3 == 0 }
+        #expect(heap.count == 200 - 67)
+        var popped: [Int] = []
+        while let e = heap.popDue(now: base + .seconds(10)) { popped.append(e) }
+        let expected = (0..<200).filter { $0 % 3 != 0 }.sorted { a, b in
+            (a * 7) % 10 != (b * 7) % 10 ? (a * 7) % 10 < (b * 7) % 10 : a < b
+        }
+        #expect(popped == expected)
+    }
+
+    @Test("timers cancelled long before they are due do not pile up in the loop")
+    func cancelledTimersAreDropped() async throws {
+        let loop = try EventLoop(name: "timer-cancel-test")
+        defer { loop.shutdown() }
+        let result = Waiter<(pending: Int, fired: [Int])>()
+        loop.execute {
+            let fired = LoopBound(Box<[Int]>([]))
+            // What every push does: a deadline far ahead, cancelled as soon as the answer comes.
+            for _ in 0..<10_000 {
+                loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
+            }
+            // Live timers among them survive the rebuilds and still fire in order.
+            for ms in [20, 10] {
+                loop.schedule(after: .milliseconds(ms)) { fired.value.value.append(ms) }
+            }
+            for _ in 0..<1000 {
+                loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
+            }
+            let pending = loop.pendingTimerCount
+            loop.schedule(after: .milliseconds(40)) { result.fulfill((pending, fired.value.value)) }
+        }
+        let seen = try #require(await result.value())
+        #expect(seen.pending <= 2 * (2 + EventLoop.cancelledTimersKept) + 1)
+        #expect(seen.fired == [10, 20])
+    }
+
     @Test("an echo server on 127.0.0.1 echoes 64 KiB to each of 200 concurrent clients")
     func echo200Clients() async throws {
         let group = try EventLoopGroup(loopCount: 2)
