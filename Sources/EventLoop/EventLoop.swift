@@ -64,6 +64,11 @@ public final class EventLoop: @unchecked Sendable {
     private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
     private(set) var wakeUpCount = 0
+    /// Wake-ups written to the eventfd, so tests can tell which submissions needed one.
+    let wakeSignalCount = Atomic<Int>(0)
+    /// A job was queued on the loop's own thread since the queue was last taken: the loop must
+    /// not sleep before running it.
+    private var queuedFromLoop = false
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll instance and starts the loop's thread; returns once it runs.
@@ -145,6 +150,17 @@ public final class EventLoop: @unchecked Sendable {
     /// so owners of fds can close them instead of leaking them.
     @discardableResult
     func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+        // From the loop itself no wake-up is needed: the loop runs its queue before it sleeps
+        // (every push's answer is queued this way, on the loop that read the request).
+        if inEventLoop {
+            let accepted = queue.withLock { q in
+                if q.closed { return false }
+                q.jobs.append(work)
+                return true
+            }
+            if accepted { queuedFromLoop = true }
+            return accepted
+        }
         while true {
             let outcome: SubmitOutcome = queue.withLock { q in
                 if q.closed { return .rejected }
@@ -156,7 +172,10 @@ public final class EventLoop: @unchecked Sendable {
             }
             switch outcome {
             case .queued: return true
-            case .wake: _ = clinux_eventfd_signal(wakeFD); return true
+            case .wake:
+                wakeSignalCount.wrappingAdd(1, ordering: .relaxed)
+                _ = clinux_eventfd_signal(wakeFD)
+                return true
             case .rejected: return false
             case .full: usleep(100)
             }
@@ -305,7 +324,7 @@ public final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         var logDue: Duration?
         while true {
-            let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds(logDue: logDue))
+            let n = clinux_epoll_wait(epfd, events, maxEvents, queuedFromLoop ? 0 : timeoutMilliseconds(logDue: logDue))
             wakeUpCount &+= 1
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -357,6 +376,8 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the queued batch; returns true when the loop was asked to stop.
     private func runQueuedJobs() -> Bool {
+        // What the loop queued so far is in this batch; what its jobs queue waits for the next turn.
+        queuedFromLoop = false
         let (batch, stopping) = queue.withLock { q in
             let b = q.jobs
             q.jobs = []

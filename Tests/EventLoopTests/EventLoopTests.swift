@@ -25,6 +25,22 @@ struct EventLoopTests {
         #expect(all.allSatisfy { $0 == 1 })
     }
 
+    @Test("a job queued on the loop's own thread needs no eventfd wake-up, and a job it queues still runs")
+    func selfQueuedJobsNeedNoWakeUp() async throws {
+        let loop = try EventLoop(name: "self-submit-test")
+        defer { loop.shutdown() }
+        let done = Waiter<Int>()
+        loop.execute {
+            let before = loop.wakeSignalCount.load(ordering: .relaxed)
+            loop.execute {
+                // Queued while the loop runs its queue: the loop must not sleep (no timer is
+                // pending, so a sleep would be forever).
+                loop.execute { done.fulfill(loop.wakeSignalCount.load(ordering: .relaxed) - before) }
+            }
+        }
+        #expect(await done.value(timeout: 5) == 0)
+    }
+
     @Test("timers fire in deadline order and cancelled ones never fire")
     func timersFireInOrder() async throws {
         let loop = try EventLoop(name: "timer-test")
