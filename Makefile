@@ -40,7 +40,9 @@ SHIP_FLAGS := -c release --static-swift-stdlib -Xlinker --strip-all
 # Benchmark (the shipped build, loopback only, bounded): Mastodon-shaped pushes through `apns-relay
 # serve` to the in-process APNs emulator with LOG_LEVEL=info and then warning, then the same load
 # straight to the emulator over HTTP/2 as the ceiling. BENCH_SECONDS (20) of load per phase,
-# BENCH_CONNECTIONS (64), BENCH_POOL (2), BENCH_LOG_LEVELS (info,warning).
+# BENCH_CONNECTIONS (64), BENCH_POOL (2), BENCH_LOG_LEVELS (info,warning). RSS is reported whole
+# (VmRSS, VmHWM) and split: anonymous pages (what the relay allocates) apart from file pages (the
+# binary's and shared libraries' read-only pages, shared with every process that maps them).
 # SwiftPM builds only the last --product given, hence one build per product.
 bench: deps
 	$(SWIFT) build $(SHIP_FLAGS) --product apns-relay

@@ -75,6 +75,14 @@ package final class RelayProcess {
     /// Resident set now (VmRSS), in KiB.
     package func rssKiB() -> Int? { statusField("VmRSS:") }
 
+    /// The anonymous part of the resident set now (RssAnon: heap, stacks, buffers), in KiB: the
+    /// memory the relay itself costs.
+    package func rssAnonKiB() -> Int? { statusField("RssAnon:") }
+
+    /// The file-backed part of the resident set now (RssFile: the binary's own pages, read-only
+    /// and shared with every other process mapping the file), in KiB.
+    package func rssFileKiB() -> Int? { statusField("RssFile:") }
+
     /// Open file descriptors now (entries of /proc/PID/fd).
     package func openFileDescriptors() -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count

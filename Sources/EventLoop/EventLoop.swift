@@ -61,8 +61,14 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [UInt64: LoopRegistered] = [:]
     private var nextRegistrationID: UInt64 = 1
     private var timers = TimerHeap<Timer>()
+    private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
     private(set) var wakeUpCount = 0
+    /// Wake-ups written to the eventfd, so tests can tell which submissions needed one.
+    let wakeSignalCount = Atomic<Int>(0)
+    /// A job was queued on the loop's own thread since the queue was last taken: the loop must
+    /// not sleep before running it.
+    private var queuedFromLoop = false
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll instance and starts the loop's thread; returns once it runs.
@@ -144,6 +150,17 @@ public final class EventLoop: @unchecked Sendable {
     /// so owners of fds can close them instead of leaking them.
     @discardableResult
     func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+        // From the loop itself no wake-up is needed: the loop runs its queue before it sleeps
+        // (every push's answer is queued this way, on the loop that read the request).
+        if inEventLoop {
+            let accepted = queue.withLock { q in
+                if q.closed { return false }
+                q.jobs.append(work)
+                return true
+            }
+            if accepted { queuedFromLoop = true }
+            return accepted
+        }
         while true {
             let outcome: SubmitOutcome = queue.withLock { q in
                 if q.closed { return .rejected }
@@ -155,7 +172,10 @@ public final class EventLoop: @unchecked Sendable {
             }
             switch outcome {
             case .queued: return true
-            case .wake: _ = clinux_eventfd_signal(wakeFD); return true
+            case .wake:
+                wakeSignalCount.wrappingAdd(1, ordering: .relaxed)
+                _ = clinux_eventfd_signal(wakeFD)
+                return true
             case .rejected: return false
             case .full: usleep(100)
             }
@@ -168,13 +188,36 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop after `delay`. Loop thread only; the returned timer's
-    /// `cancel()` is O(1) (a flag; the heap drops the entry when it comes due).
+    /// `cancel()` is O(1) (a flag; the heap drops the entry when it comes due, or sooner: once
+    /// cancelled entries are more than half of the heap, the heap is rebuilt without them).
     @discardableResult
     public func schedule(after delay: Duration, _ work: @escaping () -> Void) -> Timer {
         precondition(inEventLoop, "EventLoop.schedule must be called on the loop thread")
-        let timer = Timer(work)
+        // Every push arms a deadline timer that is cancelled once Apple answers, within
+        // milliseconds; left in the heap until due (8 s later) they were 100,000 entries and
+        // timer objects at 12,000 pushes/s: megabytes of memory and a deep heap to sift.
+        if cancelledTimers.count > Self.cancelledTimersKept && cancelledTimers.count * 2 > timers.count {
+            timers.removeAll { timer in
+                guard timer.isCancelled else { return false }
+                timer.inHeap = false
+                return true
+            }
+            cancelledTimers.count = 0
+        }
+        let timer = Timer(work, tally: cancelledTimers)
         timers.insert(timer, deadline: .now + max(delay, .zero))
         return timer
+    }
+
+    /// Timers scheduled and not yet due, cancelled ones still in the heap included.
+    var pendingTimerCount: Int { timers.count }
+
+    /// Below this many cancelled entries the heap is never rebuilt: not worth a pass.
+    static let cancelledTimersKept = 64
+
+    /// How many of the heap's timers are cancelled, kept by the timers themselves.
+    final class CancelledTally {
+        var count = 0
     }
 
     /// Stops the loop and joins its thread. Jobs already queued run first; then every open
@@ -203,13 +246,26 @@ public final class EventLoop: @unchecked Sendable {
     public final class Timer {
         fileprivate var work: (() -> Void)?
         public private(set) var isCancelled = false
+        /// Still in the loop's heap (not yet popped or dropped).
+        fileprivate var inHeap = true
+        private let tally: CancelledTally
 
-        fileprivate init(_ work: @escaping () -> Void) { self.work = work }
+        fileprivate init(_ work: @escaping () -> Void, tally: CancelledTally) {
+            self.work = work
+            self.tally = tally
+        }
 
         /// Prevents the callback from running and releases what it captured.
         public func cancel() {
+            if !isCancelled && inHeap { tally.count += 1 }
             isCancelled = true
             work = nil
+        }
+
+        /// Called as the heap gives the timer up.
+        fileprivate func popped() {
+            inHeap = false
+            if isCancelled { tally.count -= 1 }
         }
 
         fileprivate func fire() {
@@ -268,7 +324,7 @@ public final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         var logDue: Duration?
         while true {
-            let n = clinux_epoll_wait(epfd, events, maxEvents, timeoutMilliseconds(logDue: logDue))
+            let n = clinux_epoll_wait(epfd, events, maxEvents, queuedFromLoop ? 0 : timeoutMilliseconds(logDue: logDue))
             wakeUpCount &+= 1
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -313,12 +369,15 @@ public final class EventLoop: @unchecked Sendable {
         guard !timers.isEmpty else { return }
         let now = ContinuousClock.now
         while let timer = timers.popDue(now: now) {
+            timer.popped()
             timer.fire()
         }
     }
 
     /// Runs the queued batch; returns true when the loop was asked to stop.
     private func runQueuedJobs() -> Bool {
+        // What the loop queued so far is in this batch; what its jobs queue waits for the next turn.
+        queuedFromLoop = false
         let (batch, stopping) = queue.withLock { q in
             let b = q.jobs
             q.jobs = []
@@ -347,6 +406,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         queue.withLock { $0.closed = true; $0.jobs = [] }
         timers.removeAll()
+        cancelledTimers.count = 0
     }
 }
 

@@ -33,8 +33,9 @@ extension TCPStreamHandler {
 ///
 /// `@unchecked Sendable` so it can be handed to its loop's thread (e.g. from `onAccept`);
 /// every member is confined to `loop`: call it from that thread only (hop with
-/// `loop.execute`). Reads stop after EAGAIN or 16 × 64 KiB per wake-up, for fairness;
-/// level-triggered epoll wakes the stream again for the rest.
+/// `loop.execute`). Reads stop after a read that did not fill the buffer (the socket had no
+/// more: one recv per request instead of a second one that only says EAGAIN), or after 16 ×
+/// 64 KiB per wake-up, for fairness; level-triggered epoll wakes the stream again for the rest.
 public final class TCPStream: @unchecked Sendable, LoopRegistered {
     static let readsPerWakeup = 16
 
@@ -69,6 +70,9 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     /// The socket's fd, for tests that check the kernel's view.
     var fileDescriptor: Int32 { fd }
+
+    /// recv(2) calls made on this stream so far, for tests of how reads are batched.
+    private(set) var recvCalls = 0
 
     private var peerText: String { peerAddress?.description ?? "peer" }
 
@@ -207,8 +211,12 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
         while isOpen && !readClosed && (ignorePause || !readingPaused) && budget > 0 {
             budget -= 1
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            recvCalls &+= 1
             if n > 0 {
                 handler?.streamDidRead(self, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                // A short read emptied the socket; what arrives later wakes the loop again. After
+                // a hang-up the rest is read now, as the stream closes right after.
+                if n < buffer.count && !ignorePause { return }
             } else if n == 0 {
                 readClosed = true
                 // After a failed write nothing can be answered: close as on a full close.

@@ -30,6 +30,17 @@ struct TimerHeap<Element> {
 
     mutating func removeAll() { entries.removeAll() }
 
+    /// Drops every element `shouldRemove` picks and rebuilds the heap in O(n); the rest keep
+    /// their deadlines and their tie order.
+    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+        entries.removeAll { shouldRemove($0.element) }
+        var i = entries.count / 2
+        while i > 0 {
+            i -= 1
+            siftDown(i)
+        }
+    }
+
     // The sifts work on the raw buffer: through the array, every comparison copied two entries
     // and retained and released their elements, and the heap holds every pending push deadline.
 

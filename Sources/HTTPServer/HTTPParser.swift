@@ -340,9 +340,23 @@ public struct HTTPParser: Sendable {
             }
         }
         var sawSpace = sawSpaceInRequestLine
+        // Bytes below this index are within the line's limit.
+        let withinLimit = start &+ limit
         let result: Scan = buffer.withUnsafeBufferPointer { p in
             let n = p.count
             while i < n {
+                // The common bytes first, in a tight loop: printable ones inside the limit pass
+                // every check below (a field's or chunk line's, or a request line's after its
+                // method), so only CR, LF, tab, control bytes and the method go the long way.
+                if kind != .requestLine || sawSpace {
+                    let stop = min(n, withinLimit)
+                    while i < stop {
+                        let b = p[i]
+                        if b < 0x20 || b >= 0x7F { break }
+                        i &+= 1
+                    }
+                    if i == n { break }
+                }
                 let b = p[i]
                 if b == 0x0A {
                     if i == start || p[i - 1] != 0x0D {

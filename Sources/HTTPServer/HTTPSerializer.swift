@@ -27,8 +27,14 @@ public func serialize(_ response: HTTPResponse, date: String, close: Bool, into 
         }
         out.append(contentsOf: name.utf8)
         out.append(contentsOf: ": ".utf8)
-        for b in value.utf8 {
-            out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b)
+        var value = value
+        value.withUTF8 { bytes in
+            // Whole when clean (the usual case: ids), else a byte at a time, control bytes as spaces.
+            if bytes.allSatisfy({ !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) }) {
+                out.append(contentsOf: bytes)
+            } else {
+                for b in bytes { out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b) }
+            }
         }
         out.append(contentsOf: crlf)
     }

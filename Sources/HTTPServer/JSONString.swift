@@ -6,28 +6,39 @@
 public enum JSONString {
     /// Bytes `s` takes between the quotes.
     public static func escapedCount(_ s: String) -> Int {
-        var n = 0
-        for b in s.utf8 {
-            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { n += 2 }
-            else if b < 0x20 { n += 6 }
-            else { n += 1 }
+        var s = s
+        return s.withUTF8 { bytes in
+            var n = bytes.count
+            for b in bytes {
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { n += 1 }
+                else if b < 0x20 { n += 5 }
+            }
+            return n
         }
-        return n
     }
 
-    /// Appends `s` escaped, without the quotes.
+    /// Appends `s` escaped, without the quotes. Runs of plain bytes go in whole: the payload's
+    /// salt, key and id have nothing to escape, and a byte-at-a-time append cost more than the
+    /// rest of the payload.
     public static func appendEscaped(_ s: String, to out: inout [UInt8]) {
-        for b in s.utf8 {
-            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                out.append(UInt8(ascii: "\\"))
-                out.append(b)
-            } else if b < 0x20 {
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hexDigits[Int(b >> 4)])
-                out.append(hexDigits[Int(b & 15)])
-            } else {
-                out.append(b)
+        var s = s
+        s.withUTF8 { bytes in
+            var runStart = 0
+            for i in bytes.indices {
+                let b = bytes[i]
+                guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart ..< i]))
+                if b < 0x20 {
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(hexDigits[Int(b >> 4)])
+                    out.append(hexDigits[Int(b & 15)])
+                } else {
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(b)
+                }
+                runStart = i + 1
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
     }
 

@@ -260,7 +260,8 @@ public final class RelayResponder: HTTPResponder {
         do {
             notification = try APNsNotification(
                 token: token, topic: topic, payload: APNsPayload(builtAlert: plan.payload), pushType: .alert,
-                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID,
+                apnsID: RandomBytes.shared.uuid())
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
@@ -400,11 +401,9 @@ public final class RelayResponder: HTTPResponder {
 
     /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
     /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
-    /// `uuidString.lowercased()` makes two strings through printf.
+    /// `uuidString.lowercased()` makes two strings through printf; the bytes come from `RandomBytes`.
     static func newID() -> String {
-        var words: (UInt64, UInt64) = (0, 0)
-        // One getrandom call for the 16 bytes (the system generator makes one per 8 bytes).
-        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
+        var words = RandomBytes.shared.words()
         return withUnsafeMutableBytes(of: &words) { bytes in
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant

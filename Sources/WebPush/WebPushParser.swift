@@ -164,71 +164,91 @@ public enum WebPushParser {
     /// The value of the first parameter called `name` (case-insensitive) in a `;`/`,`-separated
     /// list, unquoted. Quoted values may contain separators; a backslash escapes the next byte.
     static func parameter(_ name: String, in header: String) -> Substring? {
+        // Scanned as bytes with integer offsets: walking `String.Index`es cost more than the scan.
+        let found = header.utf8.withContiguousStorageIfAvailable { parameterRange(name, in: $0) }
+            ?? Array(header.utf8).withUnsafeBufferPointer { parameterRange(name, in: $0) }
+        guard let (range, quoted) = found else { return nil }
         let utf8 = header.utf8
-        var i = utf8.startIndex
-        while i < utf8.endIndex {
+        let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        let raw = header[lower ..< utf8.index(lower, offsetBy: range.count)]
+        // Base64 never holds a backslash; unescape only when one is there.
+        if quoted, raw.utf8.contains(UInt8(ascii: "\\")) {
+            var out = ""
+            var escaping = false
+            for c in raw {
+                if !escaping && c == "\\" { escaping = true; continue }
+                escaping = false
+                out.append(c)
+            }
+            return out[...]
+        }
+        return raw
+    }
+
+    /// Where `parameter` finds the value, as byte offsets, and whether it was quoted.
+    private static func parameterRange(_ name: String, in p: UnsafeBufferPointer<UInt8>) -> (Range<Int>, quoted: Bool)? {
+        let n = p.count
+        var i = 0
+        while i < n {
             // One item: up to an unquoted separator.
-            var nameEnd: String.Index?
-            var valueStart: String.Index?
-            var valueEnd: String.Index?
+            var nameEnd = -1
+            var valueStart = -1
+            var valueEnd = -1
             var quoted = false
             var hadQuote = false
             let itemStart = i
-            while i < utf8.endIndex {
-                let byte = utf8[i]
+            while i < n {
+                let byte = p[i]
                 if quoted {
                     if byte == UInt8(ascii: "\\") {
-                        i = utf8.index(after: i)
-                        if i == utf8.endIndex { break }
+                        i += 1
+                        if i == n { break }
                     } else if byte == UInt8(ascii: "\"") {
                         quoted = false
                         valueEnd = i
                     }
                 } else if byte == UInt8(ascii: ";") || byte == UInt8(ascii: ",") {
                     break
-                } else if byte == UInt8(ascii: "=") && nameEnd == nil {
+                } else if byte == UInt8(ascii: "=") && nameEnd < 0 {
                     nameEnd = i
-                } else if byte == UInt8(ascii: "\"") && nameEnd != nil && !hadQuote {
+                } else if byte == UInt8(ascii: "\"") && nameEnd >= 0 && !hadQuote {
                     quoted = true
                     hadQuote = true
-                    valueStart = utf8.index(after: i)
+                    valueStart = i + 1
                 }
-                i = utf8.index(after: i)
+                i += 1
             }
             let itemEnd = i
-            if i < utf8.endIndex { i = utf8.index(after: i) }
+            if i < n { i += 1 }
 
-            guard let nameEnd else { continue }
-            let itemName = trimmed(header[itemStart ..< nameEnd])
-            guard asciiEqualsLowercase(itemName, name) else { continue }
-            if hadQuote, let valueStart {
-                let raw = header[valueStart ..< (valueEnd ?? itemEnd)]
-                // Base64 never holds a backslash; unescape only when one is there.
-                if raw.utf8.contains(UInt8(ascii: "\\")) {
-                    var out = ""
-                    var escaping = false
-                    for c in raw {
-                        if !escaping && c == "\\" { escaping = true; continue }
-                        escaping = false
-                        out.append(c)
-                    }
-                    return out[...]
-                }
-                return raw
-            }
-            return trimmed(header[utf8.index(after: nameEnd) ..< itemEnd])
+            guard nameEnd >= 0 else { continue }
+            let itemName = trimmed(p, itemStart ..< nameEnd)
+            guard asciiEqualsLowercase(UnsafeBufferPointer(rebasing: p[itemName]), name) else { continue }
+            if hadQuote { return (valueStart ..< (valueEnd >= 0 ? valueEnd : itemEnd), true) }
+            return (trimmed(p, (nameEnd + 1) ..< itemEnd), false)
         }
         return nil
     }
 
-    /// Validates base64 (either alphabet, padded or not) and returns the decoded length and
-    /// first byte, without decoding: the relay forwards the text, it only needs to know it is sound.
+    /// `range` without its leading and trailing spaces and tabs.
+    private static func trimmed(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Range<Int> {
+        var start = range.lowerBound, end = range.upperBound
+        while start < end, p[start] == 0x20 || p[start] == 0x09 { start += 1 }
+        while end > start, p[end - 1] == 0x20 || p[end - 1] == 0x09 { end -= 1 }
+        return start ..< end
+    }
+
     static func base64Info(_ s: Substring) -> (count: Int, first: UInt8)? {
+        s.utf8.withContiguousStorageIfAvailable { base64Info(bytes: $0) }
+            ?? Array(s.utf8).withUnsafeBufferPointer { base64Info(bytes: $0) }
+    }
+
+    private static func base64Info(bytes: UnsafeBufferPointer<UInt8>) -> (count: Int, first: UInt8)? {
         var symbols = 0
         var padding = 0
         var v0: UInt8 = 0
         var v1: UInt8 = 0
-        for byte in s.utf8 {
+        for byte in bytes {
             if byte == UInt8(ascii: "=") {
                 padding += 1
                 continue
@@ -273,6 +293,12 @@ public enum WebPushParser {
         case UInt8(ascii: "_"), UInt8(ascii: "/"): return 63
         default: return nil
         }
+    }
+
+    /// `asciiEqualsLowercase` for bytes.
+    private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: String) -> Bool {
+        guard bytes.count == lower.utf8.count else { return false }
+        return zip(bytes, lower.utf8).allSatisfy { x, y in ((x >= 0x41 && x <= 0x5A) ? x | 0x20 : x) == y }
     }
 
     /// ASCII case-insensitive equality against an already lower-case literal, without allocating.

@@ -27,6 +27,13 @@ struct RelayFindings {
     var peakRSSKiB: Int?
     /// Resident set once healthy (connections to the emulator open), before any load.
     var idleRSSKiB: Int?
+    /// The idle resident set split: anonymous (heap, stacks, buffers: what the relay costs) and
+    /// file-backed (the binary's read-only pages, shared with any other process mapping it).
+    var idleAnonKiB: Int?
+    var idleFileKiB: Int?
+    /// The largest anonymous resident set seen while the load ran (sampled every 50 ms; the
+    /// kernel keeps a peak only for the whole resident set, VmHWM, file pages included).
+    var peakAnonKiB: Int?
     var cpuSeconds: Double?
     var benchCPUSeconds: Double?
     var exitStatus: Int32?
@@ -70,10 +77,14 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
         // Healthy means the pool is connecting; give it a moment to settle before reading RSS.
         usleep(500_000)
         findings.idleRSSKiB = relay.rssKiB()
+        findings.idleAnonKiB = relay.rssAnonKiB()
+        findings.idleFileKiB = relay.rssFileKiB()
+        let sampler = PeakSampler(relay)
         let cpuBefore = relay.cpuSeconds()
         let ownBefore = ownCPUSeconds()
         let load = try runHTTP1Load(port: relay.port, settings: settings, variants: variants)
         let cpuAfter = relay.cpuSeconds()
+        findings.peakAnonKiB = sampler.stop()
         findings.benchCPUSeconds = ownCPUSeconds() - ownBefore
         if let before = cpuBefore, let after = cpuAfter { findings.cpuSeconds = after - before }
         // The emulator records a push just after answering it; give the last ones a moment.
@@ -89,6 +100,43 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
     findings.exitSeconds = Date().timeIntervalSince(stopStart)
     findings.terminated = true
     return findings
+}
+
+/// Polls the relay's anonymous resident set every 50 ms on a thread of its own until `stop()`,
+/// keeping the largest value seen.
+final class PeakSampler: Sendable {
+    private let peak = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ relay: RelayProcess) {
+        let pid = relay.pid
+        let thread = Thread { [self] in
+            while running.load(ordering: .relaxed) {
+                if let kib = anonKiB(pid: pid), kib > peak.load(ordering: .relaxed) { peak.store(kib, ordering: .relaxed) }
+                usleep(50_000)
+            }
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops the polling; the peak in KiB, nil when nothing could be read.
+    func stop() -> Int? {
+        running.store(false, ordering: .relaxed)
+        finished.wait()
+        let kib = peak.load(ordering: .relaxed)
+        return kib > 0 ? kib : nil
+    }
+}
+
+/// RssAnon of `pid` from /proc, in KiB.
+private func anonKiB(pid: Int32) -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") where line.hasPrefix("RssAnon:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+    return nil
 }
 
 /// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
@@ -244,6 +292,8 @@ func printReport(settings: BenchSettings, phases: [RelayFindings], ceiling: Load
     row("relay CPU s during load", { $0.cpuSeconds.map { fixed($0, 1) } }, nil)
     row("relay idle RSS (MiB)", { $0.idleRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
     row("relay peak RSS (MiB)", { $0.peakRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
+    row("  idle anon / file (MiB)", { f in f.idleAnonKiB.map { a in fixed(Double(a) / 1024, 1) + " / " + (f.idleFileKiB.map { fixed(Double($0) / 1024, 1) } ?? na) } }, nil)
+    row("  peak anon, sampled (MiB)", { $0.peakAnonKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
     row("relay binary (MB)", { _ in binaryBytes.map { fixed(Double($0) / 1_000_000, 1) } }, nil)
     row("load generator CPU s", { $0.load.map { fixed($0.generatorCPUSeconds, 1) } }, ceiling.map { fixed($0.generatorCPUSeconds, 1) })
     row("bench process CPU s (all)", { $0.benchCPUSeconds.map { fixed($0, 1) } }, ceilingCPU.map { fixed($0, 1) })
@@ -309,6 +359,9 @@ func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadRe
             ("lost", relay.load == nil ? "null" : String(relay.lost)),
             ("relay_idle_rss_kib", int(relay.idleRSSKiB)),
             ("relay_peak_rss_kib", int(relay.peakRSSKiB)),
+            ("relay_idle_anon_kib", int(relay.idleAnonKiB)),
+            ("relay_idle_file_kib", int(relay.idleFileKiB)),
+            ("relay_peak_anon_kib", int(relay.peakAnonKiB)),
             ("relay_cpu_s", jsonNumber(relay.cpuSeconds ?? .nan, 2)),
             ("relay_cpu_us_per_push", jsonNumber(relayCPUPerPush(relay) ?? .nan, 1)),
             ("bench_cpu_s", jsonNumber(relay.benchCPUSeconds ?? .nan, 2)),

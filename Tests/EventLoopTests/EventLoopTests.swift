@@ -25,6 +25,22 @@ struct EventLoopTests {
         #expect(all.allSatisfy { $0 == 1 })
     }
 
+    @Test("a job queued on the loop's own thread needs no eventfd wake-up, and a job it queues still runs")
+    func selfQueuedJobsNeedNoWakeUp() async throws {
+        let loop = try EventLoop(name: "self-submit-test")
+        defer { loop.shutdown() }
+        let done = Waiter<Int>()
+        loop.execute {
+            let before = loop.wakeSignalCount.load(ordering: .relaxed)
+            loop.execute {
+                // Queued while the loop runs its queue: the loop must not sleep (no timer is
+                // pending, so a sleep would be forever).
+                loop.execute { done.fulfill(loop.wakeSignalCount.load(ordering: .relaxed) - before) }
+            }
+        }
+        #expect(await done.value(timeout: 5) == 0)
+    }
+
     @Test("timers fire in deadline order and cancelled ones never fire")
     func timersFireInOrder() async throws {
         let loop = try EventLoop(name: "timer-test")
@@ -59,6 +75,48 @@ struct EventLoopTests {
         while let e = heap.popDue(now: base + .seconds(3)) { popped.append(e) }
         #expect(popped == ["a", "a2", "b", "c"])
         #expect(heap.count == 1)
+    }
+
+    @Test("removing elements from the timer heap keeps the others in deadline and tie order")
+    func timerHeapRemoval() {
+        var heap = TimerHeap<Int>()
+        let base = ContinuousClock.now
+        // Deadlines in a scrambled order, with ties: element i is due at second (i * 7) % 10.
+        for i in 0..<200 { heap.insert(i, deadline: base + .seconds((i * 7) % 10)) }
+        heap.removeAll { $0 % 3 == 0 }
+        #expect(heap.count == 200 - 67)
+        var popped: [Int] = []
+        while let e = heap.popDue(now: base + .seconds(10)) { popped.append(e) }
+        let expected = (0..<200).filter { $0 % 3 != 0 }.sorted { a, b in
+            (a * 7) % 10 != (b * 7) % 10 ? (a * 7) % 10 < (b * 7) % 10 : a < b
+        }
+        #expect(popped == expected)
+    }
+
+    @Test("timers cancelled long before they are due do not pile up in the loop")
+    func cancelledTimersAreDropped() async throws {
+        let loop = try EventLoop(name: "timer-cancel-test")
+        defer { loop.shutdown() }
+        let result = Waiter<(pending: Int, fired: [Int])>()
+        loop.execute {
+            let fired = LoopBound(Box<[Int]>([]))
+            // What every push does: a deadline far ahead, cancelled as soon as the answer comes.
+            for _ in 0..<10_000 {
+                loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
+            }
+            // Live timers among them survive the rebuilds and still fire in order.
+            for ms in [20, 10] {
+                loop.schedule(after: .milliseconds(ms)) { fired.value.value.append(ms) }
+            }
+            for _ in 0..<1000 {
+                loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
+            }
+            let pending = loop.pendingTimerCount
+            loop.schedule(after: .milliseconds(40)) { result.fulfill((pending, fired.value.value)) }
+        }
+        let seen = try #require(await result.value())
+        #expect(seen.pending <= 2 * (2 + EventLoop.cancelledTimersKept) + 1)
+        #expect(seen.fired == [10, 20])
     }
 
     @Test("an echo server on 127.0.0.1 echoes 64 KiB to each of 200 concurrent clients")
@@ -165,6 +223,32 @@ struct EventLoopTests {
         #expect(seen.count == 1)
         #expect(seen.errorIsNil)
         #expect(seen.received == Array("bye".utf8))
+    }
+
+    @Test("a request that arrives whole is read with one recv, not a second one that only says EAGAIN")
+    func shortReadEndsTheReads() async throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let serverStream = Waiter<TCPStream>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            stream.handler = Collector(expected: 300, onComplete: { _ in serverStream.fulfill(stream) })
+        }
+        defer { listener.close() }
+        let client = Waiter<TCPStream>()
+        connect(to: listener.localPort, on: loop) { result in
+            guard case .success(let stream) = result else { return }
+            stream.handler = Collector()
+            stream.write([UInt8](repeating: 0x61, count: 300))
+            client.fulfill(stream)
+        }
+        let stream = try #require(await serverStream.value())
+        // A few loop turns for a read that should not happen.
+        let calls = Waiter<Int>()
+        loop.execute { loop.schedule(after: .milliseconds(30)) { calls.fulfill(stream.recvCalls) } }
+        #expect(await calls.value() == 1)
+        let clientStream = await client.value()
+        loop.execute { clientStream?.close() }
     }
 
     @Test("a peer that shuts down its sending side still reads the answer; the loop sleeps meanwhile")
