@@ -26,33 +26,9 @@ package func monotonicNanos() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
-package enum Base64URL {
-    /// Unpadded, as JWTs and WebPush headers carry it.
-    package static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
-        var text = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-        if !padded {
-            while text.hasSuffix("=") { text.removeLast() }
-        }
-        return text
-    }
-}
-
 package func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
     return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-}
-
-package func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
 }
 
 /// Parses a UUID's 32 hex digits (dashes skipped, either case) into one number, so a

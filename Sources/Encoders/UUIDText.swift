@@ -3,20 +3,15 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Random (version 4) UUIDs and their lower-case text: every push gets one as its `apns-id`, and
 /// every request without `X-Request-ID` one as its id. Made by hand because Foundation's `UUID()`
 /// on Linux opens, reads and closes /dev/urandom for each one, and `uuidString.lowercased()`
 /// makes two strings through printf.
 package enum UUIDText {
-    /// A random UUID from one getrandom call (glibc's arc4random_buf; the system generator makes
-    /// one call per 8 bytes).
-    package static func random() -> UUID {
-        var words: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
+    /// A random UUID, its bytes from `RandomBytes` (one getrandom call per 256 UUIDs).
+    package static func random(using source: RandomBytes = .shared) -> UUID {
+        var words = source.words()
         return withUnsafeMutableBytes(of: &words) { bytes in
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant

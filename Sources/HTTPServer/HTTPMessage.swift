@@ -1,5 +1,9 @@
 // HTTP/1.1 message values shared by the parser, the serializer and the socket server.
-// Pure Swift, no Foundation: the fuzz build compiles this file on its own.
+// Pure Swift, no Foundation: the fuzz build compiles this file on its own, with the Encoders
+// files it needs beside it (so it imports that module only in the package build).
+#if !HTTPPARSER_FUZZ
+internal import Encoders
+#endif
 
 /// The protocol version of a request; the two differ in their keep-alive default.
 public enum HTTPVersion: Sendable, Hashable {
@@ -175,7 +179,7 @@ public struct HTTPResponse: Sendable, Equatable {
     /// An error answer: `{"reason": "…"}`, one line saying what was wrong, the form every
     /// non-2xx answer of the relay takes so senders and operators can read it the same way.
     public init(status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders()) {
-        self.init(status: status, json: #"{"reason":"# + JSONString.quoted(reason) + "}", headers: headers)
+        self.init(status: status, json: JSONString.reasonBody(reason), headers: headers)
     }
 
     /// The answer to a request the parser rejected: its status and its one-line reason.

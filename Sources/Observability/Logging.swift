@@ -9,6 +9,7 @@ import Foundation
 import Glibc
 #endif
 import Synchronization
+internal import Encoders
 
 /// How serious a log line is; ordered so a logger can drop everything below its threshold.
 public enum LogLevel: String, Sendable, Comparable, CaseIterable {
@@ -246,22 +247,22 @@ public struct JSONLogSink: LogSink {
         out.append(contentsOf: #"","level":""#.utf8)
         out.append(contentsOf: record.level.rawValue.utf8)
         out.append(contentsOf: #"","label":"#.utf8)
-        appendJSONString(record.label, to: &out)
+        JSONString.appendQuoted(record.label, to: &out)
         out.append(contentsOf: #","msg":"#.utf8)
-        appendJSONString(record.message, to: &out)
+        JSONString.appendQuoted(record.message, to: &out)
         for field in record.fields {
             let key = field.key, value = field.value
             out.append(UInt8(ascii: ","))
             // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-            if isReserved(key) { appendJSONString("metadata." + key, to: &out) } else { appendJSONString(key, to: &out) }
+            if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
             out.append(UInt8(ascii: ":"))
             switch value {
-            case .string(let s): appendJSONString(s, to: &out)
+            case .string(let s): JSONString.appendQuoted(s, to: &out)
             case .int(let i): appendDecimal(i, to: &out)
             case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
             case .double(let d):
                 // JSON has no NaN or infinity; a string keeps the line parseable.
-                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { appendJSONString(String(d), to: &out) }
+                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { JSONString.appendQuoted(String(d), to: &out) }
             }
         }
         out.append(UInt8(ascii: "}"))
@@ -545,49 +546,4 @@ private func appendUnsigned(_ value: UInt, to out: inout [UInt8]) {
         } while v > 0
         out.append(contentsOf: buffer[i...])
     }
-}
-
-/// RFC 8259 string escaping: quotes, backslashes and every control character (and U+2028/2029,
-/// which some JavaScript readers take as line ends). Runs of plain bytes are copied whole.
-func appendJSONString(_ s: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    var s = s
-    s.withUTF8 { bytes in
-        var runStart = 0
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            let b = bytes[i]
-            let escape: StaticString?
-            var width = 1
-            switch b {
-            case UInt8(ascii: "\""): escape = "\\\""
-            case UInt8(ascii: "\\"): escape = "\\\\"
-            case 0x0A: escape = "\\n"
-            case 0x0D: escape = "\\r"
-            case 0x09: escape = "\\t"
-            case 0x08: escape = "\\b"
-            case 0x0C: escape = "\\f"
-            case 0x00..<0x20, 0x7F: escape = ""
-            case 0xE2 where i + 2 < n && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
-                escape = bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029"
-                width = 3
-            default: escape = nil
-            }
-            guard let escape else { i += 1; continue }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-            if escape.utf8CodeUnitCount > 0 {
-                escape.withUTF8Buffer { out.append(contentsOf: $0) }
-            } else {
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 0x0F)])
-            }
-            i += width
-            runStart = i
-        }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n]))
-    }
-    out.append(UInt8(ascii: "\""))
 }

@@ -1,5 +1,5 @@
+import Encoders
 import WebPush
-import HTTPServer
 
 extension PayloadMapper {
     /// toot-relay's alert text; the apps of that family replace it once they have decrypted.

@@ -6,8 +6,9 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
+import Encoders
 import WebPush
-import HTTPServer
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.
 public struct APNsPushPlan: Sendable, Equatable {
@@ -42,8 +43,8 @@ public struct APNsPushPlan: Sendable, Equatable {
 /// The JSON is written by hand: the key order is fixed (`aps`, `i`, `m`, `s`, `k`, `e`), the
 /// size is known before a byte is written, and it is several times faster than a serializer.
 public enum PayloadMapper {
-    /// Apple's limit for a regular (non-VoIP) notification payload.
-    public static let maxPayloadBytes = 4096
+    /// Apple's limit for a regular (non-VoIP) notification payload, as APNsCore states it.
+    public static let maxPayloadBytes = APNsPushType.alert.maxPayloadSize
 
     /// What the app shows when it cannot decrypt; iOS only runs the extension for a visible alert.
     public static let defaultAlertLocKey = "apns-default-message"
@@ -63,7 +64,7 @@ public enum PayloadMapper {
 
         // The full form's size, computed before anything is written.
         var fullSize = baseSize
-        fullSize += #","m":""#.utf8.count + base64PaddedCount(message.body.count) + 1
+        fullSize += #","m":""#.utf8.count + Base64URL.paddedCount(message.body.count) + 1
         if message.encoding == .aesgcm {
             if let s = message.salt { fullSize += #","s":""#.utf8.count + JSONString.escapedCount(s) + 1 }
             if let k = message.dh { fullSize += #","k":""#.utf8.count + JSONString.escapedCount(k) + 1 }
@@ -80,7 +81,7 @@ public enum PayloadMapper {
         out.append(UInt8(ascii: "\""))
         if !degraded {
             out.append(contentsOf: #","m":""#.utf8)
-            appendBase64URLPadded(message.body, to: &out)
+            Base64URL.append(message.body, padded: true, to: &out)
             out.append(UInt8(ascii: "\""))
             if message.encoding == .aesgcm {
                 if let s = message.salt {
@@ -135,44 +136,4 @@ public enum PayloadMapper {
         }
         return reason
     }
-
-    // MARK: - Encoding helpers (internal for tests)
-
-    static func base64PaddedCount(_ n: Int) -> Int { (n + 2) / 3 * 4 }
-
-    static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Encodes into the output's own storage, grown once by the encoded size: appending byte by
-    /// byte paid a capacity and uniqueness check per output byte, the mapper's largest cost.
-    static func appendBase64URLPadded(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let n = bytes.count
-        guard n > 0 else { return }
-        let start = out.count
-        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: base64PaddedCount(n)))
-        base64URLAlphabet.withUnsafeBufferPointer { table in
-            bytes.withUnsafeBufferPointer { src in
-                out.withUnsafeMutableBufferPointer { all in
-                    let dst = UnsafeMutableBufferPointer(rebasing: all[start...])
-                    var i = 0, o = 0
-                    while i + 3 <= n {
-                        let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        dst[o + 2] = table[Int(v >> 6 & 63)]
-                        dst[o + 3] = table[Int(v & 63)]
-                        i += 3
-                        o += 4
-                    }
-                    // The tail: one or two bytes left, the rest of the last quantum stays "=".
-                    if n - i >= 1 {
-                        let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
-                    }
-                }
-            }
-        }
-    }
-
 }

@@ -8,6 +8,7 @@ import Glibc
 #endif
 import Synchronization
 import APNs
+import Encoders
 import HTTPServer
 import Observability
 import WebPush
@@ -260,8 +261,7 @@ public final class RelayResponder: HTTPResponder {
         do {
             notification = try APNsNotification(
                 token: token, topic: topic, payload: APNsPayload(builtAlert: plan.payload), pushType: .alert,
-                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID,
-                apnsID: RandomBytes.shared.uuid())
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
@@ -376,7 +376,7 @@ public final class RelayResponder: HTTPResponder {
     /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
     /// every log line of the push, so it must be short and unable to forge log syntax.
     static func requestID(_ request: HTTPRequest) -> String {
-        guard let given = request.requestID, isPlainRequestID(given) else { return newID() }
+        guard let given = request.requestID, isPlainRequestID(given) else { return UUIDText.randomLowercase() }
         return given
     }
 
@@ -398,30 +398,6 @@ public final class RelayResponder: HTTPResponder {
             }
         }
     }
-
-    /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
-    /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
-    /// `uuidString.lowercased()` makes two strings through printf; the bytes come from `RandomBytes`.
-    static func newID() -> String {
-        var words = RandomBytes.shared.words()
-        return withUnsafeMutableBytes(of: &words) { bytes in
-            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
-            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
-            return String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for i in 0..<16 {
-                    let b = bytes[i]
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = hexDigits[Int(b >> 4)]
-                    out[o + 1] = hexDigits[Int(b & 0x0f)]
-                    o += 2
-                }
-                return o
-            }
-        }
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
     /// sender's log learns what to fix.

@@ -40,8 +40,6 @@ public struct WebPushMessage: Sendable, Equatable {
     public var topic: String?
     /// aes128gcm only: the record size from the body header.
     public var recordSize: UInt32?
-    /// aes128gcm only: the key id from the body header (the sender's 65-byte public key).
-    public var keyID: [UInt8]?
 
     /// aesgcm only: the 16 bytes of `salt`, for payloads that carry them re-encoded.
     public var saltBytes: [UInt8]? { salt.flatMap { WebPushParser.base64Decode($0[...]) } }
@@ -50,7 +48,7 @@ public struct WebPushMessage: Sendable, Equatable {
 
     public init(encoding: WebPushEncoding, body: [UInt8], salt: String? = nil, dh: String? = nil,
                 ttl: Int? = nil, urgency: Urgency? = nil, topic: String? = nil,
-                recordSize: UInt32? = nil, keyID: [UInt8]? = nil) {
+                recordSize: UInt32? = nil) {
         self.encoding = encoding
         self.body = body
         self.salt = salt
@@ -59,7 +57,6 @@ public struct WebPushMessage: Sendable, Equatable {
         self.urgency = urgency
         self.topic = topic
         self.recordSize = recordSize
-        self.keyID = keyID
     }
 }
 

@@ -28,6 +28,14 @@ struct Base64URLTests {
         }
     }
 
+    @Test("padded base64url, the relay's m, ends in = to a whole quantum", arguments: [([], ""), ([0xFB], "-w=="), ([0xFB, 0xFF], "-_8="), ([0xFB, 0xFF, 0xBF], "-_-_")] as [([UInt8], String)])
+    func base64(_ bytes: [UInt8], _ expected: String) {
+        var out: [UInt8] = []
+        Base64URL.append(bytes, padded: true, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+        #expect(out.count == Base64URL.paddedCount(bytes.count))
+    }
+
     @Test("appending keeps what the buffer held")
     func appends() {
         var out = Array("m=".utf8)
@@ -63,6 +71,19 @@ struct JSONStringTests {
     func lineSeparators() {
         #expect(JSONString.quoted("a\u{2028}b\u{2029}c") == #""a\u2028b\u2029c""#)
         #expect(JSONString.quoted("é😀\u{2027}") == "\"é😀\u{2027}\"")
+    }
+
+    @Test("JSON strings escape quotes, backslashes and control bytes wherever they fall, and their count is exact",
+          arguments: [
+              ("", ""), ("plain", "plain"), (#""a""#, #"\"a\""#), (#"\"#, #"\\"#),
+              ("a\u{1}\nb\t", #"a\u0001\nb\t"#), ("é \u{2028} ✓", #"é \u2028 ✓"#),
+              (#"x""\\y"#, #"x\"\"\\\\y"#),
+          ])
+    func jsonEscaping(_ c: (String, String)) {
+        var out: [UInt8] = Array("k=".utf8)
+        JSONString.appendEscaped(c.0, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "k=" + c.1)
+        #expect(JSONString.escapedCount(c.0) == c.1.utf8.count)
     }
 
     @Test("the escaped count is the length of what is written, for every byte and a few mixes",
