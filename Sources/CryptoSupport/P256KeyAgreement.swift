@@ -28,7 +28,7 @@ public final class P256KeyAgreement: @unchecked Sendable {
         let ok = EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, &raw, raw.count, &length) == 1
         guard ok, length == 65, raw[0] == 0x04 else {
             EVP_PKEY_free(key)
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not export the new public key"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not export the new public key"))
         }
         return P256KeyAgreement(owning: key, publicKeyRaw: raw)
     }
@@ -40,17 +40,17 @@ public final class P256KeyAgreement: @unchecked Sendable {
         guard rawPrivateKey.count == 32 else {
             throw CryptoError(.invalidKey, "a P-256 private key is 32 bytes, not \(rawPrivateKey.count)")
         }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         var derived = [UInt8](repeating: 0, count: 65)
         guard copenssl_p256_public_from_private(rawPrivateKey, rawPrivateKey.count, &derived) == 1 else {
-            OpenSSLError.clearQueue()
+            OpenSSLErrorQueue.clearQueue()
             throw CryptoError(.invalidKey, "the private scalar is zero or not below the P-256 group order")
         }
         if let expected, expected != derived {
             throw CryptoError(.invalidKey, "the public key does not belong to the private key; pass the pair from the same subscription")
         }
         guard let key = copenssl_p256_from_raw(rawPrivateKey, rawPrivateKey.count, derived, derived.count) else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not build a P-256 key from raw bytes"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not build a P-256 key from raw bytes"))
         }
         pkey = key
         publicKeyRaw = derived
@@ -60,7 +60,7 @@ public final class P256KeyAgreement: @unchecked Sendable {
     public func rawPrivateKey() throws -> [UInt8] {
         var raw = [UInt8](repeating: 0, count: 32)
         guard copenssl_p256_private_raw(pkey, &raw) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not export the private key"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not export the private key"))
         }
         return raw
     }
@@ -71,24 +71,24 @@ public final class P256KeyAgreement: @unchecked Sendable {
     public func sharedSecret(with peerPublicRaw: [UInt8]) throws -> [UInt8] {
         let peer = try Self.publicKey(raw: peerPublicRaw)
         defer { EVP_PKEY_free(peer) }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("out of memory creating a key context"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("out of memory creating a key context"))
         }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_derive_init(ctx) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not start ECDH"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not start ECDH"))
         }
         guard EVP_PKEY_derive_set_peer(ctx, peer) == 1 else {
-            throw CryptoError(.invalidKey, OpenSSLError.message("the peer public key cannot be used for ECDH"))
+            throw CryptoError(.invalidKey, OpenSSLErrorQueue.message("the peer public key cannot be used for ECDH"))
         }
         var length = 0
         guard EVP_PKEY_derive(ctx, nil, &length) == 1, length == 32 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not size the ECDH secret"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not size the ECDH secret"))
         }
         var secret = [UInt8](repeating: 0, count: length)
         guard EVP_PKEY_derive(ctx, &secret, &length) == 1, length == 32 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("ECDH failed"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("ECDH failed"))
         }
         return secret
     }
@@ -98,9 +98,9 @@ public final class P256KeyAgreement: @unchecked Sendable {
         guard raw.count == 65, raw[0] == 0x04 else {
             throw CryptoError(.invalidKey, "a P-256 public key must be 65 bytes starting with 0x04 (uncompressed), not \(raw.count) bytes")
         }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let key = copenssl_p256_from_raw(nil, 0, raw, raw.count) else {
-            OpenSSLError.clearQueue()
+            OpenSSLErrorQueue.clearQueue()
             throw CryptoError(.invalidKey, "the public key is not a point on the P-256 curve")
         }
         return key

@@ -12,14 +12,14 @@ public enum HKDF {
         let key = key.isEmpty ? [UInt8](repeating: 0, count: 32) : key
         var out = [UInt8](repeating: 0, count: 32)
         var outLength: UInt32 = 0
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         let ok = key.withUnsafeBytes { k in
             data.withUnsafeBufferPointer { d in
                 HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &out, &outLength) != nil
             }
         }
         guard ok, outLength == 32 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("HMAC-SHA-256 failed"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("HMAC-SHA-256 failed"))
         }
         return out
     }
@@ -61,13 +61,13 @@ public enum AESGCM {
     /// repeat under one key (WebPush derives a fresh key from a random salt per message).
     public static func seal(key: [UInt8], nonce: [UInt8], plaintext: [UInt8]) throws -> [UInt8] {
         try checkSizes(key: key, nonce: nonce)
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ctx = EVP_CIPHER_CTX_new() else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("out of memory creating a cipher context"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("out of memory creating a cipher context"))
         }
         defer { EVP_CIPHER_CTX_free(ctx) }
         guard EVP_EncryptInit_ex(ctx, EVP_aes_128_gcm(), nil, key, nonce) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not start AES-128-GCM"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not start AES-128-GCM"))
         }
         var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
         var written: Int32 = 0
@@ -76,17 +76,17 @@ public enum AESGCM {
                 EVP_EncryptUpdate(ctx, o.baseAddress, &written, plaintext, Int32(plaintext.count)) == 1
             }
             guard ok, Int(written) == plaintext.count else {
-                throw CryptoError(.operationFailed, OpenSSLError.message("AES-128-GCM encryption failed"))
+                throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("AES-128-GCM encryption failed"))
             }
         }
         var tail: Int32 = 0
         var scratch = [UInt8](repeating: 0, count: 16)
         guard EVP_EncryptFinal_ex(ctx, &scratch, &tail) == 1, tail == 0 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("AES-128-GCM encryption failed"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("AES-128-GCM encryption failed"))
         }
         var tag = [UInt8](repeating: 0, count: tagLength)
         guard copenssl_gcm_get_tag(ctx, &tag) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not read the GCM tag"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not read the GCM tag"))
         }
         out.replaceSubrange(plaintext.count..., with: tag)
         return out
@@ -100,13 +100,13 @@ public enum AESGCM {
             throw CryptoError(.authenticationFailed, "the ciphertext is \(sealed.count) bytes, shorter than the 16-byte tag: it was truncated")
         }
         let bodyLength = sealed.count - tagLength
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ctx = EVP_CIPHER_CTX_new() else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("out of memory creating a cipher context"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("out of memory creating a cipher context"))
         }
         defer { EVP_CIPHER_CTX_free(ctx) }
         guard EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), nil, key, nonce) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not start AES-128-GCM"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not start AES-128-GCM"))
         }
         var out = [UInt8](repeating: 0, count: bodyLength)
         var written: Int32 = 0
@@ -117,17 +117,17 @@ public enum AESGCM {
                 }
             }
             guard ok, Int(written) == bodyLength else {
-                throw CryptoError(.operationFailed, OpenSSLError.message("AES-128-GCM decryption failed"))
+                throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("AES-128-GCM decryption failed"))
             }
         }
         var tag = Array(sealed[bodyLength...])
         guard copenssl_gcm_set_tag(ctx, &tag) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("could not set the GCM tag"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not set the GCM tag"))
         }
         var tail: Int32 = 0
         var scratch = [UInt8](repeating: 0, count: 16)
         guard EVP_DecryptFinal_ex(ctx, &scratch, &tail) == 1 else {
-            OpenSSLError.clearQueue()
+            OpenSSLErrorQueue.clearQueue()
             throw CryptoError(.authenticationFailed, "the AES-GCM tag does not verify: wrong key or nonce, or the ciphertext was altered")
         }
         return out
@@ -151,7 +151,7 @@ public enum SecureRandom {
         }
         var out = [UInt8](repeating: 0, count: count)
         guard count == 0 || RAND_bytes(&out, Int32(count)) == 1 else {
-            throw CryptoError(.operationFailed, OpenSSLError.message("the random generator failed"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("the random generator failed"))
         }
         return out
     }

@@ -51,13 +51,13 @@ public final class TLSSession {
             }
             let param = SSL_get0_param(ssl)
             if X509_VERIFY_PARAM_set1_ip_asc(param, serverName) == 1 {
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
             } else {
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
                 SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
                 guard copenssl_SSL_set_tlsext_host_name(ssl, serverName) == 1,
                       SSL_set1_host(ssl, serverName) == 1 else {
-                    throw TLSError(.badConfiguration, OpenSSLError.message("could not set the server name \(serverName)"))
+                    throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not set the server name \(serverName)"))
                 }
             }
         }
@@ -80,18 +80,18 @@ public final class TLSSession {
     }
 
     private static func makeSSL(_ context: TLSContext) throws -> (OpaquePointer, OpaquePointer, OpaquePointer) {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ssl = SSL_new(context.ctx) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS session"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS session"))
         }
         guard let input = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a memory BIO"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a memory BIO"))
         }
         guard let output = BIO_new(BIO_s_mem()) else {
             BIO_free(input)
             SSL_free(ssl)
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a memory BIO"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a memory BIO"))
         }
         // An empty input BIO means "retry later" (WANT_READ), not end of file.
         _ = copenssl_BIO_set_mem_eof_return(input, -1)
@@ -117,7 +117,7 @@ public final class TLSSession {
     public func handshake() throws -> Bool {
         if let failure { throw failure }
         if established { return true }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             if !context.isServer, !context.requiredALPN.isEmpty, negotiatedALPN == nil {
@@ -142,7 +142,7 @@ public final class TLSSession {
             let result = SSL_get_verify_result(ssl)
             if result != Int(X509_V_OK) {
                 let reason = String(cString: X509_verify_cert_error_string(result))
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
                 if result == Int(X509_V_ERR_HOSTNAME_MISMATCH) || result == Int(X509_V_ERR_IP_ADDRESS_MISMATCH) {
                     return TLSError(.hostnameMismatch, "the server's certificate is not valid for \(serverName ?? "the requested name") (\(reason))")
                 }
@@ -159,8 +159,8 @@ public final class TLSSession {
                 return TLSError(.certificateVerificationFailed, "certificate verification failed: \(reason)\(hint)")
             }
         }
-        let reason = OpenSSLError.peekReason()
-        let detail = OpenSSLError.drainQueue()
+        let reason = OpenSSLErrorQueue.peekReason()
+        let detail = OpenSSLErrorQueue.drainQueue()
         if reason == SSL_R_NO_APPLICATION_PROTOCOL || reason == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL {
             return TLSError(.noALPN, context.isServer
                 ? "the client did not offer a protocol this server speaks (h2)"
@@ -197,7 +197,7 @@ public final class TLSSession {
         readScratch = scratch
         while true {
             var got = 0
-            OpenSSLError.clearQueue()
+            OpenSSLErrorQueue.clearQueue()
             let rc = SSL_read_ex(ssl, scratch.baseAddress!, scratch.count, &got)
             if rc == 1 {
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<got]))
@@ -210,7 +210,7 @@ public final class TLSSession {
                 peerSentCloseNotify = true
                 return .closed
             default:
-                throw fail(TLSError(.protocolError, OpenSSLError.message("could not decrypt data from the peer")))
+                throw fail(TLSError(.protocolError, OpenSSLErrorQueue.message("could not decrypt data from the peer")))
             }
         }
     }
@@ -223,11 +223,11 @@ public final class TLSSession {
             throw TLSError(.notEstablished, "plaintext was written before the TLS handshake completed; wait for handshake() to return true")
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         var written = 0
         let rc = SSL_write_ex(ssl, base, bytes.count, &written)
         if rc != 1 || written != bytes.count {
-            throw fail(TLSError(.protocolError, OpenSSLError.message("could not encrypt data for the peer (was the session shut down?)")))
+            throw fail(TLSError(.protocolError, OpenSSLErrorQueue.message("could not encrypt data for the peer (was the session shut down?)")))
         }
     }
 
@@ -256,6 +256,6 @@ public final class TLSSession {
         guard established, failure == nil, !shutdownQueued else { return }
         shutdownQueued = true
         _ = SSL_shutdown(ssl)
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
     }
 }
