@@ -1,6 +1,7 @@
 internal import COpenSSL
 import OpenSSLSupport
 
+// `public`: the MockAPNs product's API takes these (`MockAPNsServer.start(certificates:)`).
 /// Certificates for tests and the demo: a throw-away CA and a leaf it signs. Generated
 /// at run time so nothing secret or expiring is committed, and so clients exercise
 /// real chain and host-name verification against the emulator.

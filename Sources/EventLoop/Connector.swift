@@ -41,7 +41,7 @@ final class Connector: LoopRegistered {
             resolved(SocketAddress.resolve(host: host, port: port, passive: false))
             return
         }
-        let me = LoopBound(self)
+        let me = LoopBound(self, on: loop)
         let (name, number, target) = (host, port, loop)
         DispatchQueue.global().async {
             let result = SocketAddress.resolve(host: name, port: number, passive: false)

@@ -11,13 +11,13 @@ internal import CLinux
 /// `loop.execute`). Reads stop after a read that did not fill the buffer (the socket had no
 /// more: one recv per request instead of a second one that only says EAGAIN), or after 16 ×
 /// 64 KiB per wake-up, for fairness; level-triggered epoll wakes the stream again for the rest.
-public final class TCPStream: @unchecked Sendable, LoopRegistered {
+package final class TCPStream: @unchecked Sendable, LoopRegistered {
     static let readsPerWakeup = 16
 
-    public let loop: EventLoop
+    package let loop: EventLoop
     /// Strongly held until `streamDidClose`, then released to break the usual cycle.
-    public var handler: TCPStreamHandler?
-    public var peerAddress: SocketAddress?
+    package var handler: TCPStreamHandler?
+    package var peerAddress: SocketAddress?
 
     private var fd: Int32
     private var registrationID: UInt64 = 0
@@ -31,7 +31,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     private var closeWhenFlushed = false
     /// A write failed; the stream closes with this error on the next loop turn.
     private var pendingError: SocketError?
-    public private(set) var isOpen = true
+    package private(set) var isOpen = true
 
     init(fd: Int32, loop: EventLoop, peer: SocketAddress?) {
         self.fd = fd
@@ -94,11 +94,11 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     /// Bytes accepted by `write` but not yet taken by the kernel; producers stop above
     /// their own limit and resume on `streamDidDrainWrites`.
-    public var pendingWriteBytes: Int { writeBuffer.count - writeHead }
+    package var pendingWriteBytes: Int { writeBuffer.count - writeHead }
 
     /// Sends what the kernel takes now and buffers the rest (EPOLLOUT until drained).
     /// Ignored once the stream is closed or `closeAfterFlush` was called.
-    public func write(_ bytes: UnsafeRawBufferPointer) {
+    package func write(_ bytes: UnsafeRawBufferPointer) {
         precondition(loop.inEventLoop, "TCPStream.write must be called on its loop")
         guard isOpen, pendingError == nil, !closeWhenFlushed, bytes.count > 0 else { return }
         var offset = 0
@@ -119,7 +119,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
         }
     }
 
-    public func write(_ bytes: [UInt8]) {
+    package func write(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { write($0) }
     }
 
@@ -161,20 +161,20 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
         pendingError = error
         writeBuffer = []
         writeHead = 0
-        let me = LoopBound(self)
+        let me = LoopBound(self, on: loop)
         if !loop.submit({ me.value.close(error: error) }) { close(error: error) }
     }
 
     // MARK: - Reading
 
     /// Stops delivering reads (the kernel buffer fills and TCP slows the peer down).
-    public func pauseReading() {
+    package func pauseReading() {
         precondition(loop.inEventLoop, "TCPStream.pauseReading must be called on its loop")
         readingPaused = true
         updateInterest()
     }
 
-    public func resumeReading() {
+    package func resumeReading() {
         precondition(loop.inEventLoop, "TCPStream.resumeReading must be called on its loop")
         readingPaused = false
         updateInterest()
@@ -251,14 +251,14 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     /// Closes now, dropping unsent bytes; `streamDidClose` runs before this returns.
     /// Safe to call twice and from inside any handler callback.
-    public func close() {
+    package func close() {
         precondition(loop.inEventLoop, "TCPStream.close must be called on its loop")
         close(error: pendingError)
     }
 
     /// Closes once every buffered byte is out (e.g. HTTP `Connection: close`); further
     /// writes are ignored. Closes now when nothing is buffered.
-    public func closeAfterFlush() {
+    package func closeAfterFlush() {
         precondition(loop.inEventLoop, "TCPStream.closeAfterFlush must be called on its loop")
         guard isOpen else { return }
         if pendingWriteBytes == 0 {
@@ -293,7 +293,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     /// with `loop.execute`). Host names resolve with getaddrinfo on a Dispatch thread,
     /// never on the loop; each address is tried in turn until one answers. `timeout`
     /// covers resolution and all attempts.
-    public static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
+    package static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
                                completion: @escaping (Result<TCPStream, SocketError>) -> Void) {
         precondition(loop.inEventLoop, "TCPStream.connect must be called on the loop's thread")
         let connector = Connector(host: host, port: port, loop: loop, timeout: timeout, completion: completion)

@@ -1,6 +1,6 @@
 /// Receives a stream's events. Every call happens on the stream's loop, and the handler
 /// may write to, pause, or close the stream from inside any of them.
-public protocol TCPStreamHandler: AnyObject {
+package protocol TCPStreamHandler: AnyObject {
     /// `bytes` is valid only during the call (it is the loop's shared read buffer).
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer)
     /// The write buffer became empty after having held bytes: the moment to produce more
@@ -18,7 +18,7 @@ public protocol TCPStreamHandler: AnyObject {
 
 extension TCPStreamHandler {
     /// Treats the peer's EOF as a full close, so handlers with nothing owed stay unchanged.
-    public func streamDidReadEOF(_ stream: TCPStream) {
+    package func streamDidReadEOF(_ stream: TCPStream) {
         stream.close()
     }
 }

@@ -2,7 +2,7 @@ internal import CNghttp2
 
 /// What the owner of a client session hears. Called on the owner's loop, never from inside
 /// nghttp2, so an implementation may call back into the session (submit, cancel, terminate).
-public protocol HTTP2ClientDelegate: AnyObject {
+package protocol HTTP2ClientDelegate: AnyObject {
     /// Called exactly once per stream that `submitRequest` returned, teardown included,
     /// so the owner can end every push exactly once.
     func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
@@ -25,9 +25,9 @@ public protocol HTTP2ClientDelegate: AnyObject {
 /// queue the excess in an unbounded list, where pushes wait without a deadline. Keep the backlog
 /// in the owner's bounded queue instead. Call `terminate()` before dropping a session that still
 /// has streams: `deinit` frees nghttp2 but cannot report completions.
-public final class HTTP2ClientSession {
+package final class HTTP2ClientSession {
     /// Held weakly: the owner of the session is usually its delegate.
-    public private(set) weak var delegate: HTTP2ClientDelegate?
+    package private(set) weak var delegate: HTTP2ClientDelegate?
     private let core: ClientSessionCore
     private var delivering = false
 
@@ -39,7 +39,7 @@ public final class HTTP2ClientSession {
     ///     default so many concurrent responses never stall on WINDOW_UPDATE round trips.
     ///   - maxResponseBodySize: a response body above this resets its stream
     ///     (`.responseTooLarge`), so a misbehaving server cannot grow our memory without bound.
-    public init(delegate: HTTP2ClientDelegate, initialWindowSize: Int = 1 << 20,
+    package init(delegate: HTTP2ClientDelegate, initialWindowSize: Int = 1 << 20,
                 maxResponseBodySize: Int = 1 << 20) throws {
         guard initialWindowSize >= 65_535 && initialWindowSize <= Int(Int32.max) else {
             throw HTTP2Error(code: .internalError, message: "initialWindowSize must be between 65535 and 2^31-1, got \(initialWindowSize)")
@@ -53,31 +53,31 @@ public final class HTTP2ClientSession {
     ///
     /// - Throws: `HTTP2Error.protocolError` when the peer broke HTTP/2 (our GOAWAY is then in
     ///   the output: flush it, then `terminate()`); `.sessionClosed` after `terminate()`.
-    public func receive(_ bytes: UnsafeRawBufferPointer) throws {
+    package func receive(_ bytes: UnsafeRawBufferPointer) throws {
         defer { deliver() }
         try core.receive(bytes)
     }
 
     /// Appends everything nghttp2 has to send to `buffer`, so the owner makes one TLS write per batch.
-    public func takeOutput(into buffer: inout [UInt8]) {
+    package func takeOutput(into buffer: inout [UInt8]) {
         core.takeOutput(into: &buffer)
         deliver()
     }
 
     /// True when `takeOutput` would produce bytes.
-    public var wantsWrite: Bool { core.wantsWrite }
+    package var wantsWrite: Bool { core.wantsWrite }
     /// False once the connection has nothing left to read (both sides done, or a fatal error).
-    public var wantsRead: Bool { core.wantsRead }
+    package var wantsRead: Bool { core.wantsRead }
 
     /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS. Until its first SETTINGS arrive this is
     /// 1, the conservative value Apple itself starts with.
-    public var remoteMaxConcurrentStreams: UInt32 { core.remoteMaxConcurrentStreams }
+    package var remoteMaxConcurrentStreams: UInt32 { core.remoteMaxConcurrentStreams }
     /// Streams submitted and not yet completed (including any nghttp2 has not sent yet).
-    public var openStreamCount: Int { core.streams.count }
+    package var openStreamCount: Int { core.streams.count }
     /// True once the server's first SETTINGS frame arrived: before that the limit is a guess.
-    public var hasReceivedSettings: Bool { core.hasReceivedSettings }
+    package var hasReceivedSettings: Bool { core.hasReceivedSettings }
     /// True once the server sent GOAWAY: open no more streams here.
-    public var goAwayReceived: Bool { core.goAwayReceived }
+    package var goAwayReceived: Bool { core.goAwayReceived }
 
     /// Queues one request; its bytes go out with the next `takeOutput`.
     ///
@@ -86,7 +86,7 @@ public final class HTTP2ClientSession {
     ///
     /// - Throws: `.goingAway` after a GOAWAY was received or `goAway()` was called,
     ///   `.streamIDsExhausted` when the connection ran out of ids, `.invalidHeader`, `.sessionClosed`.
-    public func submitRequest(method: String, scheme: String = "https", authority: String, path: String,
+    package func submitRequest(method: String, scheme: String = "https", authority: String, path: String,
                               headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
         defer { deliver() }
         return try core.submitRequest(method: method, scheme: scheme, authority: authority, path: path,
@@ -95,7 +95,7 @@ public final class HTTP2ClientSession {
 
     /// Resets the stream with CANCEL (e.g. its deadline passed). The delegate hears `.cancelled`
     /// exactly once, before this returns; a stream already completed is left alone.
-    public func cancel(stream id: Int32) {
+    package func cancel(stream id: Int32) {
         core.cancel(stream: id)
         deliver()
     }
@@ -111,14 +111,14 @@ public final class HTTP2ClientSession {
     }
 
     /// Sends a PING; `sessionDidReceivePingAck` tells the owner the connection is still alive.
-    public func ping() {
+    package func ping() {
         guard let session = core.session else { return }
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
     }
 
     /// Starts a graceful close: sends GOAWAY(NO_ERROR); open streams still complete, new
     /// submissions throw `.goingAway`. Close the connection when `wantsRead` and `wantsWrite` fall.
-    public func goAway() {
+    package func goAway() {
         guard let session = core.session else { return }
         core.submitGoAway(lastStreamID: nghttp2_session_get_last_proc_stream_id(session),
                           errorCode: HTTP2ErrorCode.noError, debugData: [])
@@ -130,7 +130,7 @@ public final class HTTP2ClientSession {
     /// `errorCode`. The rule for `wasProcessed`: false when the request never left us (its HEADERS
     /// were not sent) or lies above a received GOAWAY's last_stream_id; true otherwise, because a
     /// server may act on a request without answering it. Later calls throw `.sessionClosed`.
-    public func terminate(errorCode: UInt32 = HTTP2ErrorCode.noError) {
+    package func terminate(errorCode: UInt32 = HTTP2ErrorCode.noError) {
         core.terminate(errorCode: errorCode)
         deliver()
     }

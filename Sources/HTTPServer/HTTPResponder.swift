@@ -7,7 +7,7 @@ import Synchronization
 
 /// The only thing the server knows about the application, so routing and the relay's
 /// logic stay testable without sockets.
-public protocol HTTPResponder: Sendable {
+package protocol HTTPResponder: Sendable {
     /// The simple form. Through the default `respond(to:completion:)` it runs on Swift's task
     /// pool, never on an event loop, so it may await as long as it needs (the relay bounds that
     /// with its push deadline).
@@ -21,11 +21,11 @@ public protocol HTTPResponder: Sendable {
 }
 
 extension HTTPResponder {
-    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+    package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         Task { completion(await respond(to: request)) }
     }
 }
 
 /// Receives one line per notable server event (bind, rejected connection); the server
 /// takes a closure so it needs no logging framework.
-public typealias HTTPServerLogger = @Sendable (_ message: String) -> Void
+package typealias HTTPServerLogger = @Sendable (_ message: String) -> Void

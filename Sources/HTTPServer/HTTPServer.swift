@@ -9,7 +9,7 @@ import EventLoop
 import Synchronization
 
 /// An HTTP/1.1 server whose connections live on event loops.
-public final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     private let core: HTTPServerCore
     private let listener: TCPListener
     private let group: EventLoopGroup
@@ -18,7 +18,7 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts serving. Without a `group` the server makes one of
     /// `configuration.loopCount` loops and shuts it down in `stop()`.
-    public static func start(
+    package static func start(
         configuration: HTTPServerConfiguration, group: EventLoopGroup? = nil,
         responder: any HTTPResponder, logger: HTTPServerLogger? = nil
     ) throws -> HTTPServer {
@@ -47,30 +47,30 @@ public final class HTTPServer: Sendable {
     }
 
     /// The port actually bound (the one the kernel picked when configured with 0).
-    public var port: Int { listener.localPort }
+    package var port: Int { listener.localPort }
 
     /// Connections open now; drain waits for this to reach zero.
-    public var openConnectionCount: Int { core.counters.open.load(ordering: .relaxed) }
+    package var openConnectionCount: Int { core.counters.open.load(ordering: .relaxed) }
 
     /// Connections closed at once because `maxConnections` were open and none was idle: a
     /// metric to watch.
-    public var rejectedConnectionCount: Int { core.counters.rejected.load(ordering: .relaxed) }
+    package var rejectedConnectionCount: Int { core.counters.rejected.load(ordering: .relaxed) }
 
     /// Connections closed to make room for a new one at `maxConnections`: idle ones, or the
     /// slowest request still arriving (answered 408).
-    public var evictedConnectionCount: Int { core.counters.evicted.load(ordering: .relaxed) }
+    package var evictedConnectionCount: Int { core.counters.evicted.load(ordering: .relaxed) }
 
     /// Bytes held now by requests still arriving (see `maxBufferedRequestBytes`).
-    public var bufferedRequestBytes: Int { core.counters.bufferedBytes.load(ordering: .relaxed) }
+    package var bufferedRequestBytes: Int { core.counters.bufferedBytes.load(ordering: .relaxed) }
 
     /// Half-received requests answered 408 because the buffered bytes went over
     /// `maxBufferedRequestBytes`.
-    public var budgetCutCount: Int { core.counters.budgetCuts.load(ordering: .relaxed) }
+    package var budgetCutCount: Int { core.counters.budgetCuts.load(ordering: .relaxed) }
 
     /// Graceful shutdown: stop accepting, let requests in flight finish (answered with
     /// `Connection: close`), close idle connections at once. True when every connection
     /// closed before `deadline`; call `stop()` afterwards either way.
-    public func drain(deadline: Duration) async -> Bool {
+    package func drain(deadline: Duration) async -> Bool {
         let end = ContinuousClock.now + deadline
         core.draining.store(true, ordering: .sequentiallyConsistent)
         await Self.offLoop { [listener] in listener.close() }
@@ -86,7 +86,7 @@ public final class HTTPServer: Sendable {
 
     /// Stops at once: closes the listener and every connection (answers in flight are
     /// dropped). Waits until the loops have done it. Safe to call twice.
-    public func stop() {
+    package func stop() {
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         core.draining.store(true, ordering: .sequentiallyConsistent)
         listener.close()

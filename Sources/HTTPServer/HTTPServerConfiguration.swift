@@ -6,44 +6,44 @@ import EventLoop
 import Synchronization
 
 /// How the server listens and how long it waits for slow peers.
-public struct HTTPServerConfiguration: Sendable {
+package struct HTTPServerConfiguration: Sendable {
     /// "0.0.0.0" for every IPv4 address, "::" for both families, "127.0.0.1" for loopback.
-    public var host: String
+    package var host: String
     /// 0 picks any free port (tests); `HTTPServer.port` tells which.
-    public var port: Int
+    package var port: Int
     /// Caps on request size; also bound the pipelined input a busy connection may hold.
-    public var limits: HTTPParserLimits
+    package var limits: HTTPParserLimits
     /// From the first byte of a request to the end of its head; beyond it the answer is 408,
     /// so a slowloris client holds a connection for a bounded time.
-    public var headerTimeout: Duration
+    package var headerTimeout: Duration
     /// Longest pause while a body arrives; beyond it the answer is 408 (which Mastodon retries).
-    public var bodyTimeout: Duration
+    package var bodyTimeout: Duration
     /// From the first byte of a request to its last, head and body together: past it the
     /// answer is 408 whatever the pace, so a body trickled a byte at a time can't hold its
     /// buffer forever.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// A kept connection with no request in progress closes silently after this. Longer than
     /// Mastodon's 30 s pool idle time, so the client closes first and never sends a request
     /// onto a connection the server is closing.
-    public var idleTimeout: Duration
+    package var idleTimeout: Duration
     /// A peer that does not take our bytes for this long is cut off, so it can't pin memory.
-    public var writeTimeout: Duration
+    package var writeTimeout: Duration
     /// At most this many connections are open, so a flood can't exhaust the file descriptors
     /// needed for the connections to Apple. At the cap an idle connection or the slowest request
     /// still arriving makes room for a new one (the order is `ConnectionCap`'s); when nothing
     /// may give way, the new one is closed at once.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// At the cap a kept connection gives way only once idle at least this long: a client between
     /// two requests (Mastodon's workers send every few milliseconds) is never cut as it sends,
     /// while connections held idle by a flood age past it within a second.
-    public var minimumIdleBeforeEviction: Duration
+    package var minimumIdleBeforeEviction: Duration
     /// Bytes all half-received requests may hold together. Past it the connections holding
     /// the most stop being read and the slowest senders are answered 408 (see `RequestBudget`).
-    public var maxBufferedRequestBytes: Int
+    package var maxBufferedRequestBytes: Int
     /// Loops of the group the server makes when none is given.
-    public var loopCount: Int
+    package var loopCount: Int
 
-    public init(
+    package init(
         host: String = "0.0.0.0", port: Int = 3000, limits: HTTPParserLimits = HTTPParserLimits(),
         headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10),
         requestTimeout: Duration = .seconds(10),

@@ -230,7 +230,7 @@ public final class MockAPNsServer: Sendable {
             let open = shared.openConnectionCount.add(1, ordering: .relaxed).newValue
             shared.maxOpenConnections.max(open, ordering: .relaxed)
             let handler = MockConnectionHandler(id: id, shared: shared)
-            shared.connections.withLock { $0[id] = (connection, handler) }
+            shared.connections.withLock { $0[id] = LoopBound((connection, handler), on: connection.loop) }
             return handler
         }
     }
@@ -239,9 +239,10 @@ public final class MockAPNsServer: Sendable {
     private func onEveryConnection(_ body: @escaping @Sendable (HTTP2ServerConnection, MockConnectionHandler) -> Void) {
         let all = shared.connections.withLock { Array($0.values) }
         let done = DispatchGroup()
-        for (connection, handler) in all {
+        for bound in all {
             done.enter()
-            connection.loop.execute {
+            bound.loop.execute {
+                let (connection, handler) = bound.value
                 body(connection, handler)
                 done.leave()
             }
@@ -262,8 +263,9 @@ final class MockServerShared: Sendable {
     let streamCount = Atomic<Int>(0)
     let maxOpenStreams = Atomic<Int>(0)
     let maxOpenConnections = Atomic<Int>(0)
-    /// Open connections by emulator connection id (unique across restarts).
-    let connections = Mutex<[Int: (HTTP2ServerConnection, MockConnectionHandler)]>([:])
+    /// Open connections by emulator connection id (unique across restarts), each with its
+    /// handler, both touched on the connection's loop alone.
+    let connections = Mutex<[Int: LoopBound<(HTTP2ServerConnection, MockConnectionHandler)>]>([:])
 
     init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?) {
         self.rules = rules
@@ -273,10 +275,9 @@ final class MockServerShared: Sendable {
 }
 
 /// Serves one connection: keeps its `MockConnectionState` and carries out each decision.
-///
-/// `@unchecked Sendable` only so the control methods can carry it to its loop: every mutable
-/// member is touched on the connection's loop alone.
-final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sendable {
+/// Not `Sendable`: it lives on the connection's loop; the control methods reach it through the
+/// `LoopBound` in `MockServerShared.connections`.
+final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
     private let shared: MockServerShared
     private var state: MockConnectionState
     /// The highest stream id received, the `last_stream_id` of a GOAWAY sent "now".

@@ -26,6 +26,9 @@ public struct KeyError: Error, Sendable, CustomStringConvertible {
     public var description: String { "key \(code): \(message)" }
 }
 
+// The two key types (and KeyError) are `public`, unlike the rest of this module: the MockAPNs
+// product's API takes a public key (`MockKeyVerifier.es256`), and its users make one from a
+// private key.
 /// The P-256 private key that signs APNs provider tokens (ES256).
 ///
 /// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after `init`, and OpenSSL 3

@@ -2,10 +2,10 @@ internal import COpenSSL
 
 /// Reads OpenSSL's per-thread error queue into text, because its numeric codes mean
 /// nothing in a log line and a stale entry would be blamed on the next failure.
-public enum OpenSSLErrorQueue {
+package enum OpenSSLErrorQueue {
     /// Empties the calling thread's error queue and returns its entries, oldest first,
     /// joined with "; " (empty when there were none).
-    public static func drainQueue() -> String {
+    package static func drainQueue() -> String {
         var parts: [String] = []
         while true {
             let code = ERR_get_error()
@@ -16,7 +16,7 @@ public enum OpenSSLErrorQueue {
     }
 
     /// Forgets every queued error: call before an operation whose failure you will report.
-    public static func clearQueue() {
+    package static func clearQueue() {
         ERR_clear_error()
     }
 

@@ -6,7 +6,7 @@ internal import COpenSSL
 /// `@unchecked Sendable`: the `SSL_CTX` is only mutated inside the factory methods,
 /// before the object escapes; afterwards OpenSSL only reads it (with its own locking
 /// for reference counts), so sessions on several event loops may share it.
-public final class TLSContext: @unchecked Sendable {
+package final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     /// Protocols the client requires one of; empty when a missing ALPN is acceptable.
     let requiredALPN: [String]
@@ -41,7 +41,7 @@ public final class TLSContext: @unchecked Sendable {
     ///     Apple's CA broke relays when Apple changed it.
     ///   - extraCAFile: a PEM file of extra roots (the emulator's CA in tests and the demo).
     ///   - extraCAPEM: the same, as text.
-    public static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
+    package static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
                               extraCAFile: String? = nil, extraCAPEM: String? = nil) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
@@ -89,7 +89,7 @@ public final class TLSContext: @unchecked Sendable {
     /// - Parameters:
     ///   - certificateChainPEM: the leaf first, then any intermediates.
     ///   - privateKeyPEM: the leaf's key (PKCS#8 or traditional).
-    public static func server(certificateChainPEM: String, privateKeyPEM: String,
+    package static func server(certificateChainPEM: String, privateKeyPEM: String,
                               alpn: [String] = ["h2"]) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {

@@ -6,9 +6,9 @@ internal import COpenSSL
 /// event loop and lets tests pump two sessions into each other in memory.
 ///
 /// Not thread-safe (and not `Sendable`): confine each session to one event loop.
-public final class TLSSession {
+package final class TLSSession {
     /// What `readPlaintext` found after appending the available plaintext.
-    public enum ReadResult: Sendable, Equatable {
+    package enum ReadResult: Sendable, Equatable {
         /// More may come: feed more ciphertext when the socket has some.
         case ok
         /// The peer sent close_notify: no more plaintext will ever arrive.
@@ -37,7 +37,7 @@ public final class TLSSession {
     ///   certificate must be valid for it; an IP literal (`127.0.0.1`, `::1`) is not sent
     ///   as SNI (RFC 6066 forbids it) and the certificate must carry it as an IP SAN.
     ///   `nil` checks the chain only — never do that against Apple.
-    public init(context: TLSContext, serverName: String?) throws {
+    package init(context: TLSContext, serverName: String?) throws {
         guard !context.isServer else {
             throw TLSError(.badConfiguration, "a client session needs a context made by TLSContext.client")
         }
@@ -64,7 +64,7 @@ public final class TLSSession {
     }
 
     /// A server session, for the APNs emulator and tests.
-    public init(serverContext: TLSContext) throws {
+    package init(serverContext: TLSContext) throws {
         guard serverContext.isServer else {
             throw TLSError(.badConfiguration, "a server session needs a context made by TLSContext.server")
         }
@@ -103,7 +103,7 @@ public final class TLSSession {
     }
 
     /// Hands OpenSSL ciphertext that arrived from the peer. Never fails: memory BIOs grow.
-    public func feed(_ ciphertext: UnsafeRawBufferPointer) {
+    package func feed(_ ciphertext: UnsafeRawBufferPointer) {
         guard let base = ciphertext.baseAddress, ciphertext.count > 0 else { return }
         var written = 0
         _ = BIO_write_ex(networkIn, base, ciphertext.count, &written)
@@ -114,7 +114,7 @@ public final class TLSSession {
     ///
     /// - Returns: `true` once the session is established (and, for a client whose context
     ///   requires ALPN, a protocol was negotiated); `false` while it needs more input.
-    public func handshake() throws -> Bool {
+    package func handshake() throws -> Bool {
         if let failure { throw failure }
         if established { return true }
         OpenSSLErrorQueue.clearQueue()
@@ -175,7 +175,7 @@ public final class TLSSession {
     }
 
     /// The protocol chosen by ALPN ("h2"), or `nil` before the handshake or when none was.
-    public var negotiatedALPN: String? {
+    package var negotiatedALPN: String? {
         var data: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &data, &length)
@@ -187,7 +187,7 @@ public final class TLSSession {
     /// until OpenSSL wants more input), finishing the handshake first if needed.
     ///
     /// - Returns: `.closed` once the peer's close_notify arrived, else `.ok`.
-    public func readPlaintext(into buffer: inout [UInt8]) throws -> ReadResult {
+    package func readPlaintext(into buffer: inout [UInt8]) throws -> ReadResult {
         if let failure { throw failure }
         if peerSentCloseNotify { return .closed }
         guard try handshake() else { return .ok }
@@ -217,7 +217,7 @@ public final class TLSSession {
 
     /// Encrypts a whole batch in one `SSL_write`, so many small HTTP/2 frames share TLS
     /// records (about twice as fast as one write per frame). Take the ciphertext after.
-    public func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws {
+    package func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
         guard established else {
             throw TLSError(.notEstablished, "plaintext was written before the TLS handshake completed; wait for handshake() to return true")
@@ -232,7 +232,7 @@ public final class TLSSession {
     }
 
     /// Appends all ciphertext waiting to be sent to the peer and empties the queue.
-    public func takeCiphertext(into buffer: inout [UInt8]) {
+    package func takeCiphertext(into buffer: inout [UInt8]) {
         let pending = copenssl_BIO_ctrl_pending(networkOut)
         guard pending > 0 else { return }
         let start = buffer.count
@@ -245,14 +245,14 @@ public final class TLSSession {
     }
 
     /// Whether ciphertext is waiting: the owner asks for write readiness only then.
-    public var hasPendingCiphertext: Bool {
+    package var hasPendingCiphertext: Bool {
         copenssl_BIO_ctrl_pending(networkOut) > 0
     }
 
     /// Queues close_notify so the peer can tell a clean close from a cut connection.
     /// Take and send the ciphertext, then close the socket. Does nothing before the
     /// handshake completed or after a fatal error (OpenSSL forbids it then).
-    public func shutdown() {
+    package func shutdown() {
         guard established, failure == nil, !shutdownQueued else { return }
         shutdownQueued = true
         _ = SSL_shutdown(ssl)

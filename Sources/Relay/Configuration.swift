@@ -14,68 +14,68 @@ import Observability
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.
-public struct RelayConfiguration: Sendable {
+package struct RelayConfiguration: Sendable {
     /// Text of Apple's `.p8` signing key (PEM). Kept as text: the APNs module parses it, and
     /// this type never prints it (see `loggableSummary`).
-    public var authKey: String
+    package var authKey: String
     /// Where `authKey` came from (`APNS_AUTH_KEY` or `APNS_AUTH_KEY_FILE`), so an error about
     /// the key names the variable the operator set.
-    public var authKeyVariable: String = Variable.authKey
+    package var authKeyVariable: String = Variable.authKey
     /// The 10-character key ID Apple shows next to the key; it becomes the JWT's `kid`.
-    public var keyID: String
+    package var keyID: String
     /// The 10-character team ID; it becomes the JWT's `iss`.
-    public var teamID: String
+    package var teamID: String
     /// The app's bundle ID, sent as `apns-topic`.
-    public var topic: String
+    package var topic: String
     /// Kept HTTP/2 connections to each APNs host.
-    public var connectionPoolSize: Int
+    package var connectionPoolSize: Int
     /// The inbound HTTP/1.1 port.
-    public var port: Int
+    package var port: Int
     /// The address the inbound listener binds (an IPv4 or IPv6 literal).
-    public var bindAddress: String
+    package var bindAddress: String
     /// Apple's production host, overridable so tests and staging can point at an emulator.
-    public var apnsHost: APNsEndpoint
+    package var apnsHost: APNsEndpoint
     /// Apple's development host, used for `?sandbox=true`.
-    public var apnsSandboxHost: APNsEndpoint
+    package var apnsSandboxHost: APNsEndpoint
     /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
-    public var caFile: String?
+    package var caFile: String?
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
-    public var caPEM: String?
+    package var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
     /// read timeout so the sender hears a status instead of timing out.
-    public var pushTimeout: Duration
+    package var pushTimeout: Duration
     /// The inbound body cap; bigger bodies answer 413.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// The alert's `loc-key`: the app's fallback text when it cannot decrypt.
-    public var alertLocKey: String
-    public var logLevel: LogLevel
-    public var logFormat: LogFormat
+    package var alertLocKey: String
+    package var logLevel: LogLevel
+    package var logFormat: LogFormat
     /// Pushes waiting for an APNs stream; past this the relay answers 503 instead of queuing forever.
-    public var maxQueuedPushes: Int
+    package var maxQueuedPushes: Int
     /// Inbound connections held open at once; at the cap the longest-idle one makes room, and
     /// when none is idle new ones are refused.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// The `apns-topic` of `/relay-to` pushes; `topic` unless an operator serves another app there.
-    public var relayToTopic: String
+    package var relayToTopic: String
     /// The alert text of `/relay-to` pushes, shown when the app's extension cannot decrypt.
-    public var relayToAlert: String
+    package var relayToAlert: String
 
     /// The longest `RELAY_TO_ALERT`, in UTF-8 bytes, so a degraded `/relay-to` payload (the
     /// alert and an extra path of `PushRoute.maxIDBytes`) always fits Apple's 4096 bytes.
-    public static let maxRelayToAlertBytes = 256
+    package static let maxRelayToAlertBytes = 256
     /// Streams one APNs connection opens before it is drained and replaced: HTTP/2 stream ids
     /// end at 2^31, so a connection must retire before (at most 2^30 requests).
-    public var apnsMaxStreamsPerConnection: Int
+    package var apnsMaxStreamsPerConnection: Int
     /// From a request's first byte to its last, head and body together; past it the answer is
     /// 408 (which Mastodon retries), so a body trickled a byte at a time can't hold memory.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// Bytes all half-received requests may hold together; past it the slowest senders are
     /// answered 408, so slow clients can't push the relay past its memory limit.
-    public var maxBufferedRequestBytes: Int
+    package var maxBufferedRequestBytes: Int
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
-    public init(
+    package init(
         authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = Defaults.connectionPoolSize,
         port: Int = Defaults.port, bindAddress: String = Defaults.bindAddress, apnsHost: APNsEndpoint = defaultAPNsHost,
         apnsSandboxHost: APNsEndpoint = defaultAPNsSandboxHost, caFile: String? = nil,
@@ -110,27 +110,27 @@ public struct RelayConfiguration: Sendable {
     }
 
     /// What an unset variable means, for `init` and `load` alike.
-    public enum Defaults {
-        public static let connectionPoolSize = 2
-        public static let port = 3000
-        public static let bindAddress = "0.0.0.0"
-        public static let pushTimeoutMilliseconds = 8000
-        public static let maxBodyBytes = WebPushParser.defaultMaxBodyBytes
-        public static let alertLocKey = "apns-default-message"
-        public static let logLevel = LogLevel.info
-        public static let logFormat = LogFormat.json
-        public static let maxQueuedPushes = 10_000
-        public static let maxConnections = 10_000
-        public static let apnsMaxStreamsPerConnection = 1_000_000_000
-        public static let requestTimeoutMilliseconds = 10_000
-        public static let maxBufferedRequestBytes = 64 << 20
+    package enum Defaults {
+        package static let connectionPoolSize = 2
+        package static let port = 3000
+        package static let bindAddress = "0.0.0.0"
+        package static let pushTimeoutMilliseconds = 8000
+        package static let maxBodyBytes = WebPushParser.defaultMaxBodyBytes
+        package static let alertLocKey = "apns-default-message"
+        package static let logLevel = LogLevel.info
+        package static let logFormat = LogFormat.json
+        package static let maxQueuedPushes = 10_000
+        package static let maxConnections = 10_000
+        package static let apnsMaxStreamsPerConnection = 1_000_000_000
+        package static let requestTimeoutMilliseconds = 10_000
+        package static let maxBufferedRequestBytes = 64 << 20
     }
 
-    public static let defaultAPNsHost = APNsEndpoint.production
-    public static let defaultAPNsSandboxHost = APNsEndpoint.sandbox
+    package static let defaultAPNsHost = APNsEndpoint.production
+    package static let defaultAPNsSandboxHost = APNsEndpoint.sandbox
 
     /// How log lines are written.
-    public enum LogFormat: String, Sendable, CaseIterable {
+    package enum LogFormat: String, Sendable, CaseIterable {
         /// One JSON object per line, for log shippers (the default).
         case json
         /// Human-readable lines, for a terminal.
@@ -138,7 +138,7 @@ public struct RelayConfiguration: Sendable {
     }
 
     /// Every variable the relay reads, in the order the example env file documents them.
-    public static let variableNames: [String] = [
+    package static let variableNames: [String] = [
         Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.caPEM, Variable.pushTimeout, Variable.maxBodyBytes,
@@ -148,7 +148,7 @@ public struct RelayConfiguration: Sendable {
     ]
 
     /// The settings without secrets, for the start-up log line.
-    public var loggableSummary: [String: String] {
+    package var loggableSummary: [String: String] {
         [
             "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
             "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
@@ -168,26 +168,26 @@ public struct RelayConfiguration: Sendable {
 
 /// Why start-up stopped. The message is one line naming the variable and what it should hold,
 /// so an operator can fix the deployment from the log alone. Equality is on code and variable.
-public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         let name: String
         /// A required variable is unset or empty.
-        public static let missing = Code(name: "missing")
+        package static let missing = Code(name: "missing")
         /// A variable holds a value the relay cannot use.
-        public static let invalid = Code(name: "invalid")
+        package static let invalid = Code(name: "invalid")
         /// Two variables that mean the same thing disagree, or both of two exclusive ones are set.
-        public static let conflict = Code(name: "conflict")
+        package static let conflict = Code(name: "conflict")
         /// A file named by a variable (or `--env-file`) cannot be read.
-        public static let unreadableFile = Code(name: "unreadable-file")
+        package static let unreadableFile = Code(name: "unreadable-file")
         /// A line of the env file is not `KEY=VALUE`.
-        public static let envFileSyntax = Code(name: "env-file-syntax")
-        public var description: String { name }
+        package static let envFileSyntax = Code(name: "env-file-syntax")
+        package var description: String { name }
     }
 
-    public let code: Code
+    package let code: Code
     /// The variable at fault (or the env file's path for env-file errors).
-    public let variable: String
-    public let message: String
+    package let variable: String
+    package let message: String
 
     init(_ code: Code, _ variable: String, _ message: String) {
         self.code = code
@@ -195,9 +195,9 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
-    public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
+    package static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
         lhs.code == rhs.code && lhs.variable == rhs.variable
     }
 }
@@ -243,7 +243,7 @@ extension RelayConfiguration {
     ///   - envFile: the path given with `--env-file`. Its `KEY=VALUE` lines fill in only the
     ///     variables the real environment leaves unset, so an operator can override one
     ///     setting of a shared file with `VAR=… apns-relay --env-file …`, as with Docker and systemd.
-    public static func load(
+    package static func load(
         environment: [String: String], envFile: String? = nil
     ) throws(ConfigurationError) -> RelayConfiguration {
         var merged = [String: String]()

@@ -11,23 +11,23 @@ import Encoders
 import WebPush
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.
-public struct APNsPushPlan: Sendable, Equatable {
+package struct APNsPushPlan: Sendable, Equatable {
     /// The JSON body, byte for byte (docs/ARCHITECTURE.md §5).
-    public var payload: [UInt8]
+    package var payload: [UInt8]
     /// `apns-priority`: 5 for `very-low`/`low` urgency (Apple may batch them to save power), else 10.
-    public var priority: Int
+    package var priority: Int
     /// `apns-expiration` in unix seconds; 0 means "deliver once, don't store" (TTL 0); nil: send no header.
-    public var expiration: Int?
+    package var expiration: Int?
     /// `apns-collapse-id` from the WebPush `Topic`, so a newer message replaces the older one.
-    public var collapseID: String?
+    package var collapseID: String?
     /// True when the message did not fit and only the alert and `i` go out: the user still gets
     /// "a new notification" instead of losing the subscription to a 413.
-    public var degraded: Bool
+    package var degraded: Bool
     /// Why it was degraded, for the log line: sizes, and the sender's record size when padding
     /// to it is what made the body too big. nil when not degraded.
-    public var degradedReason: String?
+    package var degradedReason: String?
 
-    public init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool,
+    package init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool,
                 degradedReason: String? = nil) {
         self.payload = payload
         self.priority = priority
@@ -42,12 +42,12 @@ public struct APNsPushPlan: Sendable, Equatable {
 ///
 /// The JSON is written by hand: the key order is fixed (`aps`, `i`, `m`, `s`, `k`, `e`), the
 /// size is known before a byte is written, and it is several times faster than a serializer.
-public enum PayloadMapper {
+package enum PayloadMapper {
     /// Apple's limit for a regular (non-VoIP) notification payload, as APNsCore states it.
-    public static let maxPayloadBytes = APNsPushType.alert.maxPayloadSize
+    package static let maxPayloadBytes = APNsPushType.alert.maxPayloadSize
 
     /// What the app shows when it cannot decrypt; iOS only runs the extension for a visible alert.
-    public static let defaultAlertLocKey = "apns-default-message"
+    package static let defaultAlertLocKey = "apns-default-message"
 
     /// Builds the plan for one message.
     ///
@@ -56,7 +56,7 @@ public enum PayloadMapper {
     /// `PushRoute.maxIDBytes` so the degraded form fits whenever `alertLocKey` is a sane
     /// configuration value (under ~900 bytes); past that, the degraded payload is returned as is
     /// and Apple's own size check decides.
-    public static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
+    package static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
                             now: Int) -> APNsPushPlan {
         let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
         let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)

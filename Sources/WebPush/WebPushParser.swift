@@ -28,19 +28,19 @@ internal import Encoders
 ///
 /// Checks run in this order: encoding (415), body size (400 empty, 413 too large), then the
 /// keys and salt for the encoding (400). Every reason names the header or body and the fault.
-public enum WebPushParser {
+package enum WebPushParser {
     /// The body cap (docs/ARCHITECTURE.md §6); the server should enforce it on `Content-Length` before
     /// reading, this is the last line of defence for chunked bodies.
-    public static let defaultMaxBodyBytes = 64 * 1024
+    package static let defaultMaxBodyBytes = 64 * 1024
 
     /// Caps `TTL` so `now + ttl` can never overflow; about 68 years, far beyond what Apple stores.
-    public static let maxTTL = Int(Int32.max)
+    package static let maxTTL = Int(Int32.max)
 
     /// Apple refuses an `apns-collapse-id` longer than this.
-    public static let maxTopicBytes = 64
+    package static let maxTopicBytes = 64
 
     /// Parses one request. `headers` is read once, in a single pass, without copying names.
-    public static func parse(
+    package static func parse(
         headers: some Sequence<(name: String, value: String)>,
         body: [UInt8],
         maxBodyBytes: Int = defaultMaxBodyBytes
@@ -248,7 +248,7 @@ public enum WebPushParser {
 
     /// The bytes of a value `base64Info` accepts; nil for anything it refuses. For receivers
     /// that want the salt and key as bytes, not as sent.
-    public static func base64Decode(_ s: Substring) -> [UInt8]? {
+    package static func base64Decode(_ s: Substring) -> [UInt8]? {
         base64Info(s) == nil ? nil : Base64URL.decode(s)
     }
 

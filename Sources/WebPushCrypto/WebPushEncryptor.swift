@@ -1,10 +1,10 @@
-public import CryptoSupport
+package import CryptoSupport
 internal import Encoders
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the
 /// demo and benchmark need real encrypted bodies, not random bytes, so that what the relay
 /// forwards can be shown to decrypt on the device.
-public enum WebPushEncryptor {
+package enum WebPushEncryptor {
     /// Encrypts one message with RFC 8291 (`Content-Encoding: aes128gcm`).
     ///
     /// - Parameters:
@@ -18,7 +18,7 @@ public enum WebPushEncryptor {
     ///     message must fit in it with its delimiter and tag.
     ///   - padding: extra zero bytes after the delimiter, hiding the plaintext's length.
     /// - Returns: the whole body: salt ‖ rs ‖ idlen ‖ sender key ‖ one record.
-    public static func aes128gcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
+    package static func aes128gcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
                                  senderKey: P256KeyAgreement? = nil, salt: [UInt8]? = nil,
                                  recordSize: UInt32 = 4096, padding: Int = 0) throws -> [UInt8] {
         try checkAuthSecret(authSecret)
@@ -58,7 +58,7 @@ public enum WebPushEncryptor {
     ///   padding length at the start of the record.
     /// - Returns: the body (one record of at most 4096 bytes before the tag), and the
     ///   unpadded base64url values for the `Encryption: salt=` and `Crypto-Key: dh=` headers.
-    public static func aesgcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
+    package static func aesgcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
                               senderKey: P256KeyAgreement? = nil, salt: [UInt8]? = nil,
                               padding: Int = 0) throws -> (body: [UInt8], salt: String, dh: String) {
         try checkAuthSecret(authSecret)
@@ -85,7 +85,7 @@ public enum WebPushEncryptor {
     }
 
     /// The record size aesgcm receivers assume when `Encryption` carries no `rs=`.
-    public static let aesgcmRecordSize = 4096
+    package static let aesgcmRecordSize = 4096
 
     private static func checkAuthSecret(_ authSecret: [UInt8]) throws {
         guard authSecret.count == 16 else {
@@ -100,7 +100,7 @@ public enum WebPushEncryptor {
         }
         let sender = try mapCrypto("making the sender key") { try senderKey ?? P256KeyAgreement.generate() }
         let salt = try mapCrypto("drawing the salt") { try salt ?? SecureRandom.bytes(16) }
-        let secret = try mapCrypto("the receiver public key (p256dh)") { try sender.sharedSecret(with: receiverPublicKey) }
+        let secret = try mapCrypto("the receiver package key (p256dh)") { try sender.sharedSecret(with: receiverPublicKey) }
         return (sender, salt, secret)
     }
 }

@@ -47,7 +47,7 @@ struct EventLoopTests {
         defer { loop.shutdown() }
         let done = Waiter<[Int]>()
         loop.execute {
-            let fired = LoopBound(Box<[Int]>([]))
+            let fired = LoopBound(Box<[Int]>([]), on: loop)
             for ms in [30, 10, 20, 5] {
                 loop.schedule(after: .milliseconds(ms)) { fired.value.value.append(ms) }
             }
@@ -99,7 +99,7 @@ struct EventLoopTests {
         defer { loop.shutdown() }
         let result = Waiter<(pending: Int, fired: [Int])>()
         loop.execute {
-            let fired = LoopBound(Box<[Int]>([]))
+            let fired = LoopBound(Box<[Int]>([]), on: loop)
             // What every push does: a deadline far ahead, cancelled as soon as the answer comes.
             for _ in 0..<10_000 {
                 loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
@@ -166,7 +166,7 @@ struct EventLoopTests {
         let size = 8 * 1024 * 1024
         let drained = Waiter<Int>()  // pending bytes seen right after write
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
-            let pendingAfterWrite = LoopBound(Box(0))
+            let pendingAfterWrite = LoopBound(Box(0), on: stream.loop)
             let writer = Collector()
             stream.handler = DrainNotifier(inner: writer) { drained.fulfill(pendingAfterWrite.value.value) }
             stream.write(pattern(size))
