@@ -8,9 +8,9 @@ import Synchronization
 /// One accepted connection: reads into the parser, answers one request at a time (so
 /// pipelined answers keep their order), and closes when the protocol or a timeout says so.
 ///
-/// `@unchecked Sendable`: the responder's task carries it back to its loop through
-/// `loop.execute`; every member is touched only on that loop's thread.
-final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
+/// Not `Sendable`: every member is touched only on its loop's thread; the responder's answer
+/// comes back to it through a `LoopBound` carried into `loop.execute`.
+final class HTTPConnection: TCPStreamHandler {
     private let stream: TCPStream
     private let core: HTTPServerCore
     private let context: LoopContext
@@ -232,11 +232,12 @@ final class HTTPConnection: TCPStreamHandler, @unchecked Sendable {
         let isHead = request.method == "HEAD"
         // Always hop back, even when the answer comes at once on this loop: `finish` reads the
         // next request, and must not run inside this one's `processInput`.
-        responder.respond(to: request) { [self] answer in
+        let me = LoopBound(self, on: loop)
+        responder.respond(to: request) { answer in
             var headless = answer
             if isHead { headless.body = [] }
             let response = headless
-            loop.execute { self.finish(response, keepAlive: keepAlive) }
+            loop.execute { me.value.finish(response, keepAlive: keepAlive) }
         }
     }
 

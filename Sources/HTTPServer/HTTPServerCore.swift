@@ -103,13 +103,14 @@ final class HTTPServerCore: Sendable {
         if let (remote, kind, minimum) = evictElsewhere {
             // The new connection is served while the other loop closes its longest-idle one;
             // if that one got busy meanwhile, the new one goes instead, so the cap holds.
+            let bound = LoopBound(connection, on: context.loop)
             remote.loop.execute { [self] in
                 if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: .now) {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in
                         noteRejected()
-                        connection.closeNow()
+                        bound.value.closeNow()
                     }
                 }
             }
