@@ -7,10 +7,10 @@ import PackageDescription
 //   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
-//   HTTPServer → EventLoop → Observability (each loop writes its log lines in batches)
-//   Encoders (base64url, hex, JSON strings, UUIDs) is the leaf every layer may import; it and
-//   Observability (logs, metrics) import nothing of ours. MockAPNs shares no code with APNs: it
-//   keeps its own decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
+//   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
+//   Encoders (base64url, hex, JSON strings, UUIDs) is the leaf every layer may import; it imports
+//   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Encoders: it keeps its own
+//   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
 // Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2 and EventLoop import the C
 // targets, always with `internal import`.
 // The APNs product holds APNs, APNsCore, Encoders and what they need: never the WebPush crypto or

@@ -1,5 +1,7 @@
 // The package's import graph, read from the files themselves: Package.swift's targets and the
-// `import` lines of every Swift file. No SwiftPM, no build: text in, mismatches out.
+// `import` lines of every Swift file, and the README's module table. No SwiftPM, no build: text
+// in, mismatches out.
+import Foundation
 //
 // Package.swift must list one target per line (name and dependencies on the same line): that
 // is the shape this reader understands, and the manifest's own comment says so.
@@ -134,6 +136,26 @@ enum ImportGraph {
             }
         }
         return problems
+    }
+
+    /// The README's module table (the one whose header starts `| module | holds | imports`): each
+    /// module named in a row's first cell, with the imports its last cell lists (`—` for none).
+    static func moduleTable(readme: String) -> [String: Set<String>] {
+        var rows: [String: Set<String>] = [:]
+        var inTable = false
+        for rawLine in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("| module | holds | imports") { inTable = true; continue }
+            guard inTable else { continue }
+            guard line.hasPrefix("|") else { break }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 4, !cells[1].hasPrefix("---") else { continue }
+            let names = cells[1].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            let importsCell = cells[cells.count - 2]
+            let imports = importsCell == "—" ? [] : Set(importsCell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            for name in names { rows[name] = imports }
+        }
+        return rows
     }
 
     private static func quoted(after label: String, in line: Substring) -> String? {

@@ -33,6 +33,18 @@ struct ImportGraphTests {
         #expect(problems.isEmpty, Comment(rawValue: "\n" + problems.joined(separator: "\n")))
     }
 
+    @Test("README's module table lists every source target with exactly the imports Package.swift declares")
+    func readmeTableMatches() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let table = ImportGraph.moduleTable(readme: readme)
+        #expect(table.count > 10, "README has its module table")
+        for target in ImportGraph.targets(manifest: manifest) where !target.directory.hasPrefix("Tests/") {
+            let row = table[target.name]
+            #expect(row == target.dependencies, "README's row for \(target.name): \(row.map { $0.sorted() } ?? []) vs Package.swift \(target.dependencies.sorted())")
+        }
+    }
+
     @Test("the emulator shares no code with the client: MockAPNs never imports APNs, APNsCore or Encoders")
     func emulatorKeepsItsOwnCode() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
