@@ -28,7 +28,7 @@ package final class P256KeyAgreement: @unchecked Sendable {
         let ok = EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, &raw, raw.count, &length) == 1
         guard ok, length == 65, raw[0] == 0x04 else {
             EVP_PKEY_free(key)
-            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not export the new package key"))
+            throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not export the new public key"))
         }
         return P256KeyAgreement(owning: key, publicKeyRaw: raw)
     }
@@ -47,7 +47,7 @@ package final class P256KeyAgreement: @unchecked Sendable {
             throw CryptoError(.invalidKey, "the private scalar is zero or not below the P-256 group order")
         }
         if let expected, expected != derived {
-            throw CryptoError(.invalidKey, "the package key does not belong to the private key; pass the pair from the same subscription")
+            throw CryptoError(.invalidKey, "the public key does not belong to the private key; pass the pair from the same subscription")
         }
         guard let key = copenssl_p256_from_raw(rawPrivateKey, rawPrivateKey.count, derived, derived.count) else {
             throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not build a P-256 key from raw bytes"))
@@ -65,7 +65,7 @@ package final class P256KeyAgreement: @unchecked Sendable {
         return raw
     }
 
-    /// The ECDH shared secret (the 32-byte x coordinate) with a peer's raw package key.
+    /// The ECDH shared secret (the 32-byte x coordinate) with a peer's raw public key.
     /// The point comes from the network, so anything but a valid uncompressed P-256 point
     /// is refused rather than trusted.
     package func sharedSecret(with peerPublicRaw: [UInt8]) throws -> [UInt8] {
@@ -80,7 +80,7 @@ package final class P256KeyAgreement: @unchecked Sendable {
             throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("could not start ECDH"))
         }
         guard EVP_PKEY_derive_set_peer(ctx, peer) == 1 else {
-            throw CryptoError(.invalidKey, OpenSSLErrorQueue.message("the peer package key cannot be used for ECDH"))
+            throw CryptoError(.invalidKey, OpenSSLErrorQueue.message("the peer public key cannot be used for ECDH"))
         }
         var length = 0
         guard EVP_PKEY_derive(ctx, nil, &length) == 1, length == 32 else {
@@ -93,15 +93,15 @@ package final class P256KeyAgreement: @unchecked Sendable {
         return secret
     }
 
-    /// An owned package-only key; the caller frees it.
+    /// An owned public-only key; the caller frees it.
     static func publicKey(raw: [UInt8]) throws -> OpaquePointer {
         guard raw.count == 65, raw[0] == 0x04 else {
-            throw CryptoError(.invalidKey, "a P-256 package key must be 65 bytes starting with 0x04 (uncompressed), not \(raw.count) bytes")
+            throw CryptoError(.invalidKey, "a P-256 public key must be 65 bytes starting with 0x04 (uncompressed), not \(raw.count) bytes")
         }
         OpenSSLErrorQueue.clearQueue()
         guard let key = copenssl_p256_from_raw(nil, 0, raw, raw.count) else {
             OpenSSLErrorQueue.clearQueue()
-            throw CryptoError(.invalidKey, "the package key is not a point on the P-256 curve")
+            throw CryptoError(.invalidKey, "the public key is not a point on the P-256 curve")
         }
         return key
     }

@@ -38,7 +38,7 @@ package enum HTTP2ErrorCode {
 
 /// A connection-level failure of an HTTP/2 session, or a call the session cannot honour.
 ///
-/// A struct over a code rather than a package enum, so new codes never break callers.
+/// A struct over a code rather than a public enum, so new codes never break callers.
 /// Equality is on the code only: the message is for humans and logs.
 package struct HTTP2Error: Error, Sendable, CustomStringConvertible, Equatable {
     package struct Code: Hashable, Sendable, CustomStringConvertible {

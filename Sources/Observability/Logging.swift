@@ -233,7 +233,7 @@ package struct JSONLogSink: LogSink {
         output.writeLine { Self.append(record, to: &$0) }
     }
 
-    /// The line without its newline; package so tests and tools can check the exact output.
+    /// The line without its newline; `package` so tests and tools can check the exact output.
     package func format(_ record: LogRecord) -> String {
         var out: [UInt8] = []
         Self.append(record, to: &out)

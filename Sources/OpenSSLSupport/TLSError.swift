@@ -1,7 +1,7 @@
 /// A TLS failure with a code callers switch on and a message that says what to do,
 /// because "handshake failed" alone leaves an operator guessing.
 package struct TLSError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong, as a value: a struct over names rather than a package enum so
+    /// What went wrong, as a value: a struct over names rather than a public enum so
     /// new codes do not break callers' switches.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         package let name: String

@@ -18,7 +18,7 @@ struct KeySchedule {
     }
 
     /// draft-ietf-webpush-encryption-04 section 3.3 with draft-ietf-httpbis-encryption-encoding-03
-    /// section 4.2: the auth secret is mixed in with its own info string, and both package
+    /// section 4.2: the auth secret is mixed in with its own info string, and both public
     /// keys enter the key and nonce infos as a length-prefixed "P-256" context.
     static func aesgcm(ecdhSecret: [UInt8], authSecret: [UInt8], receiverPublic: [UInt8],
                        senderPublic: [UInt8], salt: [UInt8]) throws -> KeySchedule {

@@ -6,7 +6,7 @@ internal import WebPush
 /// subscription's private key and auth secret and turns `m`, `s`, `k`, `e` back into the
 /// notification. Tests use it to prove the relay forwards bytes that still decrypt.
 package struct WebPushDecryptor: Sendable {
-    /// The subscription key pair; its package half is the `p256dh` given to the server.
+    /// The subscription key pair; its public half is the `p256dh` given to the server.
     package let privateKey: P256KeyAgreement
     /// The subscription's 16-byte `auth` secret.
     package let authSecret: [UInt8]
@@ -26,7 +26,7 @@ package struct WebPushDecryptor: Sendable {
         }
     }
 
-    /// The 65-byte package key to send the server as `p256dh`.
+    /// The 65-byte public key to send the server as `p256dh`.
     package var publicKey: [UInt8] { privateKey.publicKeyRaw }
 
     /// Decrypts the fields of the relay's APNs payload.
@@ -80,7 +80,7 @@ package struct WebPushDecryptor: Sendable {
             throw WebPushCryptoError(.badHeader, "the header's record size \(recordSize) is below the minimum of 18")
         }
         guard idLength == 65, body.count >= 21 + idLength else {
-            throw WebPushCryptoError(.badHeader, "the key id must be the sender's 65-byte package key; it is \(idLength) bytes in a \(body.count)-byte body")
+            throw WebPushCryptoError(.badHeader, "the key id must be the sender's 65-byte public key; it is \(idLength) bytes in a \(body.count)-byte body")
         }
         let sender = Array(body[21..<(21 + idLength)])
         let schedule = try schedule(.aes128gcm, senderPublicKey: sender, salt: salt)
@@ -151,7 +151,7 @@ package struct WebPushDecryptor: Sendable {
     }
 
     private func schedule(_ coding: WebPushEncoding, senderPublicKey: [UInt8], salt: [UInt8]) throws -> KeySchedule {
-        let secret = try mapCrypto("the sender package key (dh / key id)") { try privateKey.sharedSecret(with: senderPublicKey) }
+        let secret = try mapCrypto("the sender public key (dh / key id)") { try privateKey.sharedSecret(with: senderPublicKey) }
         return try mapCrypto("deriving the \(coding.rawValue) keys") {
             switch coding {
             case .aes128gcm:

@@ -100,7 +100,7 @@ package enum WebPushEncryptor {
         }
         let sender = try mapCrypto("making the sender key") { try senderKey ?? P256KeyAgreement.generate() }
         let salt = try mapCrypto("drawing the salt") { try salt ?? SecureRandom.bytes(16) }
-        let secret = try mapCrypto("the receiver package key (p256dh)") { try sender.sharedSecret(with: receiverPublicKey) }
+        let secret = try mapCrypto("the receiver public key (p256dh)") { try sender.sharedSecret(with: receiverPublicKey) }
         return (sender, salt, secret)
     }
 }
