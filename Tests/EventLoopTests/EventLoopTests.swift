@@ -41,6 +41,25 @@ struct EventLoopTests {
         #expect(await done.value(timeout: 5) == 0)
     }
 
+    @Test("a loop-bound value is read on its loop, and reading it anywhere else stops the process")
+    func loopBoundChecksItsLoop() async throws {
+        let loop = try EventLoop(name: "bound-test")
+        defer { loop.shutdown() }
+        let done = Waiter<Int>()
+        let bound = LoopBound(Box(41), on: loop)
+        loop.execute {
+            bound.value.value += 1
+            done.fulfill(bound.value.value)
+        }
+        #expect(await done.value(timeout: 5) == 42)
+        // Off the loop (here, the test's thread) the read is a precondition failure, not a race.
+        await #expect(processExitsWith: .failure) {
+            let other = try EventLoop(name: "bound-exit-test")
+            let value = LoopBound(Box(0), on: other)
+            _ = value.value
+        }
+    }
+
     @Test("timers fire in deadline order and cancelled ones never fire")
     func timersFireInOrder() async throws {
         let loop = try EventLoop(name: "timer-test")
