@@ -1,5 +1,6 @@
-// Pieces the benchmark and the soak share: errors, the clock, base64url, random hex, apns-ids.
+// Pieces the benchmark and the soak share: errors, the clock, random bytes, apns-ids as numbers.
 import Foundation
+import Encoders
 
 /// Why the benchmark stopped; the message says what to fix.
 package struct BenchError: Error, CustomStringConvertible {
@@ -37,14 +38,8 @@ package func uuidKey<S: Sequence>(_ text: S) -> UInt128? where S.Element == UInt
     var value: UInt128 = 0
     var digits = 0
     for c in text {
-        let v: UInt8
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "-"): continue
-        default: return nil
-        }
+        if c == UInt8(ascii: "-") { continue }
+        guard let v = Hex.value(c) else { return nil }
         value = value << 4 | UInt128(v)
         digits += 1
     }

@@ -118,6 +118,13 @@ struct HexAndUUIDTests {
         #expect(Hex.encode([UInt8]()) == "")
     }
 
+    @Test("a hex digit's value is read in either case; anything else is nil")
+    func hexValue() {
+        #expect(Array("09afAF".utf8).map(Hex.value) == [0, 9, 10, 15, 10, 15])
+        #expect(Hex.value(UInt8(ascii: "g")) == nil)
+        #expect(Hex.value(UInt8(ascii: "-")) == nil)
+    }
+
     @Test("a UUID's text is Foundation's, lower-cased")
     func lowercase() {
         for _ in 0 ..< 20 {
