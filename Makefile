@@ -72,11 +72,11 @@ slow-bodies: deps
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.
 FUZZ_SECONDS ?= 30
-FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift Sources/HTTPServer/JSONString.swift \
+FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift Sources/Encoders/JSONString.swift Sources/Encoders/Hex.swift \
 	Tests/HTTPServerTests/ParserHarness.swift Tests/HTTPServerTests/LibFuzzerEntry.swift
 fuzz:
 	@mkdir -p .build/fuzz/corpus
-	@if $(SWIFT)c -sanitize=fuzzer,address -parse-as-library -O -D HTTPPARSER_FUZZ $(FUZZ_SOURCES) \
+	@if $(SWIFT)c -sanitize=fuzzer,address -parse-as-library -package-name apns_relay -O -D HTTPPARSER_FUZZ $(FUZZ_SOURCES) \
 		-o .build/fuzz/http1parser >.build/fuzz/build.log 2>&1; then \
 		printf '\x00GET /push/ab?sandbox=true HTTP/1.1\r\nHost: r\r\n\r\n' >.build/fuzz/corpus/seed-get; \
 		printf '\x01POST /p HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello' >.build/fuzz/corpus/seed-post; \

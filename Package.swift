@@ -1,17 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Arrows point down only:
+// Arrows point down only (each target's list below is exactly what its files import; the
+// PackageGraphTests suite reads this file one target per line, so keep each target on one line):
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
-//   APNs → {APNsCore (models, payloads, reasons, provider tokens, JSON; no I/O), Transport}
+//   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
-//   HTTPServer → EventLoop
-//   EventLoop → Observability (each loop writes its log lines in batches)
-//   Observability (logs, metrics) is imported by any module above the C layer; it imports nothing.
-// Only the *Support modules over OpenSSL, HTTP2 and EventLoop import the C targets.
-// The APNs product holds APNs, APNsCore and what they need: never the WebPush crypto or the
-// test certificates.
+//   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
+//   Encoders (base64url, hex, JSON strings, UUIDs) is the leaf every layer may import; it imports
+//   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Encoders: it keeps its own
+//   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
+// Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2 and EventLoop import the C
+// targets, always with `internal import`.
+// The APNs product holds APNs, APNsCore, Encoders and what they need: never the WebPush crypto or
+// the test certificates.
 let package = Package(
     name: "apns-relay",
     platforms: [.macOS(.v15)],
@@ -28,40 +31,44 @@ let package = Package(
         // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
         .target(name: "CLinux"),
 
-        .target(name: "Observability"),
+        .target(name: "Encoders"),
+        .target(name: "Observability", dependencies: ["Encoders"]),
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"]),
         .target(name: "EventLoop", dependencies: ["CLinux", "Observability"]),
         .target(name: "HTTP2", dependencies: ["CNghttp2"]),
         .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2"]),
         .target(name: "CryptoSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
         .target(name: "CertificateSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
-        .target(name: "APNsCore"),
+        .target(name: "APNsCore", dependencies: ["Encoders"]),
         .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2"]),
-        .target(name: "WebPush"),
-        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport"]),
-        .target(name: "HTTPServer", dependencies: ["EventLoop", "Observability"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Observability", "EventLoop", "OpenSSLSupport"]),
-        .target(name: "MockAPNs", dependencies: ["Transport", "OpenSSLSupport", "CertificateSupport", "Observability"]),
-        .executableTarget(name: "apns-mock", dependencies: ["MockAPNs"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "Observability", "OpenSSLSupport", "EventLoop", "WebPush", "WebPushCrypto"]),
+        .target(name: "WebPush", dependencies: ["Encoders"]),
+        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Encoders"]),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "Encoders"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Encoders", "Observability", "EventLoop", "OpenSSLSupport"]),
+        .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
+        .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Encoders"]),
         // What relay-bench and relay-soak share: the relay as a child process, loopback probes, the pushes.
-        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto"]),
-        .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport", "Transport", "EventLoop"]),
+        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto", "Encoders"]),
+        .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport", "Transport", "HTTP2", "EventLoop", "Encoders"]),
         .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
 
+        .testTarget(name: "EncodersTests", dependencies: ["Encoders"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "CertificateSupport"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "OpenSSLSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Encoders", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
-        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Encoders"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "EventLoop", "WebPushCrypto"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto"]),
+        // Package.swift against the import lines: the arrows above are exactly what the code imports.
+        .testTarget(name: "PackageGraphTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -28,9 +28,9 @@ public struct APNsClientConfiguration: Sendable {
     /// Where the extra CA came from (`APNS_CA_FILE`, `APNS_CA`), named when a certificate is not trusted.
     public var caSetting: String?
     /// Connections per environment: Apple prefers a few long-lived ones to many short ones.
-    public var poolSize = 2
+    public var poolSize = APNsClientConfiguration.machine.poolSize
     /// Pushes waiting for a free stream per environment; beyond it we answer `overloaded` at once.
-    public var queueCapacity = 1000
+    public var queueCapacity = APNsClientConfiguration.machine.queueCapacity
     /// Below Mastodon's 10 s read timeout, so the relay can still answer 504 itself.
     public var pushTimeout: Duration = .seconds(8)
     public var connectTimeout: Duration = .seconds(10)
@@ -39,8 +39,8 @@ public struct APNsClientConfiguration: Sendable {
     /// No PING ACK within this time means the connection is dead: replace it.
     public var pingTimeout: Duration = .seconds(5)
     /// First reconnect delay; Apple treats rapid reconnects as an attack, so it doubles to `backoffMax`.
-    public var backoffBase: Duration = .seconds(1)
-    public var backoffMax: Duration = .seconds(60)
+    public var backoffBase: Duration = APNsClientConfiguration.machine.backoffBase
+    public var backoffMax: Duration = APNsClientConfiguration.machine.backoffMax
     /// Extra attempts on another connection after 500/503/Shutdown/lost connections.
     public var maxRetries: Int {
         get { retryPolicy.maxRetries }
@@ -52,14 +52,17 @@ public struct APNsClientConfiguration: Sendable {
     /// a queued push hears its timeout at most this late, so it stays well under Mastodon's 10 s.
     public var tickInterval: Duration = .milliseconds(250)
     /// An unanswered stream this long past its deadline marks its connection as stalled.
-    public var stallGrace: Duration = .seconds(2)
+    public var stallGrace: Duration = APNsClientConfiguration.machine.stallGrace
     /// Streams a connection opens before it is retired (drained while a fresh one takes its
     /// place): HTTP/2 client stream ids end at 2^31, i.e. 2^30 requests per connection.
-    public var maxStreamsPerConnection = 1_000_000_000
+    public var maxStreamsPerConnection = APNsClientConfiguration.machine.maxStreamsPerConnection
     /// A connection that ends within this time of opening died young: its pool slot backs off
     /// before reconnecting, whatever it answered (Apple treats rapid reconnects as an attack).
-    public var youngConnectionAge: Duration = .seconds(10)
+    public var youngConnectionAge: Duration = APNsClientConfiguration.machine.youngConnectionAge
     public var tokenPolicy = ProviderTokenPolicy()
+
+    /// The pool's defaults live with the state machine that enforces them, written once.
+    private static let machine = PoolStateMachine.Configuration()
 
     package init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
         self.credentials = APNsCredentials(APNsCredentials.Identity(keyID: keyID, teamID: teamID, signer: signer))
@@ -91,29 +94,3 @@ public struct APNsClientConfiguration: Sendable {
         caSetting = caFile != nil ? "APNS_CA_FILE" : caPEM != nil ? "APNS_CA" : nil
     }
 }
-
-/// What the relay's metrics and logs hear about connections. Called on event-loop threads:
-/// keep it short and never block. Every method has an empty default.
-public protocol APNsClientObserver: Sendable {
-    func connectionOpened(environment: APNsEnvironment, connection: Int)
-    /// `error` is nil for a close we asked for (drained, shutdown).
-    func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?)
-    func connectFailed(environment: APNsEnvironment, error: String)
-    func tokenRenewed(environment: APNsEnvironment, connection: Int)
-    func reconnectScheduled(environment: APNsEnvironment, after delay: Duration)
-    /// A connection opens to replace one that ended (every reconnect, with or without a delay).
-    func reconnecting(environment: APNsEnvironment, connection: Int)
-    /// A push is sent again (another connection, a fresh token); a duplicate may reach the device.
-    func pushRetried(environment: APNsEnvironment)
-}
-
-extension APNsClientObserver {
-    public func connectionOpened(environment: APNsEnvironment, connection: Int) {}
-    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) {}
-    public func connectFailed(environment: APNsEnvironment, error: String) {}
-    public func tokenRenewed(environment: APNsEnvironment, connection: Int) {}
-    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
-    public func reconnecting(environment: APNsEnvironment, connection: Int) {}
-    public func pushRetried(environment: APNsEnvironment) {}
-}
-

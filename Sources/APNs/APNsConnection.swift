@@ -5,10 +5,9 @@ import Transport
 /// One connection to Apple with its own provider token: carries out the pool's `.send`s and
 /// reports every stream's end, GOAWAY, limit change and close back as pool events.
 ///
-/// `@unchecked Sendable` only so the pool can hand it to its loop: every mutable member is
-/// touched on `loop` alone, its shard's loop (the shard calls it there, directly or through
-/// `loop.execute`).
-final class APNsConnection: HTTP2ClientConnectionDelegate, @unchecked Sendable {
+/// Not `Sendable`: every mutable member is touched on `loop` alone, its shard's loop (the shard
+/// calls it there, directly or through a `LoopBound` carried into `loop.execute`).
+final class APNsConnection: HTTP2ClientConnectionDelegate {
     let id: ConnectionID
     let loop: EventLoop
     private weak var pool: APNsPoolShard?

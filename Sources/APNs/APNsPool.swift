@@ -350,7 +350,8 @@ final class APNsPoolShard: @unchecked Sendable {
                 if machine.isReconnect(c) {
                     observer?.reconnecting(environment: environment, connection: Int(truncatingIfNeeded: c.value))
                 }
-                loop.execute { connection.connect() }
+                let bound = LoopBound(connection, on: loop)
+                loop.execute { bound.value.connect() }
             case .send(let id, let c):
                 guard var entry = entries[id] else { continue }
                 entry.attempts += 1
@@ -362,7 +363,8 @@ final class APNsPoolShard: @unchecked Sendable {
                     connection.send(id, notification, deadline: deadline)
                 } else {
                     // Inside a connection's callback (maybe nghttp2's): submit on the next turn.
-                    loop.execute { connection.send(id, notification, deadline: deadline) }
+                    let bound = LoopBound(connection, on: loop)
+                    loop.execute { bound.value.send(id, notification, deadline: deadline) }
                 }
             case .failPush(let id, let error):
                 guard let entry = entries.removeValue(forKey: id) else { continue }
@@ -376,7 +378,10 @@ final class APNsPoolShard: @unchecked Sendable {
             case .completePush(let id, let response):
                 entries.removeValue(forKey: id)?.completion(.success(response))
             case .closeConnection(let c):
-                if let connection = connections.removeValue(forKey: c) { loop.execute { connection.close() } }
+                if let connection = connections.removeValue(forKey: c) {
+                    let bound = LoopBound(connection, on: loop)
+                    loop.execute { bound.value.close() }
+                }
             case .scheduleReconnect(_, let delay):
                 observer?.reconnectScheduled(environment: environment, after: delay)
                 loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }

@@ -37,35 +37,37 @@ struct PoolStateMachine {
 
     struct Configuration: Sendable {
         /// Connections kept open; Apple prefers a few long-lived connections to many short ones.
-        var poolSize: Int = 2
+        var poolSize: Int
         /// Pushes waiting for a free stream; beyond this we answer `overloaded` at once.
-        var queueCapacity: Int = 1000
+        var queueCapacity: Int
         /// Extra attempts after a retryable failure (500, 503, Shutdown, refused stream, lost connection).
-        var maxRetries: Int = 2
+        var maxRetries: Int
         /// First reconnect delay after a failure; doubles per consecutive failure.
-        var backoffBase: Duration = .seconds(1)
+        var backoffBase: Duration
         /// Apple treats rapid reconnects as an attack; never wait longer than this either.
-        var backoffMax: Duration = .seconds(60)
+        var backoffMax: Duration
         /// How long past a push's deadline an unanswered stream may linger before its connection is replaced.
-        var stallGrace: Duration = .seconds(2)
+        var stallGrace: Duration
         /// Streams one connection may open before it is retired: HTTP/2 client stream ids end at
         /// 2^31 (2^30 requests), so a connection drains well before and a fresh one takes its slot.
-        var maxStreamsPerConnection: Int = 1_000_000_000
+        var maxStreamsPerConnection: Int
         /// A connection that ends sooner than this after its connect began died young: its slot
         /// backs off whatever it answered, so a peer that sends GOAWAY after every request (or
         /// refuses every token) cannot make us reconnect in a loop.
-        var youngConnectionAge: Duration = .seconds(10)
+        var youngConnectionAge: Duration
         /// This machine's place among machines that share one pool (one per event loop), and their
         /// number: connection ids are `shard + 1 + k * shards`, so no two machines hand out the same.
-        var shard = 0
-        var shards = 1
+        var shard: Int
+        var shards: Int
         /// A retry that can go nowhere here but to the connection it just failed on (or nowhere at
         /// all) leaves as `.handOff` instead of waiting: the owner gives it to another machine.
-        var handsOffRetries = false
+        var handsOffRetries: Bool
         /// Whether Apple's 429 TooManyRequests is retried (using one of `maxRetries`), and how
         /// long a retried answer (500/503/Shutdown, 429) waits per attempt: see `APNsRetryPolicy`.
-        var retriesTooManyRequests = false
-        var retryDelay: Duration = .zero
+        var retriesTooManyRequests: Bool
+        var retryDelay: Duration
+
+        /// Every default of the pool, written once: `APNsClientConfiguration` starts from these.
 
         init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
              backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),

@@ -3,9 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
+internal import Encoders
 
 /// An APNs device token, checked once so nothing malformed reaches Apple.
 ///
@@ -79,55 +77,6 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "DeviceToken(\(fingerprint))" }
 }
 
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// `UUID.uuidString.lowercased()` without the two intermediate strings (and the printf
-    /// behind `uuidString`): every push gets one.
-    /// A random (version 4) UUID. Foundation's `UUID()` on Linux opens, reads and closes
-    /// /dev/urandom for each one; this is one getrandom call.
-    static func randomUUID() -> UUID {
-        var words = randomWords()
-        return withUnsafeMutableBytes(of: &words) { bytes in
-            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
-            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
-            return UUID(uuid: bytes.load(as: uuid_t.self))
-        }
-    }
-
-    /// 16 random bytes in one getrandom call (glibc's arc4random_buf; the system generator
-    /// makes one call per 8 bytes).
-    static func randomWords() -> (UInt64, UInt64) {
-        var words: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &words) { arc4random_buf($0.baseAddress!, 16) }
-        return words
-    }
-
-    static func lowercaseUUID(_ uuid: UUID) -> String {
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for (i, b) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = digits[Int(b >> 4)]
-                    out[o + 1] = digits[Int(b & 0x0f)]
-                    o += 2
-                }
-                return o
-            }
-        }
-    }
-    static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
 /// SHA-256 (FIPS 180-4), only for token fingerprints: the module must not depend on
 /// OpenSSL for something this small, and Foundation on Linux has no digest API.
 enum SHA256 {
@@ -142,8 +91,9 @@ enum SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    /// Every push's answer carries its device's fingerprint, so this runs once per push: the
-    /// schedule and padding live in stack buffers, and the state in locals.
+    /// Runs when a log line names a device (`fingerprint`): at the default level, info, every
+    /// push writes one, so this can run once per push. The schedule and padding live in stack
+    /// buffers, and the state in locals.
     static func hash(_ message: [UInt8]) -> [UInt8] {
         var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
         var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19

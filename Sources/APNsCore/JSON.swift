@@ -1,3 +1,5 @@
+internal import Encoders
+
 /// A JSON value for the keys an app puts beside `aps`.
 ///
 /// Written by hand with keys in sorted order so the same input always gives the same
@@ -38,25 +40,7 @@ struct JSONWriter {
     }
 
     mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0x08: raw("\\b")
-            case 0x0C: raw("\\f")
-            case 0..<0x20:
-                raw("\\u00")
-                let digits = Array("0123456789abcdef".utf8)
-                bytes.append(digits[Int(byte >> 4)])
-                bytes.append(digits[Int(byte & 0x0f)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONString.appendQuoted(value, to: &bytes)
     }
 
     mutating func int<I: BinaryInteger>(_ value: I) { bytes.append(contentsOf: String(value).utf8) }

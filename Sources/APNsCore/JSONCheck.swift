@@ -1,3 +1,5 @@
+internal import Encoders
+
 /// Checks that bytes are one JSON object (RFC 8259) holding an `aps` object, and tells whether
 /// `aps` holds only `content-available`, without building any value.
 ///
@@ -203,14 +205,7 @@ enum JSONCheck {
             guard i + 4 <= p.count else { throw Failure() }
             var v: UInt32 = 0
             for _ in 0..<4 {
-                let b = p[i]
-                let d: UInt8
-                switch b {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): d = b - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): d = b - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): d = b - UInt8(ascii: "A") + 10
-                default: throw Failure()
-                }
+                guard let d = Hex.value(p[i]) else { throw Failure() }
                 v = v << 4 | UInt32(d)
                 i += 1
             }

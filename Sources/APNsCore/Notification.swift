@@ -3,9 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
+internal import Encoders
 
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
 /// and says exactly what to fix.
@@ -80,7 +78,7 @@ public struct APNsNotification: Sendable {
         self.priority = prio
         self.expiration = expiration
         self.collapseID = collapseID
-        self.apnsID = Hex.lowercaseUUID(apnsID ?? Hex.randomUUID())
+        self.apnsID = UUIDText.lowercase(apnsID ?? UUIDText.random())
         self.payload = payload.bytes
         self.path = "/3/device/" + token.hex
 

@@ -1,3 +1,5 @@
+internal import Encoders
+
 /// Signs provider tokens. The OpenSSL ES256 key conforms in the transport layer; tests use a fake,
 /// so this module needs no crypto of its own.
 public protocol ProviderTokenSigner: Sendable {
@@ -24,9 +26,11 @@ public struct ProviderToken: Sendable, Hashable {
         var claims = JSONWriter(capacity: 40)
         claims.raw("{\"iss\":"); claims.string(teamID); claims.raw(",\"iat\":"); claims.int(issuedAt); claims.raw("}")
 
-        var signingInput = Base64URL.encode(header.bytes)
+        var signingInput: [UInt8] = []
+        signingInput.reserveCapacity(256)
+        Base64URL.append(header.bytes, padded: false, to: &signingInput)
         signingInput.append(UInt8(ascii: "."))
-        signingInput.append(contentsOf: Base64URL.encode(claims.bytes))
+        Base64URL.append(claims.bytes, padded: false, to: &signingInput)
         let signature: [UInt8]
         do {
             signature = try signer.sign(signingInput)
@@ -37,7 +41,7 @@ public struct ProviderToken: Sendable, Hashable {
             throw .badKey("the signer returned \(signature.count) bytes, not a 64-byte raw r‖s ES256 signature")
         }
         signingInput.append(UInt8(ascii: "."))
-        signingInput.append(contentsOf: Base64URL.encode(signature))
+        Base64URL.append(signature, padded: false, to: &signingInput)
         self.jwt = String(decoding: signingInput, as: UTF8.self)
         self.authorization = "bearer " + jwt
         self.issuedAt = issuedAt
@@ -66,32 +70,5 @@ public struct ProviderTokenPolicy: Sendable, Hashable {
     public func mayRenew(now: Int64, lastIssuedAt: Int64?) -> Bool {
         guard let lastIssuedAt else { return true }
         return now - lastIssuedAt >= minimumIntervalSeconds
-    }
-}
-
-enum Base64URL {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// base64url without padding (RFC 7515 §2).
-    static func encode(_ bytes: [UInt8]) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)]); out.append(alphabet[Int(n & 63)])
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let n = UInt32(bytes[i]) << 16
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-        } else if rest == 2 {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-        }
-        return out
     }
 }

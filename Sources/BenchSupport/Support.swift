@@ -1,5 +1,6 @@
-// Pieces the benchmark and the soak share: errors, the clock, base64url, random hex, apns-ids.
+// Pieces the benchmark and the soak share: errors, the clock, random bytes, apns-ids as numbers.
 import Foundation
+import Encoders
 
 /// Why the benchmark stopped; the message says what to fix.
 package struct BenchError: Error, CustomStringConvertible {
@@ -26,33 +27,9 @@ package func monotonicNanos() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
-package enum Base64URL {
-    /// Unpadded, as JWTs and WebPush headers carry it.
-    package static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
-        var text = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-        if !padded {
-            while text.hasSuffix("=") { text.removeLast() }
-        }
-        return text
-    }
-}
-
 package func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
     return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-}
-
-package func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
 }
 
 /// Parses a UUID's 32 hex digits (dashes skipped, either case) into one number, so a
@@ -61,14 +38,8 @@ package func uuidKey<S: Sequence>(_ text: S) -> UInt128? where S.Element == UInt
     var value: UInt128 = 0
     var digits = 0
     for c in text {
-        let v: UInt8
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "-"): continue
-        default: return nil
-        }
+        if c == UInt8(ascii: "-") { continue }
+        guard let v = Hex.value(c) else { return nil }
         value = value << 4 | UInt128(v)
         digits += 1
     }

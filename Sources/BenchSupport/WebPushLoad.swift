@@ -1,6 +1,7 @@
 import OpenSSLSupport
 import WebPushCrypto
 import CryptoSupport
+import Encoders
 
 // The load: Mastodon-shaped aesgcm WebPush messages, really encrypted, and the HTTP/1.1
 // requests that carry them to the relay.
@@ -45,7 +46,7 @@ package struct PushVariant: Sendable {
 /// A random device token of 64 hex digits. The default prefix is one no emulator fault uses,
 /// so every push is a plain success; a fault's prefix (`MockFaults.Prefix`) picks that fault.
 package func makeDeviceToken(prefix: String = "a1b2") -> String {
-    prefix + String(hex(randomBytes(32)).dropFirst(prefix.count))
+    prefix + String(Hex.encode(randomBytes(32)).dropFirst(prefix.count))
 }
 
 /// Appends `value` in decimal.

@@ -1,6 +1,7 @@
 internal import COpenSSL
 import OpenSSLSupport
 
+// `public`: the MockAPNs product's API takes these (`MockAPNsServer.start(certificates:)`).
 /// Certificates for tests and the demo: a throw-away CA and a leaf it signs. Generated
 /// at run time so nothing secret or expiring is committed, and so clients exercise
 /// real chain and host-name verification against the emulator.
@@ -73,7 +74,7 @@ public struct TestCertificates: Sendable {
 /// Whether OpenSSL reads `name` as an IPv4 or IPv6 literal.
 private func isIPAddress(_ name: String) -> Bool {
     guard let octets = a2i_IPADDRESS(name) else {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         return false
     }
     ASN1_OCTET_STRING_free(octets)
@@ -84,14 +85,14 @@ private func isIPAddress(_ name: String) -> Bool {
 private func makeCertificate(commonName: String, publicKey: OpaquePointer, issuer: OpaquePointer?,
                              signingKey: OpaquePointer, validDays: Int,
                              extensions: [(Int32, String)]) throws -> OpaquePointer {
-    OpenSSLError.clearQueue()
+    OpenSSLErrorQueue.clearQueue()
     guard let certificate = X509_new() else {
-        throw TLSError(.badConfiguration, OpenSSLError.message("out of memory creating a certificate"))
+        throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("out of memory creating a certificate"))
     }
     var owned = true
     defer { if owned { X509_free(certificate) } }
     func check(_ ok: Bool, _ what: String) throws {
-        if !ok { throw TLSError(.badConfiguration, OpenSSLError.message("could not \(what) while making a test certificate")) }
+        if !ok { throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not \(what) while making a test certificate")) }
     }
 
     try check(X509_set_version(certificate, 2) == 1, "set version 3")
@@ -114,7 +115,7 @@ private func makeCertificate(commonName: String, publicKey: OpaquePointer, issue
     X509V3_set_ctx(&v3, issuer ?? certificate, certificate, nil, nil, 0)
     for (nid, value) in extensions {
         guard let ext = X509V3_EXT_nconf_nid(nil, &v3, nid, value) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not build the extension \(value)"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not build the extension \(value)"))
         }
         defer { X509_EXTENSION_free(ext) }
         try check(X509_add_ext(certificate, ext, -1) == 1, "add the extension \(value)")

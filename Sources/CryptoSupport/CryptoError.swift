@@ -1,31 +1,31 @@
 /// Why a WebPush-style primitive (ECDH, HKDF, AES-GCM, random bytes) failed, with a code
 /// callers switch on: a forged message and a malformed key call for different answers.
-public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as a value: a struct over names so new codes do not break switches.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
         private init(_ name: String) { self.name = name }
-        public var description: String { name }
+        package var description: String { name }
 
         /// A key is not a valid P-256 key: wrong length, no 0x04 prefix, off the curve, or a zero scalar.
-        public static let invalidKey = Code("invalidKey")
+        package static let invalidKey = Code("invalidKey")
         /// A parameter has the wrong size (AES key, nonce, HKDF output length).
-        public static let invalidInput = Code("invalidInput")
+        package static let invalidInput = Code("invalidInput")
         /// AES-GCM's tag did not verify: wrong key or nonce, or tampered ciphertext.
-        public static let authenticationFailed = Code("authenticationFailed")
+        package static let authenticationFailed = Code("authenticationFailed")
         /// OpenSSL itself failed (out of memory, broken provider).
-        public static let operationFailed = Code("operationFailed")
+        package static let operationFailed = Code("operationFailed")
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
+    package static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
 
-    public var description: String { "crypto \(code): \(message)" }
+    package var description: String { "crypto \(code): \(message)" }
 }

@@ -1,12 +1,12 @@
 internal import CLinux
 
 /// The C allocator's knobs that decide whether freed memory goes back to the system.
-public enum Allocator {
+package enum Allocator {
     /// Hands free heap memory back to the kernel (glibc `malloc_trim(0)`), so RSS falls after a
     /// burst instead of staying at its peak. Walks every arena: call it once per burst, off the
     /// event loops. True when something was released.
     @discardableResult
-    public static func giveBackFreeMemory() -> Bool {
+    package static func giveBackFreeMemory() -> Bool {
         clinux_malloc_trim() == 1
     }
 
@@ -16,7 +16,7 @@ public enum Allocator {
     /// that keep RSS high; a fixed threshold also stops glibc from raising it on its own after
     /// the first big free. Call once at start-up.
     @discardableResult
-    public static func mapBlocks(ofAtLeast bytes: Int) -> Bool {
+    package static func mapBlocks(ofAtLeast bytes: Int) -> Bool {
         clinux_malloc_mmap_threshold(Int32(clamping: bytes)) == 1
     }
 }

@@ -9,9 +9,9 @@ import Observability
 internal import CLinux
 
 /// Facts about the machine that size the loop group.
-public enum System {
+package enum System {
     /// Online CPUs, so the default group runs one loop per core and no more.
-    public static var coreCount: Int {
+    package static var coreCount: Int {
         max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     }
 }
@@ -31,14 +31,14 @@ protocol LoopRegistered: AnyObject {
 /// `@unchecked Sendable`: only `execute`, `shutdown` and `inEventLoop` are called from
 /// other threads and they use the locked queue, atomics and the eventfd; every other
 /// member is confined to the loop's own thread (checked with preconditions).
-public final class EventLoop: @unchecked Sendable {
+package final class EventLoop: @unchecked Sendable {
     /// Jobs queued through `execute` before callers on other threads must wait; a bound so
     /// that a producer faster than the loop slows down instead of growing memory forever.
     static let queueCapacity = 65_536
     /// Bytes one `recv` may return; the buffer is shared by all streams of the loop.
     static let readBufferSize = 64 * 1024
 
-    public let name: String
+    package let name: String
     let epfd: Int32
     private let wakeFD: Int32
 
@@ -72,7 +72,7 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll instance and starts the loop's thread; returns once it runs.
-    public init(name: String) throws {
+    package init(name: String) throws {
         _ = Self.sigpipeIgnored
         self.name = name
         let ep = clinux_epoll_create()
@@ -118,7 +118,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The loop whose thread runs the caller, or nil off every loop (a test, a Task). Lock-free
     /// (a thread-local), so a hot path can ask it per push to stay on its own loop.
-    public static var current: EventLoop? {
+    package static var current: EventLoop? {
         guard let pointer = pthread_getspecific(currentKey) else { return nil }
         return Unmanaged<EventLoop>.fromOpaque(pointer).takeUnretainedValue()
     }
@@ -131,7 +131,7 @@ public final class EventLoop: @unchecked Sendable {
     }()
 
     /// True on the loop's own thread, where loop-confined objects may be touched directly.
-    public var inEventLoop: Bool {
+    package var inEventLoop: Bool {
         threadID.load(ordering: .acquiring) == pthread_self()
     }
 
@@ -140,7 +140,7 @@ public final class EventLoop: @unchecked Sendable {
     /// When more than `queueCapacity` jobs wait, callers from non-loop threads wait for room
     /// (backpressure); loop threads never wait, so two loops can't deadlock on each other.
     /// After `shutdown` the job is dropped without running.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
+    package func execute(_ work: @escaping @Sendable () -> Void) {
         submit(work)
     }
 
@@ -191,7 +191,7 @@ public final class EventLoop: @unchecked Sendable {
     /// `cancel()` is O(1) (a flag; the heap drops the entry when it comes due, or sooner: once
     /// cancelled entries are more than half of the heap, the heap is rebuilt without them).
     @discardableResult
-    public func schedule(after delay: Duration, _ work: @escaping () -> Void) -> Timer {
+    package func schedule(after delay: Duration, _ work: @escaping () -> Void) -> Timer {
         precondition(inEventLoop, "EventLoop.schedule must be called on the loop thread")
         // Every push arms a deadline timer that is cancelled once Apple answers, within
         // milliseconds; left in the heap until due (8 s later) they were 100,000 entries and
@@ -224,7 +224,7 @@ public final class EventLoop: @unchecked Sendable {
     /// socket is closed (streams see `streamDidClose` with `.loopShutDown`), pending timers
     /// are dropped, and later `execute` calls are dropped. Called on the loop itself it
     /// only requests the stop (a thread cannot join itself). Safe to call twice.
-    public func shutdown() {
+    package func shutdown() {
         let wake = queue.withLock { q -> Bool in
             q.stopping = true
             if q.wakePending { return false }
@@ -243,9 +243,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// A callback scheduled on the loop; cancel it before it fires and it never runs.
     /// Confined to the loop thread.
-    public final class Timer {
+    package final class Timer {
         fileprivate var work: (() -> Void)?
-        public private(set) var isCancelled = false
+        package private(set) var isCancelled = false
         /// Still in the loop's heap (not yet popped or dropped).
         fileprivate var inHeap = true
         private let tally: CancelledTally
@@ -256,7 +256,7 @@ public final class EventLoop: @unchecked Sendable {
         }
 
         /// Prevents the callback from running and releases what it captured.
-        public func cancel() {
+        package func cancel() {
             if !isCancelled && inHeap { tally.count += 1 }
             isCancelled = true
             work = nil
@@ -416,9 +416,22 @@ private final class ThreadBody {
     init(_ run: @escaping () -> Void) { self.run = run }
 }
 
-/// Moves a loop-confined value through a `@Sendable` closure that runs on that same loop.
-/// `@unchecked Sendable` is sound only because the value is touched on its loop alone.
-struct LoopBound<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+/// Moves a loop-confined value (a connection, a stream: classes that are not `Sendable`)
+/// through a `@Sendable` closure that runs on that same loop. `@unchecked Sendable` is sound
+/// because `value` can be read on `loop`'s thread alone: anywhere else is a precondition
+/// failure, not a data race. The check is an atomic load and a `pthread_self`, no allocation.
+package struct LoopBound<Value>: @unchecked Sendable {
+    private let stored: Value
+    package let loop: EventLoop
+
+    package init(_ value: Value, on loop: EventLoop) {
+        self.stored = value
+        self.loop = loop
+    }
+
+    /// The value; call on `loop`'s thread only.
+    package var value: Value {
+        precondition(loop.inEventLoop, "a loop-bound value was touched off its loop")
+        return stored
+    }
 }

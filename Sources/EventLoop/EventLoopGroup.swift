@@ -2,12 +2,12 @@ import Synchronization
 
 /// A fixed set of loops, one per core by default, so connections spread over all cores
 /// while each connection stays on one thread and needs no locks.
-public final class EventLoopGroup: Sendable {
-    public let loops: [EventLoop]
+package final class EventLoopGroup: Sendable {
+    package let loops: [EventLoop]
     private let counter = Atomic<UInt>(0)
 
     /// Starts `loopCount` loops; if one fails to start, those already started are shut down.
-    public init(loopCount: Int = System.coreCount) throws {
+    package init(loopCount: Int = System.coreCount) throws {
         precondition(loopCount > 0, "an EventLoopGroup needs at least one loop")
         var started: [EventLoop] = []
         do {
@@ -22,13 +22,13 @@ public final class EventLoopGroup: Sendable {
     }
 
     /// Round robin, so new connections land evenly on the loops.
-    public func next() -> EventLoop {
+    package func next() -> EventLoop {
         let n = counter.wrappingAdd(1, ordering: .relaxed).oldValue
         return loops[Int(n % UInt(loops.count))]
     }
 
     /// Shuts every loop down and joins their threads.
-    public func shutdown() {
+    package func shutdown() {
         for loop in loops { loop.shutdown() }
     }
 }

@@ -3,8 +3,8 @@ import Glibc
 #endif
 
 /// An IPv4 or IPv6 address with a port, kept as raw sockaddr bytes so no C type leaks
-/// into the public API while connect/bind can still hand the kernel the exact structure.
-public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
+/// into the package API while connect/bind can still hand the kernel the exact structure.
+package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The raw `sockaddr_in` / `sockaddr_in6` bytes.
     let storage: [UInt8]
 
@@ -27,7 +27,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The port in host byte order.
-    public var port: Int {
+    package var port: Int {
         storage.withUnsafeBytes { raw in
             if family == AF_INET {
                 return Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
@@ -37,7 +37,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The numeric host without the port, e.g. "127.0.0.1" or "::1".
-    public var host: String {
+    package var host: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         storage.withUnsafeBytes { raw in
             if family == AF_INET {
@@ -52,7 +52,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// "127.0.0.1:port" or "[::1]:port", the form logs and URLs expect.
-    public var description: String {
+    package var description: String {
         family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 

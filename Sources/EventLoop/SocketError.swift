@@ -4,53 +4,53 @@ import Glibc
 
 /// A socket failure as a value: a stable `code` to branch on, the raw `errno` for logs,
 /// and a message that tells the operator what to check.
-public struct SocketError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct SocketError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable failure kinds; compare against these rather than against `errno`, which
     /// differs between platforms and mixes several causes into one number.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public var description: String { name }
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
+        package var description: String { name }
 
         /// Nothing listens on the port (or a firewall rejects it).
-        public static let connectionRefused = Code(name: "connection refused")
+        package static let connectionRefused = Code(name: "connection refused")
         /// The connect timeout expired, or the kernel gave up on the peer.
-        public static let timedOut = Code(name: "timed out")
+        package static let timedOut = Code(name: "timed out")
         /// The peer reset the connection (RST).
-        public static let connectionReset = Code(name: "connection reset")
+        package static let connectionReset = Code(name: "connection reset")
         /// Writing to a connection the peer already closed.
-        public static let brokenPipe = Code(name: "broken pipe")
+        package static let brokenPipe = Code(name: "broken pipe")
         /// Another socket already holds the address and port.
-        public static let addressInUse = Code(name: "address in use")
+        package static let addressInUse = Code(name: "address in use")
         /// The host name did not resolve to any address.
-        public static let hostNotFound = Code(name: "host not found")
+        package static let hostNotFound = Code(name: "host not found")
         /// The network or host is unreachable.
-        public static let unreachable = Code(name: "unreachable")
+        package static let unreachable = Code(name: "unreachable")
         /// The process or system ran out of file descriptors.
-        public static let tooManyOpenFiles = Code(name: "too many open files")
+        package static let tooManyOpenFiles = Code(name: "too many open files")
         /// The event loop shut down while the socket was still open.
-        public static let loopShutDown = Code(name: "event loop shut down")
+        package static let loopShutDown = Code(name: "event loop shut down")
         /// Any other system error; see `errno`.
-        public static let system = Code(name: "system error")
+        package static let system = Code(name: "system error")
     }
 
-    public let code: Code
+    package let code: Code
     /// The raw errno (0 when the failure did not come from a system call).
-    public let errno: Int32
-    public let message: String
+    package let errno: Int32
+    package let message: String
 
-    public init(code: Code, errno: Int32 = 0, message: String) {
+    package init(code: Code, errno: Int32 = 0, message: String) {
         self.code = code
         self.errno = errno
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         errno == 0 ? "\(code): \(message)" : "\(code) (errno \(errno)): \(message)"
     }
 
     /// Equality on the code only, so callers can write `error == .refused`-style checks
     /// without caring about the message text.
-    public static func == (a: SocketError, b: SocketError) -> Bool { a.code == b.code }
+    package static func == (a: SocketError, b: SocketError) -> Bool { a.code == b.code }
 
     /// Maps an errno from `operation` (e.g. "connect to 127.0.0.1:443") to a code and a hint.
     static func fromErrno(_ err: Int32, _ operation: String) -> SocketError {

@@ -9,7 +9,7 @@ internal import CLinux
 ///
 /// `@unchecked Sendable`: the fd and the back-off state are touched only on `loop`;
 /// `close()` from another thread hops there. `localPort` is immutable.
-public final class TCPListener: @unchecked Sendable, LoopRegistered {
+package final class TCPListener: @unchecked Sendable, LoopRegistered {
     /// Pause after EMFILE/ENFILE, so a full fd table doesn't spin the accept loop at 100%.
     static let acceptBackoff: Duration = .milliseconds(100)
 
@@ -20,8 +20,8 @@ public final class TCPListener: @unchecked Sendable, LoopRegistered {
     private var backoff: EventLoop.Timer?
     private let onAccept: @Sendable (TCPStream) -> Void
     /// The bound port, useful after binding port 0 in tests.
-    public let localPort: Int
-    public let localAddress: SocketAddress
+    package let localPort: Int
+    package let localAddress: SocketAddress
 
     private init(fd: Int32, address: SocketAddress, loop: EventLoop, group: EventLoopGroup,
                  onAccept: @escaping @Sendable (TCPStream) -> Void) {
@@ -39,7 +39,7 @@ public final class TCPListener: @unchecked Sendable, LoopRegistered {
 
     /// Binds and listens on `host` ("0.0.0.0", "::" for both families, "127.0.0.1"…), port 0
     /// for any free port. `onAccept` runs on the accepted stream's loop; set the handler there.
-    public static func bind(host: String, port: Int, group: EventLoopGroup, backlog: Int32 = 1024,
+    package static func bind(host: String, port: Int, group: EventLoopGroup, backlog: Int32 = 1024,
                             onAccept: @escaping @Sendable (TCPStream) -> Void) throws -> TCPListener {
         let address = try SocketAddress.resolve(host: host, port: port, passive: true).get()[0]
         let fd = clinux_socket(address.family)
@@ -132,7 +132,7 @@ public final class TCPListener: @unchecked Sendable, LoopRegistered {
 
     /// Stops accepting and closes the socket; connections already accepted stay open.
     /// From another thread it waits until the loop has closed it. Safe to call twice.
-    public func close() {
+    package func close() {
         if onLoopAndWait({ self.closeOnLoop() }) == nil {
             // The loop is gone, so no thread touches the fd any more.
             if fd >= 0 { Glibc.close(fd); fd = -1 }

@@ -4,31 +4,6 @@ import Glibc
 import Dispatch
 internal import CLinux
 
-/// Receives a stream's events. Every call happens on the stream's loop, and the handler
-/// may write to, pause, or close the stream from inside any of them.
-public protocol TCPStreamHandler: AnyObject {
-    /// `bytes` is valid only during the call (it is the loop's shared read buffer).
-    func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer)
-    /// The write buffer became empty after having held bytes: the moment to produce more
-    /// (backpressure). Not called when a write went out whole without buffering.
-    func streamDidDrainWrites(_ stream: TCPStream)
-    /// The peer shut down its sending side (EOF): nothing more will be read, but writes
-    /// still go out, so a request that arrived whole just before can be answered (HTTP
-    /// clients that `shutdown(SHUT_WR)` after sending). Reading stops for good; the handler
-    /// must close the stream itself, at once or with `closeAfterFlush` after its answers.
-    /// The default closes at once, the right end for protocols with their own goodbye (TLS).
-    func streamDidReadEOF(_ stream: TCPStream)
-    /// Called exactly once; `error` is nil on orderly EOF or a local `close()`.
-    func streamDidClose(_ stream: TCPStream, error: SocketError?)
-}
-
-extension TCPStreamHandler {
-    /// Treats the peer's EOF as a full close, so handlers with nothing owed stay unchanged.
-    public func streamDidReadEOF(_ stream: TCPStream) {
-        stream.close()
-    }
-}
-
 /// A connected, non-blocking TCP socket (TCP_NODELAY set) owned by one loop.
 ///
 /// `@unchecked Sendable` so it can be handed to its loop's thread (e.g. from `onAccept`);
@@ -36,13 +11,13 @@ extension TCPStreamHandler {
 /// `loop.execute`). Reads stop after a read that did not fill the buffer (the socket had no
 /// more: one recv per request instead of a second one that only says EAGAIN), or after 16 ×
 /// 64 KiB per wake-up, for fairness; level-triggered epoll wakes the stream again for the rest.
-public final class TCPStream: @unchecked Sendable, LoopRegistered {
+package final class TCPStream: @unchecked Sendable, LoopRegistered {
     static let readsPerWakeup = 16
 
-    public let loop: EventLoop
+    package let loop: EventLoop
     /// Strongly held until `streamDidClose`, then released to break the usual cycle.
-    public var handler: TCPStreamHandler?
-    public var peerAddress: SocketAddress?
+    package var handler: TCPStreamHandler?
+    package var peerAddress: SocketAddress?
 
     private var fd: Int32
     private var registrationID: UInt64 = 0
@@ -56,7 +31,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     private var closeWhenFlushed = false
     /// A write failed; the stream closes with this error on the next loop turn.
     private var pendingError: SocketError?
-    public private(set) var isOpen = true
+    package private(set) var isOpen = true
 
     init(fd: Int32, loop: EventLoop, peer: SocketAddress?) {
         self.fd = fd
@@ -119,11 +94,11 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     /// Bytes accepted by `write` but not yet taken by the kernel; producers stop above
     /// their own limit and resume on `streamDidDrainWrites`.
-    public var pendingWriteBytes: Int { writeBuffer.count - writeHead }
+    package var pendingWriteBytes: Int { writeBuffer.count - writeHead }
 
     /// Sends what the kernel takes now and buffers the rest (EPOLLOUT until drained).
     /// Ignored once the stream is closed or `closeAfterFlush` was called.
-    public func write(_ bytes: UnsafeRawBufferPointer) {
+    package func write(_ bytes: UnsafeRawBufferPointer) {
         precondition(loop.inEventLoop, "TCPStream.write must be called on its loop")
         guard isOpen, pendingError == nil, !closeWhenFlushed, bytes.count > 0 else { return }
         var offset = 0
@@ -144,7 +119,7 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
         }
     }
 
-    public func write(_ bytes: [UInt8]) {
+    package func write(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { write($0) }
     }
 
@@ -186,20 +161,20 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
         pendingError = error
         writeBuffer = []
         writeHead = 0
-        let me = LoopBound(self)
+        let me = LoopBound(self, on: loop)
         if !loop.submit({ me.value.close(error: error) }) { close(error: error) }
     }
 
     // MARK: - Reading
 
     /// Stops delivering reads (the kernel buffer fills and TCP slows the peer down).
-    public func pauseReading() {
+    package func pauseReading() {
         precondition(loop.inEventLoop, "TCPStream.pauseReading must be called on its loop")
         readingPaused = true
         updateInterest()
     }
 
-    public func resumeReading() {
+    package func resumeReading() {
         precondition(loop.inEventLoop, "TCPStream.resumeReading must be called on its loop")
         readingPaused = false
         updateInterest()
@@ -276,14 +251,14 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
 
     /// Closes now, dropping unsent bytes; `streamDidClose` runs before this returns.
     /// Safe to call twice and from inside any handler callback.
-    public func close() {
+    package func close() {
         precondition(loop.inEventLoop, "TCPStream.close must be called on its loop")
         close(error: pendingError)
     }
 
     /// Closes once every buffered byte is out (e.g. HTTP `Connection: close`); further
     /// writes are ignored. Closes now when nothing is buffered.
-    public func closeAfterFlush() {
+    package func closeAfterFlush() {
         precondition(loop.inEventLoop, "TCPStream.closeAfterFlush must be called on its loop")
         guard isOpen else { return }
         if pendingWriteBytes == 0 {
@@ -318,149 +293,10 @@ public final class TCPStream: @unchecked Sendable, LoopRegistered {
     /// with `loop.execute`). Host names resolve with getaddrinfo on a Dispatch thread,
     /// never on the loop; each address is tried in turn until one answers. `timeout`
     /// covers resolution and all attempts.
-    public static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
+    package static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
                                completion: @escaping (Result<TCPStream, SocketError>) -> Void) {
         precondition(loop.inEventLoop, "TCPStream.connect must be called on the loop's thread")
         let connector = Connector(host: host, port: port, loop: loop, timeout: timeout, completion: completion)
         connector.start()
-    }
-}
-
-/// One connect operation: resolve, try each address, hand the socket to a `TCPStream`.
-/// Confined to its loop.
-final class Connector: LoopRegistered {
-    let host: String
-    let port: Int
-    let loop: EventLoop
-    let timeout: Duration
-    private var completion: ((Result<TCPStream, SocketError>) -> Void)?
-    private var id: UInt64 = 0
-    private var fd: Int32 = -1
-    private var watched = false
-    private var addresses: [SocketAddress] = []
-    private var index = 0
-    private var current: SocketAddress?
-    private var lastError: SocketError?
-    private var timer: EventLoop.Timer?
-
-    init(host: String, port: Int, loop: EventLoop, timeout: Duration,
-         completion: @escaping (Result<TCPStream, SocketError>) -> Void) {
-        self.host = host
-        self.port = port
-        self.loop = loop
-        self.timeout = timeout
-        self.completion = completion
-    }
-
-    func start() {
-        id = loop.track(self)
-        timer = loop.schedule(after: timeout) { [self] in
-            finish(.failure(SocketError(code: .timedOut, errno: ETIMEDOUT, message:
-                "connect to \(host):\(port) timed out after \(timeout); check that the peer is reachable and listening")))
-        }
-        if Self.isNumeric(host) {
-            // Numeric addresses resolve without I/O, so no thread hop is needed.
-            resolved(SocketAddress.resolve(host: host, port: port, passive: false))
-            return
-        }
-        let me = LoopBound(self)
-        let (name, number, target) = (host, port, loop)
-        DispatchQueue.global().async {
-            let result = SocketAddress.resolve(host: name, port: number, passive: false)
-            target.execute { me.value.resolved(result) }
-        }
-    }
-
-    private static func isNumeric(_ host: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
-    }
-
-    private func resolved(_ result: Result<[SocketAddress], SocketError>) {
-        guard completion != nil else { return }
-        switch result {
-        case .failure(let error): finish(.failure(error))
-        case .success(let list):
-            addresses = list
-            tryNext()
-        }
-    }
-
-    private func tryNext() {
-        while index < addresses.count {
-            let address = addresses[index]
-            index += 1
-            current = address
-            let s = clinux_socket(address.family)
-            if s < 0 {
-                lastError = .fromErrno(errno, "socket for \(address)")
-                continue
-            }
-            _ = clinux_set_nodelay(s)
-            let rc = address.withSockAddr { Glibc.connect(s, $0, $1) }
-            let e = rc == 0 ? 0 : errno
-            if rc == 0 || e == EINPROGRESS {
-                fd = s
-                let w = loop.watch(fd: s, id: id, events: CLINUX_EPOLLOUT)
-                if w == 0 {
-                    watched = true
-                    return  // rc == 0 also reports EPOLLOUT at once; one success path.
-                }
-                lastError = .fromErrno(w, "epoll_ctl for \(address)")
-                Glibc.close(s)
-                fd = -1
-                continue
-            }
-            Glibc.close(s)
-            lastError = .fromErrno(e, "connect to \(address)")
-        }
-        finish(.failure(lastError ?? SocketError(code: .hostNotFound, message:
-            "\(host) has no address to connect to; check the host name")))
-    }
-
-    func handleEvents(_ events: UInt32) {
-        guard completion != nil, fd >= 0 else { return }
-        var err = clinux_socket_error(fd)
-        if err == 0 && events & (CLINUX_EPOLLERR | CLINUX_EPOLLHUP) != 0 { err = ECONNREFUSED }
-        if err == 0 {
-            let stream = TCPStream(fd: fd, loop: loop, peer: current)
-            fd = -1
-            watched = false
-            let oldID = id
-            id = 0
-            if stream.adoptWatched(oldID: oldID) {
-                finish(.success(stream))
-            } else {
-                finish(.failure(SocketError(code: .system, message:
-                    "registering the connection to \(host):\(port) failed; retry")))
-            }
-            return
-        }
-        loop.unwatch(fd: fd)
-        watched = false
-        Glibc.close(fd)
-        fd = -1
-        lastError = .fromErrno(err, "connect to \(current?.description ?? "\(host):\(port)")")
-        tryNext()
-    }
-
-    func closeForShutdown() {
-        finish(.failure(SocketError(code: .loopShutDown, message:
-            "the event loop \(loop.name) shut down while connecting to \(host):\(port)")))
-    }
-
-    private func finish(_ result: Result<TCPStream, SocketError>) {
-        guard let done = completion else { return }
-        completion = nil
-        timer?.cancel()
-        timer = nil
-        if fd >= 0 {
-            if watched { loop.unwatch(fd: fd) }
-            Glibc.close(fd)
-            fd = -1
-        }
-        if id != 0 { loop.untrack(id); id = 0 }
-        done(result)
     }
 }

@@ -11,7 +11,7 @@ final class OutgoingBody {
 /// body providers, header packing, and the record of a connection-level failure.
 ///
 /// Subclasses override the `on…` hooks, which the file-scope trampolines call. Hooks never
-/// throw and never call the delegate: they record events that the public session delivers after
+/// throw and never call the delegate: they record events that the session (`HTTP2ClientSession`, `HTTP2ServerSession`) delivers after
 /// nghttp2 has returned, so a delegate may call back into the session (even `terminate()`).
 class SessionCore {
     private(set) var session: OpaquePointer?

@@ -1,8 +1,12 @@
 // HTTP/1.1 message values shared by the parser, the serializer and the socket server.
-// Pure Swift, no Foundation: the fuzz build compiles this file on its own.
+// Pure Swift, no Foundation: the fuzz build compiles this file on its own, with the Encoders
+// files it needs beside it (so it imports that module only in the package build).
+#if !HTTPPARSER_FUZZ
+internal import Encoders
+#endif
 
 /// The protocol version of a request; the two differ in their keep-alive default.
-public enum HTTPVersion: Sendable, Hashable {
+package enum HTTPVersion: Sendable, Hashable {
     case http10
     case http11
 }
@@ -12,25 +16,25 @@ public enum HTTPVersion: Sendable, Hashable {
 /// Order and repeats matter: a duplicated `Content-Length` or `Host` is a smuggling
 /// attempt the parser must see, and `X-Forwarded-For` is read from its first field.
 /// Lookups ignore ASCII case because field names are case-insensitive (RFC 9110 §5.1).
-public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral {
-    public typealias Element = (name: String, value: String)
+package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral {
+    package typealias Element = (name: String, value: String)
 
     private var fields: [Element] = []
 
-    public init() {}
+    package init() {}
 
     /// Keeps the order of `fields`, so a response's headers go out as written.
-    public init(_ fields: [(String, String)]) {
+    package init(_ fields: [(String, String)]) {
         self.fields = fields.map { (name: $0.0, value: $0.1) }
     }
 
     /// A dictionary literal keeps its written order here (it is a list of pairs).
-    public init(dictionaryLiteral elements: (String, String)...) {
+    package init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
     /// The first value of `name`; the usual way to read a field that should appear once.
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
             return field.value
         }
@@ -38,7 +42,7 @@ public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionar
     }
 
     /// Every value of `name` in arrival order, for list fields and duplicate checks.
-    public func values(_ name: String) -> [String] {
+    package func values(_ name: String) -> [String] {
         var result: [String] = []
         for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
             result.append(field.value)
@@ -47,37 +51,37 @@ public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionar
     }
 
     /// Whether any field is named `name`.
-    public func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         fields.contains { asciiCaseInsensitiveEquals($0.name, name) }
     }
 
     /// Appends a field, keeping any earlier one of the same name (repeats are legal).
-    public mutating func add(_ name: String, _ value: String) {
+    package mutating func add(_ name: String, _ value: String) {
         fields.append((name: name, value: value))
     }
 
     /// Replaces every field named `name` with one field, for headers that must appear once.
-    public mutating func replaceOrAdd(_ name: String, _ value: String) {
+    package mutating func replaceOrAdd(_ name: String, _ value: String) {
         remove(name)
         add(name, value)
     }
 
     /// Removes every field named `name`.
-    public mutating func remove(_ name: String) {
+    package mutating func remove(_ name: String) {
         fields.removeAll { asciiCaseInsensitiveEquals($0.name, name) }
     }
 
     /// The number of fields, repeats included.
-    public var count: Int { fields.count }
+    package var count: Int { fields.count }
 
-    public var isEmpty: Bool { fields.isEmpty }
+    package var isEmpty: Bool { fields.isEmpty }
 
-    public func makeIterator() -> IndexingIterator<[Element]> {
+    package func makeIterator() -> IndexingIterator<[Element]> {
         fields.makeIterator()
     }
 
     /// Equal when the same fields arrive in the same order with the same spelling.
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
@@ -85,28 +89,28 @@ public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionar
 
 /// One complete request, body included: the relay needs the whole encrypted body
 /// before it can build the APNs payload, so streaming would buy nothing.
-public struct HTTPRequest: Sendable, Equatable {
-    public var method: String
+package struct HTTPRequest: Sendable, Equatable {
+    package var method: String
     /// The raw request-target, as sent (percent-encoding untouched).
-    public var target: String
+    package var target: String
     /// `target` before the first `?`: what routing matches on. An absolute-form target
     /// (`http://host/push/…`, which RFC 9112 says a server must accept) is reduced to its path.
-    public var path: String
+    package var path: String
     /// `target` after the first `?`, or nil when there is no `?`.
-    public var query: String?
-    public var version: HTTPVersion
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
+    package var query: String?
+    package var version: HTTPVersion
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
     /// Whether the connection may carry another request after this one's response.
-    public var keepAlive: Bool
+    package var keepAlive: Bool
     /// Set by the server from the socket; the parser leaves it as given at its init.
-    public var peerAddress: String?
+    package var peerAddress: String?
     /// The first `X-Forwarded-For` entry: the client as the reverse proxy saw it, for logs.
-    public var forwardedFor: String?
+    package var forwardedFor: String?
     /// `X-Request-ID`, so a log line can be matched with the proxy's.
-    public var requestID: String?
+    package var requestID: String?
 
-    public init(
+    package init(
         method: String, target: String, version: HTTPVersion = .http11,
         headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], keepAlive: Bool = true,
         peerAddress: String? = nil
@@ -146,19 +150,19 @@ public struct HTTPRequest: Sendable, Equatable {
 
 /// A response the server frames itself: `serialize` adds Content-Length, Date and
 /// Connection, so handlers cannot get the framing wrong.
-public struct HTTPResponse: Sendable, Equatable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
+package struct HTTPResponse: Sendable, Equatable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
 
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A plain-text body, the form for one-line error reasons that humans read in logs.
-    public init(status: Int, text: String, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(status: Int, text: String, headers: HTTPHeaders = HTTPHeaders()) {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "text/plain; charset=utf-8") }
         self.init(status: status, headers: headers, body: Array(text.utf8))
@@ -166,7 +170,7 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// An already-encoded JSON body (e.g. `{"reason":…,"timestamp":…}` for a 410),
     /// so this module needs no JSON encoder.
-    public init(status: Int, json: String, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(status: Int, json: String, headers: HTTPHeaders = HTTPHeaders()) {
         var headers = headers
         if !headers.contains("Content-Type") { headers.add("Content-Type", "application/json") }
         self.init(status: status, headers: headers, body: Array(json.utf8))
@@ -174,46 +178,46 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// An error answer: `{"reason": "…"}`, one line saying what was wrong, the form every
     /// non-2xx answer of the relay takes so senders and operators can read it the same way.
-    public init(status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders()) {
-        self.init(status: status, json: #"{"reason":"# + JSONString.quoted(reason) + "}", headers: headers)
+    package init(status: Int, reason: String, headers: HTTPHeaders = HTTPHeaders()) {
+        self.init(status: status, json: JSONString.reasonBody(reason), headers: headers)
     }
 
     /// The answer to a request the parser rejected: its status and its one-line reason.
-    public init(parseError: HTTPParseError) {
+    package init(parseError: HTTPParseError) {
         self.init(status: parseError.status, reason: parseError.reason)
     }
 
     /// `HTTP/1.1 100 Continue` followed by the blank line, sent as-is on `.expectContinue`.
-    public static let continueHead: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    package static let continueHead: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 }
 
 /// Why the parser refused a request: the status to answer with, and a one-line reason
 /// that tells the sender what to fix. The connection answers it, then closes.
-public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let status: Int
-    public let reason: String
+package struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let status: Int
+    package let reason: String
 
-    public init(status: Int, reason: String) {
+    package init(status: Int, reason: String) {
         self.status = status
         self.reason = reason
     }
 
-    public var description: String { "\(status) \(reason)" }
+    package var description: String { "\(status) \(reason)" }
 }
 
 /// Caps that bound the memory one connection can make the server hold.
-public struct HTTPParserLimits: Sendable, Equatable {
+package struct HTTPParserLimits: Sendable, Equatable {
     /// Longest request line (without CRLF); beyond it the answer is 414.
-    public var maxRequestLineBytes: Int
+    package var maxRequestLineBytes: Int
     /// Sum of header line lengths (without CRLF); beyond it the answer is 431.
     /// Trailers of a chunked body get a budget of the same size.
-    public var maxHeaderBytes: Int
+    package var maxHeaderBytes: Int
     /// Most header fields; beyond it the answer is 431.
-    public var maxHeaderCount: Int
+    package var maxHeaderCount: Int
     /// Largest body; a declared length above it is refused with 413 before reading.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
 
-    public init(
+    package init(
         maxRequestLineBytes: Int = 8192, maxHeaderBytes: Int = 16384,
         maxHeaderCount: Int = 100, maxBodyBytes: Int = 65536
     ) {

@@ -2,7 +2,7 @@
 // Pure Swift, no Foundation: the fuzz build compiles this file on its own.
 
 /// What the parser has for the connection.
-public enum HTTPParserEvent: Sendable, Equatable {
+package enum HTTPParserEvent: Sendable, Equatable {
     /// A complete request, body included.
     case request(HTTPRequest)
     /// The client sent `Expect: 100-continue` and waits: write `HTTPResponse.continueHead`.
@@ -42,7 +42,7 @@ public enum HTTPParserEvent: Sendable, Equatable {
 /// bytes), or use `feed`, which does both. The parser holds unconsumed bytes; a server that
 /// stops calling `next()` (e.g. while a pipelined request is served) should stop reading
 /// once `bufferedByteCount` is large; `heldByteCount` is its whole footprint.
-public struct HTTPParser: Sendable {
+package struct HTTPParser: Sendable {
     private enum State: Sendable {
         case requestLine
         case headers
@@ -65,9 +65,9 @@ public struct HTTPParser: Sendable {
     }
 
     /// The caps this parser enforces.
-    public let limits: HTTPParserLimits
+    package let limits: HTTPParserLimits
     /// Stamped on every request, so handlers see the peer without the server copying it.
-    public var peerAddress: String?
+    package var peerAddress: String?
 
     private var buffer: [UInt8] = []
     /// Start of unconsumed bytes in `buffer` (also the start of the line being scanned).
@@ -94,34 +94,34 @@ public struct HTTPParser: Sendable {
     /// The first allocation for a body; it then doubles with what arrives.
     private static let firstBodyCapacity = 1024
 
-    public init(limits: HTTPParserLimits = HTTPParserLimits(), peerAddress: String? = nil) {
+    package init(limits: HTTPParserLimits = HTTPParserLimits(), peerAddress: String? = nil) {
         self.limits = limits
         self.peerAddress = peerAddress
     }
 
     /// Bytes received but not yet consumed; the server's back-pressure signal.
-    public var bufferedByteCount: Int { buffer.count - readIndex }
+    package var bufferedByteCount: Int { buffer.count - readIndex }
 
     /// Bytes of memory this parser holds for the connection (input buffer and body so far, by
     /// capacity): what a server's budget for half-received requests counts.
-    public var heldByteCount: Int { buffer.capacity + body.capacity }
+    package var heldByteCount: Int { buffer.capacity + body.capacity }
 
     /// True once an error was produced: the connection must answer it and close.
-    public var hasFailed: Bool {
+    package var hasFailed: Bool {
         if case .failed = state { return true }
         return false
     }
 
     /// True when no request is partly received: a close or idle timeout now loses nothing,
     /// while one mid-request deserves a 408.
-    public var isIdle: Bool {
+    package var isIdle: Bool {
         if case .requestLine = state { return bufferedByteCount == 0 }
         return false
     }
 
     /// True once the head is in and the body (or its chunks and trailers) is arriving: a
     /// stall here is judged by the body timeout, not the header one.
-    public var isReceivingBody: Bool {
+    package var isReceivingBody: Bool {
         switch state {
         case .body, .chunkSize, .chunkData, .chunkDataEnd, .trailers: return true
         case .requestLine, .headers, .failed: return false
@@ -130,7 +130,7 @@ public struct HTTPParser: Sendable {
 
     /// Adds bytes read from the connection; ignored after an error. Body bytes that follow
     /// bytes already parsed go straight into the body instead of through the input buffer.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if hasFailed || bytes.isEmpty { return }
         compact()
         var rest = bytes
@@ -150,12 +150,12 @@ public struct HTTPParser: Sendable {
     }
 
     /// Adds bytes read from the connection; ignored after an error.
-    public mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
     /// `append` then every event the bytes complete, in order.
-    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [HTTPParserEvent] {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [HTTPParserEvent] {
         append(bytes)
         var events: [HTTPParserEvent] = []
         while let event = next() { events.append(event) }
@@ -163,13 +163,13 @@ public struct HTTPParser: Sendable {
     }
 
     /// `append` then every event the bytes complete, in order.
-    public mutating func feed(_ bytes: [UInt8]) -> [HTTPParserEvent] {
+    package mutating func feed(_ bytes: [UInt8]) -> [HTTPParserEvent] {
         bytes.withUnsafeBytes { feed($0) }
     }
 
     /// The next event the buffered bytes complete, or nil when more bytes are needed
     /// (or after an error).
-    public mutating func next() -> HTTPParserEvent? {
+    package mutating func next() -> HTTPParserEvent? {
         while true {
             switch state {
             case .failed:

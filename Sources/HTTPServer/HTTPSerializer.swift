@@ -9,7 +9,7 @@
 /// CR, LF and other control bytes in a header value become spaces, and a header whose name
 /// is not a token is dropped, so no value can inject a header or split the response.
 /// `date` is `httpDate(now)`, computed by the caller once per second.
-public func serialize(_ response: HTTPResponse, date: String, close: Bool, into out: inout [UInt8]) {
+package func serialize(_ response: HTTPResponse, date: String, close: Bool, into out: inout [UInt8]) {
     let status = min(max(response.status, 100), 999)
     let noBody = status < 200 || status == 204 || status == 304
     out.reserveCapacity(out.count + 128 + response.body.count)
@@ -57,7 +57,7 @@ public func serialize(_ response: HTTPResponse, date: String, close: Bool, into 
 
 /// The IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix second. Computed without
 /// Foundation or the C library so it is pure and testable; the caller caches it per second.
-public func httpDate(_ unixSeconds: Int) -> String {
+package func httpDate(_ unixSeconds: Int) -> String {
     let days = floorDiv(unixSeconds, 86400)
     let secondOfDay = unixSeconds - days * 86400
     let (year, month, day) = civilFromDays(days)
@@ -82,7 +82,7 @@ public func httpDate(_ unixSeconds: Int) -> String {
 }
 
 /// The standard reason phrase, so logs and curl show a readable status line.
-public func reasonPhrase(_ status: Int) -> String {
+package func reasonPhrase(_ status: Int) -> String {
     switch status {
     case 100: return "Continue"
     case 200: return "OK"

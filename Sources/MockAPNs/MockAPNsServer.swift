@@ -230,7 +230,7 @@ public final class MockAPNsServer: Sendable {
             let open = shared.openConnectionCount.add(1, ordering: .relaxed).newValue
             shared.maxOpenConnections.max(open, ordering: .relaxed)
             let handler = MockConnectionHandler(id: id, shared: shared)
-            shared.connections.withLock { $0[id] = (connection, handler) }
+            shared.connections.withLock { $0[id] = LoopBound((connection, handler), on: connection.loop) }
             return handler
         }
     }
@@ -239,134 +239,15 @@ public final class MockAPNsServer: Sendable {
     private func onEveryConnection(_ body: @escaping @Sendable (HTTP2ServerConnection, MockConnectionHandler) -> Void) {
         let all = shared.connections.withLock { Array($0.values) }
         let done = DispatchGroup()
-        for (connection, handler) in all {
+        for bound in all {
             done.enter()
-            connection.loop.execute {
+            bound.loop.execute {
+                let (connection, handler) = bound.value
                 body(connection, handler)
                 done.leave()
             }
         }
         // A loop already shut down drops the job; don't wait forever for it.
         _ = done.wait(timeout: .now() + 2)
-    }
-}
-
-/// What the listener, the connections and the control methods share. Every member is either
-/// immutable or behind a Mutex/Atomic.
-final class MockServerShared: Sendable {
-    let rules: MockAPNsRules
-    let unixTime: @Sendable () -> Int64
-    let onRecord: (@Sendable (MockRecord) -> Void)?
-    let connectionCount = Atomic<Int>(0)
-    let openConnectionCount = Atomic<Int>(0)
-    let streamCount = Atomic<Int>(0)
-    let maxOpenStreams = Atomic<Int>(0)
-    let maxOpenConnections = Atomic<Int>(0)
-    /// Open connections by emulator connection id (unique across restarts).
-    let connections = Mutex<[Int: (HTTP2ServerConnection, MockConnectionHandler)]>([:])
-
-    init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?) {
-        self.rules = rules
-        self.unixTime = unixTime
-        self.onRecord = onRecord
-    }
-}
-
-/// Serves one connection: keeps its `MockConnectionState` and carries out each decision.
-///
-/// `@unchecked Sendable` only so the control methods can carry it to its loop: every mutable
-/// member is touched on the connection's loop alone.
-final class MockConnectionHandler: HTTP2ServerConnectionDelegate, @unchecked Sendable {
-    private let shared: MockServerShared
-    private var state: MockConnectionState
-    /// The highest stream id received, the `last_stream_id` of a GOAWAY sent "now".
-    private var lastSeenStream: Int32 = 0
-    /// Set once a GOAWAY went out: Apple sends one per connection, and streams above it were
-    /// never processed.
-    private var goAwayLastStream: Int32?
-    /// Delayed answers waiting for their timer, so a closed stream or connection cancels them.
-    private var timers: [Int32: EventLoop.Timer] = [:]
-    /// Streams received and not yet closed on this connection.
-    private var openStreams = Set<Int32>()
-
-    init(id: Int, shared: MockServerShared) {
-        self.shared = shared
-        self.state = MockConnectionState(connectionID: id)
-    }
-
-    func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2Request, stream id: Int32) {
-        shared.streamCount.add(1, ordering: .relaxed)
-        openStreams.insert(id)
-        shared.maxOpenStreams.max(openStreams.count, ordering: .relaxed)
-        lastSeenStream = max(lastSeenStream, id)
-        if let last = goAwayLastStream, id > last {
-            // After our GOAWAY this stream does not exist for "Apple": not processed, retry elsewhere.
-            connection.reset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
-            return
-        }
-        let head = MockRequestHead(method: request.method, path: request.path,
-                                   headers: request.headers.map { (name: $0.name, value: $0.value) },
-                                   body: request.body, streamID: id)
-        let decision = shared.rules.decide(head, connection: &state, now: shared.unixTime())
-
-        if let limit = decision.newMaxConcurrentStreams {
-            connection.updateMaxConcurrentStreams(limit)
-        }
-        switch decision.action {
-        case .respond(let response):
-            send(response, on: connection, stream: id)
-        case .delay(let delay, let response):
-            timers[id] = connection.loop.schedule(after: delay) { [weak self, weak connection] in
-                guard let self, let connection else { return }
-                self.timers[id] = nil
-                self.send(response, on: connection, stream: id)
-            }
-        case .neverAnswer:
-            break
-        case .refuseStream:
-            connection.reset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
-        }
-        if decision.goAwayAfter {
-            goAway(connection, lastStreamID: id, debugData: MockDecision.goAwayDebugData)
-        }
-        if let onRecord = shared.onRecord {
-            let response = decision.response
-            onRecord(MockRecord(connectionID: state.connectionID, streamID: id, method: head.method, path: head.path,
-                                headers: head.headers, payload: head.body, status: response?.status,
-                                reason: response?.reason, apnsID: response?.header("apns-id")))
-        }
-    }
-
-    /// A new stream limit; a connection not yet authenticated keeps 1, as Apple's do.
-    func advertise(_ limit: UInt32, on connection: HTTP2ServerConnection) {
-        guard state.authenticated, state.advertisedMaxConcurrentStreams != limit else { return }
-        state.advertisedMaxConcurrentStreams = limit
-        connection.updateMaxConcurrentStreams(limit)
-    }
-
-    /// Sends the one GOAWAY of this connection; later calls do nothing.
-    func goAway(_ connection: HTTP2ServerConnection, lastStreamID: Int32?, debugData: [UInt8]) {
-        guard goAwayLastStream == nil else { return }
-        let last = lastStreamID ?? lastSeenStream
-        goAwayLastStream = last
-        connection.goAway(lastStreamID: last, debugData: debugData)
-    }
-
-    private func send(_ response: MockResponse, on connection: HTTP2ServerConnection, stream id: Int32) {
-        let headers = response.headers.map { HTTP2Header(name: $0.name, value: $0.value) }
-        connection.respond(stream: id, status: response.status, headers: headers, body: response.body)
-    }
-
-    func connection(_ connection: HTTP2ServerConnection, streamDidClose id: Int32, errorCode: UInt32) {
-        timers.removeValue(forKey: id)?.cancel()
-        openStreams.remove(id)
-    }
-
-    func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?) {
-        for timer in timers.values { timer.cancel() }
-        timers.removeAll()
-        shared.openConnectionCount.subtract(1, ordering: .relaxed)
-        let id = state.connectionID
-        shared.connections.withLock { $0[id] = nil }
     }
 }

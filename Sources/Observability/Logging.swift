@@ -9,9 +9,10 @@ import Foundation
 import Glibc
 #endif
 import Synchronization
+internal import Encoders
 
 /// How serious a log line is; ordered so a logger can drop everything below its threshold.
-public enum LogLevel: String, Sendable, Comparable, CaseIterable {
+package enum LogLevel: String, Sendable, Comparable, CaseIterable {
     case trace, debug, info, notice, warning, error, critical
 
     /// Declaration order is severity order, so the comparison follows it rather than the raw strings.
@@ -27,12 +28,12 @@ public enum LogLevel: String, Sendable, Comparable, CaseIterable {
         }
     }
 
-    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.severity < rhs.severity }
+    package static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.severity < rhs.severity }
 }
 
 /// A metadata value. Numbers and booleans stay typed so JSON log consumers can filter on them
 /// (`"status": 410` rather than `"status": "410"`).
-public enum LogValue: Sendable, Equatable, CustomStringConvertible,
+package enum LogValue: Sendable, Equatable, CustomStringConvertible,
     ExpressibleByStringLiteral, ExpressibleByStringInterpolation,
     ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral
 {
@@ -41,12 +42,12 @@ public enum LogValue: Sendable, Equatable, CustomStringConvertible,
     case double(Double)
     case bool(Bool)
 
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .int(value) }
+    package init(floatLiteral value: Double) { self = .double(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .string(let s): s
         case .int(let i): String(i)
@@ -57,33 +58,33 @@ public enum LogValue: Sendable, Equatable, CustomStringConvertible,
 }
 
 /// One metadata entry of a line.
-public struct LogField: Sendable, Equatable {
-    public var key: String
-    public var value: LogValue
+package struct LogField: Sendable, Equatable {
+    package var key: String
+    package var value: LogValue
 
-    public init(_ key: String, _ value: LogValue) {
+    package init(_ key: String, _ value: LogValue) {
         self.key = key
         self.value = value
     }
 }
 
 /// One log line before formatting; sinks receive it whole so a line is never split across writes.
-public struct LogRecord: Sendable, Equatable {
-    public var timestamp: Date
-    public var level: LogLevel
-    public var label: String
-    public var message: String
+package struct LogRecord: Sendable, Equatable {
+    package var timestamp: Date
+    package var level: LogLevel
+    package var label: String
+    package var message: String
     /// The metadata sorted by key, one entry per key: the order lines are written in, kept as a
     /// list so a hot line is formatted without hashing a dictionary twice.
-    public private(set) var fields: [LogField]
+    package private(set) var fields: [LogField]
 
     /// The logger's metadata merged with the call's (the call wins on a clash).
-    public var metadata: [String: LogValue] {
+    package var metadata: [String: LogValue] {
         get { Dictionary(fields.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }) }
         set { fields = newValue.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key } }
     }
 
-    public init(timestamp: Date, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
+    package init(timestamp: Date, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
@@ -93,7 +94,7 @@ public struct LogRecord: Sendable, Equatable {
 
     /// `fields` in any order; sorted here unless they already are (a caller that writes them in
     /// key order pays one comparison per field). Of two equal keys the later one is kept.
-    public init(timestamp: Date, level: LogLevel, label: String, message: String, fields: [LogField]) {
+    package init(timestamp: Date, level: LogLevel, label: String, message: String, fields: [LogField]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
@@ -115,21 +116,21 @@ public struct LogRecord: Sendable, Equatable {
 
 /// Where formatted lines go. A sink is shared by every logger of a process, so it must be
 /// safe to call from any thread and must never interleave two lines.
-public protocol LogSink: Sendable {
+package protocol LogSink: Sendable {
     func write(_ record: LogRecord)
 }
 
 /// A cheap value to copy and pass down: each layer adds its own context with `with(_:_:)`
 /// instead of repeating it on every call.
-public struct Logger: Sendable {
-    public let label: String
+package struct Logger: Sendable {
+    package let label: String
     /// Lines below this level are dropped before their message is even built.
-    public var level: LogLevel
-    public let sink: any LogSink
+    package var level: LogLevel
+    package let sink: any LogSink
     /// Context attached to every line (dotted keys such as `request.id`).
-    public var metadata: [String: String]
+    package var metadata: [String: String]
 
-    public init(label: String, level: LogLevel = .info, sink: any LogSink) {
+    package init(label: String, level: LogLevel = .info, sink: any LogSink) {
         self.label = label
         self.level = level
         self.sink = sink
@@ -137,15 +138,15 @@ public struct Logger: Sendable {
     }
 
     /// A logger that drops everything: for libraries and tests that are handed no logger.
-    public static func disabled(label: String = "disabled") -> Logger {
+    package static func disabled(label: String = "disabled") -> Logger {
         Logger(label: label, level: .critical, sink: NullLogSink())
     }
 
     /// Whether a line at `level` would be written, to skip expensive metadata when it would not.
-    public func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
+    package func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
 
     /// The message is an autoclosure so a disabled debug line costs no string building.
-    public func log(
+    package func log(
         _ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil,
         at timestamp: Date? = nil
     ) {
@@ -165,7 +166,7 @@ public struct Logger: Sendable {
 
     /// `log` with the metadata as a list, best written in key order: the push's line, which has
     /// no use for a dictionary.
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, fields: [LogField]) {
+    package func log(_ level: LogLevel, _ message: @autoclosure () -> String, fields: [LogField]) {
         guard level >= self.level else { return }
         var all = fields
         if !self.metadata.isEmpty {
@@ -175,65 +176,65 @@ public struct Logger: Sendable {
         sink.write(LogRecord(timestamp: Date(), level: level, label: label, message: message(), fields: all))
     }
 
-    public func trace(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func trace(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.trace, message(), metadata)
     }
-    public func debug(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func debug(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.debug, message(), metadata)
     }
-    public func info(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func info(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.info, message(), metadata)
     }
-    public func notice(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func notice(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.notice, message(), metadata)
     }
-    public func warning(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func warning(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.warning, message(), metadata)
     }
-    public func error(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func error(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.error, message(), metadata)
     }
-    public func critical(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
+    package func critical(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
         log(.critical, message(), metadata)
     }
 
     /// A copy that carries one more piece of context, so the caller's logger is left untouched.
-    public func with(_ key: String, _ value: String) -> Logger {
+    package func with(_ key: String, _ value: String) -> Logger {
         var copy = self
         copy.metadata[key] = value
         return copy
     }
 
     /// Numbers and other printable values, stored as their description.
-    public func with(_ key: String, _ value: some CustomStringConvertible) -> Logger {
+    package func with(_ key: String, _ value: some CustomStringConvertible) -> Logger {
         with(key, value.description)
     }
 }
 
 /// Swallows every record; `Logger.disabled` uses it.
-public struct NullLogSink: LogSink {
-    public init() {}
-    public func write(_ record: LogRecord) {}
+package struct NullLogSink: LogSink {
+    package init() {}
+    package func write(_ record: LogRecord) {}
 }
 
 // MARK: - Sinks
 
 /// One JSON object per line, for log shippers: `ts`, `level`, `label`, `msg`, then the metadata
 /// keys in sorted order so lines diff and grep predictably.
-public struct JSONLogSink: LogSink {
+package struct JSONLogSink: LogSink {
     let output: LineWriter
 
     /// `fileDescriptor` defaults to stderr, where containers and systemd collect logs.
-    public init(fileDescriptor: Int32 = 2) {
+    package init(fileDescriptor: Int32 = 2) {
         output = LineWriter(fileDescriptor: fileDescriptor)
     }
 
-    public func write(_ record: LogRecord) {
+    package func write(_ record: LogRecord) {
         output.writeLine { Self.append(record, to: &$0) }
     }
 
-    /// The line without its newline; public so tests and tools can check the exact output.
-    public func format(_ record: LogRecord) -> String {
+    /// The line without its newline; `package` so tests and tools can check the exact output.
+    package func format(_ record: LogRecord) -> String {
         var out: [UInt8] = []
         Self.append(record, to: &out)
         return String(decoding: out, as: UTF8.self)
@@ -246,22 +247,22 @@ public struct JSONLogSink: LogSink {
         out.append(contentsOf: #"","level":""#.utf8)
         out.append(contentsOf: record.level.rawValue.utf8)
         out.append(contentsOf: #"","label":"#.utf8)
-        appendJSONString(record.label, to: &out)
+        JSONString.appendQuoted(record.label, to: &out)
         out.append(contentsOf: #","msg":"#.utf8)
-        appendJSONString(record.message, to: &out)
+        JSONString.appendQuoted(record.message, to: &out)
         for field in record.fields {
             let key = field.key, value = field.value
             out.append(UInt8(ascii: ","))
             // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-            if isReserved(key) { appendJSONString("metadata." + key, to: &out) } else { appendJSONString(key, to: &out) }
+            if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
             out.append(UInt8(ascii: ":"))
             switch value {
-            case .string(let s): appendJSONString(s, to: &out)
+            case .string(let s): JSONString.appendQuoted(s, to: &out)
             case .int(let i): appendDecimal(i, to: &out)
             case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
             case .double(let d):
                 // JSON has no NaN or infinity; a string keeps the line parseable.
-                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { appendJSONString(String(d), to: &out) }
+                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { JSONString.appendQuoted(String(d), to: &out) }
             }
         }
         out.append(UInt8(ascii: "}"))
@@ -274,14 +275,14 @@ public struct JSONLogSink: LogSink {
 }
 
 /// `2025-01-02T03:04:05.678Z level [label] message key=value`, for a terminal.
-public struct TextLogSink: LogSink {
+package struct TextLogSink: LogSink {
     let output: LineWriter
 
-    public init(fileDescriptor: Int32 = 2) {
+    package init(fileDescriptor: Int32 = 2) {
         output = LineWriter(fileDescriptor: fileDescriptor)
     }
 
-    public func write(_ record: LogRecord) {
+    package func write(_ record: LogRecord) {
         let line = format(record)
         output.writeLine { $0.append(contentsOf: line.utf8) }
     }
@@ -289,7 +290,7 @@ public struct TextLogSink: LogSink {
     /// One record stays one line, and a value can never read as more keys: backslashes, quotes
     /// and control characters are escaped, and a value that needed escaping (or holds a space or
     /// `=`) is quoted, so `k="a\\\" forged=yes"` parses back as the single value it was.
-    public func format(_ record: LogRecord) -> String {
+    package func format(_ record: LogRecord) -> String {
         var out = formatTimestamp(record.timestamp)
         out += " "
         out += record.level.rawValue
@@ -344,16 +345,16 @@ public struct TextLogSink: LogSink {
 
 /// Keeps records in memory so tests can assert on what was logged. Bounded: past `capacity`
 /// the oldest records are dropped, so a chatty test cannot exhaust memory.
-public final class InMemoryLogSink: LogSink {
+package final class InMemoryLogSink: LogSink {
     private let storage: Mutex<[LogRecord]>
-    public let capacity: Int
+    package let capacity: Int
 
-    public init(capacity: Int = 10_000) {
+    package init(capacity: Int = 10_000) {
         self.capacity = max(1, capacity)
         storage = Mutex([])
     }
 
-    public func write(_ record: LogRecord) {
+    package func write(_ record: LogRecord) {
         storage.withLock { records in
             if records.count >= capacity { records.removeFirst(records.count - capacity + 1) }
             records.append(record)
@@ -361,9 +362,9 @@ public final class InMemoryLogSink: LogSink {
     }
 
     /// A snapshot, oldest first.
-    public var records: [LogRecord] { storage.withLock { $0 } }
+    package var records: [LogRecord] { storage.withLock { $0 } }
 
-    public func clear() { storage.withLock { $0.removeAll() } }
+    package func clear() { storage.withLock { $0.removeAll() } }
 }
 
 // MARK: - Helpers
@@ -426,11 +427,11 @@ final class LineWriter: Sendable {
 /// turn ends — or, on a busy loop whose turns are short, once `maxDelay` has passed since the
 /// first held line or `flushBytes` are held, so a write carries many lines. Lines stay in order;
 /// a loop holding lines sleeps at most `maxDelay` before writing them.
-public enum LogBatching {
+package enum LogBatching {
     /// Past this a batch is written at once, so one long turn cannot hold much memory.
     static let flushBytes = 64 * 1024
     /// How long a line may wait for company; short beside anything that reads logs.
-    public static let maxDelay: Duration = .milliseconds(5)
+    package static let maxDelay: Duration = .milliseconds(5)
 
     final class Buffer {
         var writer: LineWriter?
@@ -459,14 +460,14 @@ public enum LogBatching {
     }
 
     /// From now on, lines logged on this thread wait for `flush()`.
-    public static func begin() {
+    package static func begin() {
         guard current() == nil else { return }
         pthread_setspecific(key, Unmanaged.passRetained(Buffer()).toOpaque())
     }
 
     /// The end of a loop turn: writes the held lines once they are `maxDelay` old (or many);
     /// returns how long the loop may sleep before it must call again, nil when nothing is held.
-    public static func endOfTurn() -> Duration? {
+    package static func endOfTurn() -> Duration? {
         guard let buffer = current(), !buffer.bytes.isEmpty else { return nil }
         let waited = ContinuousClock.now - buffer.firstHeld
         if waited >= maxDelay || buffer.bytes.count >= flushBytes / 2 {
@@ -477,7 +478,7 @@ public enum LogBatching {
     }
 
     /// Writes what is held and goes back to writing each line at once.
-    public static func end() {
+    package static func end() {
         guard let raw = pthread_getspecific(key) else { return }
         let buffer = Unmanaged<Buffer>.fromOpaque(raw)
         buffer.takeUnretainedValue().flush()
@@ -545,49 +546,4 @@ private func appendUnsigned(_ value: UInt, to out: inout [UInt8]) {
         } while v > 0
         out.append(contentsOf: buffer[i...])
     }
-}
-
-/// RFC 8259 string escaping: quotes, backslashes and every control character (and U+2028/2029,
-/// which some JavaScript readers take as line ends). Runs of plain bytes are copied whole.
-func appendJSONString(_ s: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    var s = s
-    s.withUTF8 { bytes in
-        var runStart = 0
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            let b = bytes[i]
-            let escape: StaticString?
-            var width = 1
-            switch b {
-            case UInt8(ascii: "\""): escape = "\\\""
-            case UInt8(ascii: "\\"): escape = "\\\\"
-            case 0x0A: escape = "\\n"
-            case 0x0D: escape = "\\r"
-            case 0x09: escape = "\\t"
-            case 0x08: escape = "\\b"
-            case 0x0C: escape = "\\f"
-            case 0x00..<0x20, 0x7F: escape = ""
-            case 0xE2 where i + 2 < n && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
-                escape = bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029"
-                width = 3
-            default: escape = nil
-            }
-            guard let escape else { i += 1; continue }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-            if escape.utf8CodeUnitCount > 0 {
-                escape.withUTF8Buffer { out.append(contentsOf: $0) }
-            } else {
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 0x0F)])
-            }
-            i += width
-            runStart = i
-        }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n]))
-    }
-    out.append(UInt8(ascii: "\""))
 }

@@ -11,9 +11,9 @@ import Glibc
 import Synchronization
 
 /// A value that only goes up (requests, errors); Prometheus derives rates from it.
-public final class Counter: Sendable {
-    public let name: String
-    public let labels: [String: String]
+package final class Counter: Sendable {
+    package let name: String
+    package let labels: [String: String]
     private let storage = Atomic<Int>(0)
 
     init(name: String, labels: [String: String]) {
@@ -22,18 +22,18 @@ public final class Counter: Sendable {
     }
 
     /// Negative amounts are ignored: a counter that goes down reads as a process restart.
-    public func increment(by amount: Int = 1) {
+    package func increment(by amount: Int = 1) {
         guard amount > 0 else { return }
         storage.wrappingAdd(amount, ordering: .relaxed)
     }
 
-    public var value: Int { storage.load(ordering: .relaxed) }
+    package var value: Int { storage.load(ordering: .relaxed) }
 }
 
 /// A value that goes up and down (connections open, queue depth).
-public final class Gauge: Sendable {
-    public let name: String
-    public let labels: [String: String]
+package final class Gauge: Sendable {
+    package let name: String
+    package let labels: [String: String]
     /// The Double's bit pattern, so updates stay lock-free.
     private let bits = Atomic<UInt64>(0.0.bitPattern)
 
@@ -42,10 +42,10 @@ public final class Gauge: Sendable {
         self.labels = labels
     }
 
-    public func set(_ value: Double) { bits.store(value.bitPattern, ordering: .relaxed) }
-    public func set(_ value: Int) { set(Double(value)) }
+    package func set(_ value: Double) { bits.store(value.bitPattern, ordering: .relaxed) }
+    package func set(_ value: Int) { set(Double(value)) }
 
-    public func increment(by amount: Double = 1) {
+    package func increment(by amount: Double = 1) {
         var current = bits.load(ordering: .relaxed)
         while true {
             let next = (Double(bitPattern: current) + amount).bitPattern
@@ -56,28 +56,28 @@ public final class Gauge: Sendable {
         }
     }
 
-    public func decrement(by amount: Double = 1) { increment(by: -amount) }
+    package func decrement(by amount: Double = 1) { increment(by: -amount) }
 
-    public var value: Double { Double(bitPattern: bits.load(ordering: .relaxed)) }
+    package var value: Double { Double(bitPattern: bits.load(ordering: .relaxed)) }
 }
 
 /// A distribution (push latency, body size) as cumulative buckets. Guarded by a lock rather than
 /// per-bucket atomics so a scrape sees a consistent snapshot: `_count` always equals the `+Inf` bucket.
-public final class Histogram: Sendable {
-    public let name: String
-    public let labels: [String: String]
+package final class Histogram: Sendable {
+    package let name: String
+    package let labels: [String: String]
     /// Upper bounds, ascending, without `+Inf` (always added on export).
-    public let buckets: [Double]
+    package let buckets: [Double]
     private let state: Mutex<Snapshot>
 
     /// Prometheus client defaults, in seconds: they suit request latencies.
-    public static let defaultBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    package static let defaultBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     /// What a scrape reads; `counts[i]` is non-cumulative (observations in bucket i only).
-    public struct Snapshot: Sendable, Equatable {
-        public var counts: [Int]
-        public var sum: Double
-        public var count: Int
+    package struct Snapshot: Sendable, Equatable {
+        package var counts: [Int]
+        package var sum: Double
+        package var count: Int
     }
 
     init(name: String, labels: [String: String], buckets: [Double]) {
@@ -87,7 +87,7 @@ public final class Histogram: Sendable {
         state = Mutex(Snapshot(counts: Array(repeating: 0, count: buckets.count + 1), sum: 0, count: 0))
     }
 
-    public func observe(_ value: Double) {
+    package func observe(_ value: Double) {
         guard !value.isNaN else { return }
         // Buckets are few (about a dozen): a linear scan beats a binary search here.
         var index = buckets.count
@@ -103,20 +103,20 @@ public final class Histogram: Sendable {
     }
 
     /// Durations are observed in seconds, the Prometheus base unit.
-    public func observe(_ duration: Duration) {
+    package func observe(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         observe(Double(seconds) + Double(attoseconds) / 1e18)
     }
 
-    public var snapshot: Snapshot { state.withLock { $0 } }
+    package var snapshot: Snapshot { state.withLock { $0 } }
 }
 
 /// Owns every metric of a process and renders them for `/metrics`. Asking twice for the same
 /// name and labels returns the same object, so callers may look metrics up lazily without
 /// creating duplicates.
-public final class MetricsRegistry: Sendable {
+package final class MetricsRegistry: Sendable {
     /// The `Content-Type` the exposition format 0.0.4 is served with.
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     private enum Kind: String, Sendable {
         case counter, gauge, histogram
@@ -137,11 +137,11 @@ public final class MetricsRegistry: Sendable {
 
     private let families = Mutex<[String: Family]>([:])
 
-    public init() {}
+    package init() {}
 
     /// Names and labels are fixed in code, so a bad one is a programming error and traps at
     /// the first call (in tests) rather than producing a scrape Prometheus rejects.
-    public func counter(_ name: String, help: String, labels: [String: String] = [:]) -> Counter {
+    package func counter(_ name: String, help: String, labels: [String: String] = [:]) -> Counter {
         let metric = register(name, help: help, kind: .counter, labels: labels, buckets: nil) {
             .counter(Counter(name: name, labels: labels))
         }
@@ -149,7 +149,7 @@ public final class MetricsRegistry: Sendable {
         return counter
     }
 
-    public func gauge(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
+    package func gauge(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
         let metric = register(name, help: help, kind: .gauge, labels: labels, buckets: nil) {
             .gauge(Gauge(name: name, labels: labels))
         }
@@ -159,7 +159,7 @@ public final class MetricsRegistry: Sendable {
 
     /// Every series of one histogram shares the buckets of its first registration, as
     /// Prometheus queries across series expect.
-    public func histogram(
+    package func histogram(
         _ name: String, help: String, labels: [String: String] = [:], buckets: [Double] = Histogram.defaultBuckets
     ) -> Histogram {
         precondition(labels["le"] == nil, "\(name): the label le is reserved for histogram buckets")
@@ -202,7 +202,7 @@ public final class MetricsRegistry: Sendable {
 
     /// The Prometheus text exposition format 0.0.4: families sorted by name, series by labels,
     /// so successive scrapes diff cleanly.
-    public func prometheusText() -> String {
+    package func prometheusText() -> String {
         let snapshot = families.withLock { $0 }
         var out = ""
         for name in snapshot.keys.sorted() {

@@ -5,7 +5,7 @@ func withReadBIO<R>(_ text: String, _ body: (OpaquePointer) throws -> R) throws 
     var bytes = Array(text.utf8)
     return try bytes.withUnsafeMutableBytes { raw -> R in
         guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("out of memory creating a BIO"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("out of memory creating a BIO"))
         }
         defer { BIO_free(bio) }
         return try body(bio)
@@ -15,11 +15,11 @@ func withReadBIO<R>(_ text: String, _ body: (OpaquePointer) throws -> R) throws 
 /// Runs `body` with an empty writable memory BIO and returns what it wrote as text.
 package func stringFromBIO(_ body: (OpaquePointer) -> Bool) throws -> String {
     guard let bio = BIO_new(BIO_s_mem()) else {
-        throw TLSError(.badConfiguration, OpenSSLError.message("out of memory creating a BIO"))
+        throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("out of memory creating a BIO"))
     }
     defer { BIO_free(bio) }
     guard body(bio) else {
-        throw TLSError(.badConfiguration, OpenSSLError.message("could not write PEM"))
+        throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not write PEM"))
     }
     var data: UnsafeMutablePointer<CChar>?
     let length = copenssl_BIO_get_mem_data(bio, &data)
@@ -31,12 +31,12 @@ package func stringFromBIO(_ body: (OpaquePointer) -> Bool) throws -> String {
 func readCertificates(pem: String, what: String) throws -> [OpaquePointer] {
     try withReadBIO(pem) { bio in
         var certificates: [OpaquePointer] = []
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         while let certificate = copenssl_PEM_read_bio_X509(bio) {
             certificates.append(certificate)
         }
         // The loop always ends with a "no start line" error at the end of the text.
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard !certificates.isEmpty else {
             throw TLSError(.badConfiguration, "\(what) holds no certificate: expected PEM text starting with -----BEGIN CERTIFICATE-----")
         }

@@ -26,6 +26,9 @@ public struct KeyError: Error, Sendable, CustomStringConvertible {
     public var description: String { "key \(code): \(message)" }
 }
 
+// The two key types (and KeyError) are `public`, unlike the rest of this module: the MockAPNs
+// product's API takes a public key (`MockKeyVerifier.es256`), and its users make one from a
+// private key.
 /// The P-256 private key that signs APNs provider tokens (ES256).
 ///
 /// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after `init`, and OpenSSL 3
@@ -41,10 +44,10 @@ public final class ES256PrivateKey: @unchecked Sendable {
     /// "BEGIN EC PRIVATE KEY". Environment variables often carry the key with literal
     /// `\n` sequences, surrounding quotes or whitespace, or on one line; all are accepted.
     public init(pem: String) throws {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         let text = normalizePEM(pem)
         let key: OpaquePointer? = try withReadBIO(text) { copenssl_PEM_read_bio_PrivateKey($0) }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let key else { throw KeyError(.notAKey, Self.p8Message) }
         do {
             try requireP256(key, what: "private key")
@@ -86,28 +89,28 @@ public final class ES256PrivateKey: @unchecked Sendable {
     /// plain conversion drops leading zeros about once in 128 signatures and Apple
     /// then rejects the token.
     public func sign(_ message: UnsafeRawBufferPointer) throws -> [UInt8] {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let md = EVP_MD_CTX_new() else {
-            throw KeyError(.operationFailed, OpenSSLError.message("out of memory"))
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("out of memory"))
         }
         defer { EVP_MD_CTX_free(md) }
         let data = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
         guard EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey) == 1 else {
-            throw KeyError(.operationFailed, OpenSSLError.message("could not start signing"))
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not start signing"))
         }
         var derLength = 0
         guard EVP_DigestSign(md, nil, &derLength, data, message.count) == 1, derLength > 0 else {
-            throw KeyError(.operationFailed, OpenSSLError.message("could not size the signature"))
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not size the signature"))
         }
         var der = [UInt8](repeating: 0, count: derLength)
         guard EVP_DigestSign(md, &der, &derLength, data, message.count) == 1 else {
-            throw KeyError(.operationFailed, OpenSSLError.message("could not sign"))
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not sign"))
         }
         return try der.withUnsafeBufferPointer { buffer -> [UInt8] in
             // d2i advances the pointer it is given: hand it a copy.
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let signature = d2i_ECDSA_SIG(nil, &cursor, derLength) else {
-                throw KeyError(.operationFailed, OpenSSLError.message("could not decode the DER signature"))
+                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not decode the DER signature"))
             }
             defer { ECDSA_SIG_free(signature) }
             var raw = [UInt8](repeating: 0, count: 64)
@@ -116,7 +119,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
                     && BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + 32, 32) == 32
             }
             guard ok else {
-                throw KeyError(.operationFailed, OpenSSLError.message("a signature half did not fit in 32 bytes"))
+                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("a signature half did not fit in 32 bytes"))
             }
             return raw
         }
@@ -136,9 +139,9 @@ public final class ES256PublicKey: @unchecked Sendable {
 
     /// Loads a "BEGIN PUBLIC KEY" (SubjectPublicKeyInfo) PEM of a P-256 key.
     public init(pem: String) throws {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         let key: OpaquePointer? = try withReadBIO(normalizePEM(pem)) { copenssl_PEM_read_bio_PUBKEY($0) }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let key else {
             throw KeyError(.notAKey, "the public key must be PEM text starting with -----BEGIN PUBLIC KEY-----")
         }
@@ -164,7 +167,7 @@ public final class ES256PublicKey: @unchecked Sendable {
     /// Any other length, or any garbage, is simply `false`: input comes from the network.
     public func verify(signature raw: [UInt8], message: [UInt8]) -> Bool {
         guard raw.count == 64 else { return false }
-        defer { OpenSSLError.clearQueue() }
+        defer { OpenSSLErrorQueue.clearQueue() }
         guard let signature = ECDSA_SIG_new() else { return false }
         defer { ECDSA_SIG_free(signature) }
         let (r, s) = raw.withUnsafeBufferPointer { buffer in
@@ -236,7 +239,7 @@ func requireP256(_ key: OpaquePointer, what: String) throws {
     var name = [CChar](repeating: 0, count: 80)
     var length = 0
     guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else {
-        throw KeyError(.wrongKeyType, OpenSSLError.message("the \(what) is an EC key on an unknown curve; APNs tokens need P-256"))
+        throw KeyError(.wrongKeyType, OpenSSLErrorQueue.message("the \(what) is an EC key on an unknown curve; APNs tokens need P-256"))
     }
     let curve = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     guard curve == "prime256v1" || curve == "P-256" else {
@@ -246,9 +249,9 @@ func requireP256(_ key: OpaquePointer, what: String) throws {
 
 /// A new EC P-256 key; the caller owns it.
 package func generateP256Key() throws -> OpaquePointer {
-    OpenSSLError.clearQueue()
+    OpenSSLErrorQueue.clearQueue()
     guard let key = copenssl_EVP_EC_gen("P-256") else {
-        throw KeyError(.operationFailed, OpenSSLError.message("could not generate a P-256 key"))
+        throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not generate a P-256 key"))
     }
     return key
 }

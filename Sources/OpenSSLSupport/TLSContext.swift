@@ -6,7 +6,7 @@ internal import COpenSSL
 /// `@unchecked Sendable`: the `SSL_CTX` is only mutated inside the factory methods,
 /// before the object escapes; afterwards OpenSSL only reads it (with its own locking
 /// for reference counts), so sessions on several event loops may share it.
-public final class TLSContext: @unchecked Sendable {
+package final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     /// Protocols the client requires one of; empty when a missing ALPN is acceptable.
     let requiredALPN: [String]
@@ -41,22 +41,22 @@ public final class TLSContext: @unchecked Sendable {
     ///     Apple's CA broke relays when Apple changed it.
     ///   - extraCAFile: a PEM file of extra roots (the emulator's CA in tests and the demo).
     ///   - extraCAPEM: the same, as text.
-    public static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
+    package static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
                               extraCAFile: String? = nil, extraCAPEM: String? = nil) throws -> TLSContext {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS client context"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS client context"))
         }
         var owned = true
         defer { if owned { SSL_CTX_free(ctx) } }
         try configureCommon(ctx)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         if trustSystemStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not load the system trust store; install ca-certificates"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not load the system trust store; install ca-certificates"))
         }
         if let extraCAFile {
             if SSL_CTX_load_verify_locations(ctx, extraCAFile, nil) != 1 {
-                throw TLSError(.badConfiguration, OpenSSLError.message("could not load the CA file \(extraCAFile); it must exist and hold PEM certificates"))
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not load the CA file \(extraCAFile); it must exist and hold PEM certificates"))
             }
         }
         if let extraCAPEM {
@@ -64,13 +64,13 @@ public final class TLSContext: @unchecked Sendable {
             defer { certificates.forEach { X509_free($0) } }
             let store = SSL_CTX_get_cert_store(ctx)
             for certificate in certificates where X509_STORE_add_cert(store, certificate) != 1 {
-                throw TLSError(.badConfiguration, OpenSSLError.message("could not add an extra CA certificate to the trust store"))
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not add an extra CA certificate to the trust store"))
             }
         }
         if !alpn.isEmpty {
             let wire = try alpnWireFormat(alpn)
             if SSL_CTX_set_alpn_protos(ctx, wire, UInt32(wire.count)) != 0 {  // 0 is success here
-                throw TLSError(.badConfiguration, OpenSSLError.message("could not set the ALPN protocols \(alpn)"))
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not set the ALPN protocols \(alpn)"))
             }
         }
         owned = false
@@ -89,11 +89,11 @@ public final class TLSContext: @unchecked Sendable {
     /// - Parameters:
     ///   - certificateChainPEM: the leaf first, then any intermediates.
     ///   - privateKeyPEM: the leaf's key (PKCS#8 or traditional).
-    public static func server(certificateChainPEM: String, privateKeyPEM: String,
+    package static func server(certificateChainPEM: String, privateKeyPEM: String,
                               alpn: [String] = ["h2"]) throws -> TLSContext {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS server context"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS server context"))
         }
         var owned = true
         defer { if owned { SSL_CTX_free(ctx) } }
@@ -102,20 +102,20 @@ public final class TLSContext: @unchecked Sendable {
         let certificates = try readCertificates(pem: certificateChainPEM, what: "the certificate chain")
         defer { certificates.forEach { X509_free($0) } }
         guard SSL_CTX_use_certificate(ctx, certificates[0]) == 1 else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not use the server certificate"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not use the server certificate"))
         }
         for intermediate in certificates.dropFirst() where copenssl_SSL_CTX_add1_chain_cert(ctx, intermediate) != 1 {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not add an intermediate certificate"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not add an intermediate certificate"))
         }
         let key = try withReadBIO(privateKeyPEM) { bio -> OpaquePointer in
             guard let key = copenssl_PEM_read_bio_PrivateKey(bio) else {
-                throw TLSError(.badConfiguration, OpenSSLError.message("the server private key is not an unencrypted PEM key"))
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("the server private key is not an unencrypted PEM key"))
             }
             return key
         }
         defer { EVP_PKEY_free(key) }
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("the server private key does not match its certificate"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("the server private key does not match its certificate"))
         }
 
         var wireBuffer: UnsafeMutableBufferPointer<UInt8>?
@@ -136,7 +136,7 @@ public final class TLSContext: @unchecked Sendable {
 
     private static func configureCommon(_ ctx: OpaquePointer) throws {
         guard copenssl_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not require TLS 1.2"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not require TLS 1.2"))
         }
         // Renegotiation is a source of surprises over memory BIOs and APNs never uses it.
         copenssl_SSL_CTX_set_no_renegotiation(ctx)

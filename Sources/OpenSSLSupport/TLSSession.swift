@@ -6,9 +6,9 @@ internal import COpenSSL
 /// event loop and lets tests pump two sessions into each other in memory.
 ///
 /// Not thread-safe (and not `Sendable`): confine each session to one event loop.
-public final class TLSSession {
+package final class TLSSession {
     /// What `readPlaintext` found after appending the available plaintext.
-    public enum ReadResult: Sendable, Equatable {
+    package enum ReadResult: Sendable, Equatable {
         /// More may come: feed more ciphertext when the socket has some.
         case ok
         /// The peer sent close_notify: no more plaintext will ever arrive.
@@ -37,7 +37,7 @@ public final class TLSSession {
     ///   certificate must be valid for it; an IP literal (`127.0.0.1`, `::1`) is not sent
     ///   as SNI (RFC 6066 forbids it) and the certificate must carry it as an IP SAN.
     ///   `nil` checks the chain only — never do that against Apple.
-    public init(context: TLSContext, serverName: String?) throws {
+    package init(context: TLSContext, serverName: String?) throws {
         guard !context.isServer else {
             throw TLSError(.badConfiguration, "a client session needs a context made by TLSContext.client")
         }
@@ -51,20 +51,20 @@ public final class TLSSession {
             }
             let param = SSL_get0_param(ssl)
             if X509_VERIFY_PARAM_set1_ip_asc(param, serverName) == 1 {
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
             } else {
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
                 SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
                 guard copenssl_SSL_set_tlsext_host_name(ssl, serverName) == 1,
                       SSL_set1_host(ssl, serverName) == 1 else {
-                    throw TLSError(.badConfiguration, OpenSSLError.message("could not set the server name \(serverName)"))
+                    throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not set the server name \(serverName)"))
                 }
             }
         }
     }
 
     /// A server session, for the APNs emulator and tests.
-    public init(serverContext: TLSContext) throws {
+    package init(serverContext: TLSContext) throws {
         guard serverContext.isServer else {
             throw TLSError(.badConfiguration, "a server session needs a context made by TLSContext.server")
         }
@@ -80,18 +80,18 @@ public final class TLSSession {
     }
 
     private static func makeSSL(_ context: TLSContext) throws -> (OpaquePointer, OpaquePointer, OpaquePointer) {
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         guard let ssl = SSL_new(context.ctx) else {
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a TLS session"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS session"))
         }
         guard let input = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a memory BIO"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a memory BIO"))
         }
         guard let output = BIO_new(BIO_s_mem()) else {
             BIO_free(input)
             SSL_free(ssl)
-            throw TLSError(.badConfiguration, OpenSSLError.message("could not create a memory BIO"))
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a memory BIO"))
         }
         // An empty input BIO means "retry later" (WANT_READ), not end of file.
         _ = copenssl_BIO_set_mem_eof_return(input, -1)
@@ -103,7 +103,7 @@ public final class TLSSession {
     }
 
     /// Hands OpenSSL ciphertext that arrived from the peer. Never fails: memory BIOs grow.
-    public func feed(_ ciphertext: UnsafeRawBufferPointer) {
+    package func feed(_ ciphertext: UnsafeRawBufferPointer) {
         guard let base = ciphertext.baseAddress, ciphertext.count > 0 else { return }
         var written = 0
         _ = BIO_write_ex(networkIn, base, ciphertext.count, &written)
@@ -114,10 +114,10 @@ public final class TLSSession {
     ///
     /// - Returns: `true` once the session is established (and, for a client whose context
     ///   requires ALPN, a protocol was negotiated); `false` while it needs more input.
-    public func handshake() throws -> Bool {
+    package func handshake() throws -> Bool {
         if let failure { throw failure }
         if established { return true }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             if !context.isServer, !context.requiredALPN.isEmpty, negotiatedALPN == nil {
@@ -142,7 +142,7 @@ public final class TLSSession {
             let result = SSL_get_verify_result(ssl)
             if result != Int(X509_V_OK) {
                 let reason = String(cString: X509_verify_cert_error_string(result))
-                OpenSSLError.clearQueue()
+                OpenSSLErrorQueue.clearQueue()
                 if result == Int(X509_V_ERR_HOSTNAME_MISMATCH) || result == Int(X509_V_ERR_IP_ADDRESS_MISMATCH) {
                     return TLSError(.hostnameMismatch, "the server's certificate is not valid for \(serverName ?? "the requested name") (\(reason))")
                 }
@@ -159,8 +159,8 @@ public final class TLSSession {
                 return TLSError(.certificateVerificationFailed, "certificate verification failed: \(reason)\(hint)")
             }
         }
-        let reason = OpenSSLError.peekReason()
-        let detail = OpenSSLError.drainQueue()
+        let reason = OpenSSLErrorQueue.peekReason()
+        let detail = OpenSSLErrorQueue.drainQueue()
         if reason == SSL_R_NO_APPLICATION_PROTOCOL || reason == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL {
             return TLSError(.noALPN, context.isServer
                 ? "the client did not offer a protocol this server speaks (h2)"
@@ -175,7 +175,7 @@ public final class TLSSession {
     }
 
     /// The protocol chosen by ALPN ("h2"), or `nil` before the handshake or when none was.
-    public var negotiatedALPN: String? {
+    package var negotiatedALPN: String? {
         var data: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &data, &length)
@@ -187,7 +187,7 @@ public final class TLSSession {
     /// until OpenSSL wants more input), finishing the handshake first if needed.
     ///
     /// - Returns: `.closed` once the peer's close_notify arrived, else `.ok`.
-    public func readPlaintext(into buffer: inout [UInt8]) throws -> ReadResult {
+    package func readPlaintext(into buffer: inout [UInt8]) throws -> ReadResult {
         if let failure { throw failure }
         if peerSentCloseNotify { return .closed }
         guard try handshake() else { return .ok }
@@ -197,7 +197,7 @@ public final class TLSSession {
         readScratch = scratch
         while true {
             var got = 0
-            OpenSSLError.clearQueue()
+            OpenSSLErrorQueue.clearQueue()
             let rc = SSL_read_ex(ssl, scratch.baseAddress!, scratch.count, &got)
             if rc == 1 {
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<got]))
@@ -210,29 +210,29 @@ public final class TLSSession {
                 peerSentCloseNotify = true
                 return .closed
             default:
-                throw fail(TLSError(.protocolError, OpenSSLError.message("could not decrypt data from the peer")))
+                throw fail(TLSError(.protocolError, OpenSSLErrorQueue.message("could not decrypt data from the peer")))
             }
         }
     }
 
     /// Encrypts a whole batch in one `SSL_write`, so many small HTTP/2 frames share TLS
     /// records (about twice as fast as one write per frame). Take the ciphertext after.
-    public func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws {
+    package func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
         guard established else {
             throw TLSError(.notEstablished, "plaintext was written before the TLS handshake completed; wait for handshake() to return true")
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
         var written = 0
         let rc = SSL_write_ex(ssl, base, bytes.count, &written)
         if rc != 1 || written != bytes.count {
-            throw fail(TLSError(.protocolError, OpenSSLError.message("could not encrypt data for the peer (was the session shut down?)")))
+            throw fail(TLSError(.protocolError, OpenSSLErrorQueue.message("could not encrypt data for the peer (was the session shut down?)")))
         }
     }
 
     /// Appends all ciphertext waiting to be sent to the peer and empties the queue.
-    public func takeCiphertext(into buffer: inout [UInt8]) {
+    package func takeCiphertext(into buffer: inout [UInt8]) {
         let pending = copenssl_BIO_ctrl_pending(networkOut)
         guard pending > 0 else { return }
         let start = buffer.count
@@ -245,17 +245,17 @@ public final class TLSSession {
     }
 
     /// Whether ciphertext is waiting: the owner asks for write readiness only then.
-    public var hasPendingCiphertext: Bool {
+    package var hasPendingCiphertext: Bool {
         copenssl_BIO_ctrl_pending(networkOut) > 0
     }
 
     /// Queues close_notify so the peer can tell a clean close from a cut connection.
     /// Take and send the ciphertext, then close the socket. Does nothing before the
     /// handshake completed or after a fatal error (OpenSSL forbids it then).
-    public func shutdown() {
+    package func shutdown() {
         guard established, failure == nil, !shutdownQueued else { return }
         shutdownQueued = true
         _ = SSL_shutdown(ssl)
-        OpenSSLError.clearQueue()
+        OpenSSLErrorQueue.clearQueue()
     }
 }

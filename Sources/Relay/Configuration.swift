@@ -8,80 +8,82 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
+import WebPush
 import Observability
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.
-public struct RelayConfiguration: Sendable {
+package struct RelayConfiguration: Sendable {
     /// Text of Apple's `.p8` signing key (PEM). Kept as text: the APNs module parses it, and
     /// this type never prints it (see `loggableSummary`).
-    public var authKey: String
+    package var authKey: String
     /// Where `authKey` came from (`APNS_AUTH_KEY` or `APNS_AUTH_KEY_FILE`), so an error about
     /// the key names the variable the operator set.
-    public var authKeyVariable: String = Variable.authKey
+    package var authKeyVariable: String = Variable.authKey
     /// The 10-character key ID Apple shows next to the key; it becomes the JWT's `kid`.
-    public var keyID: String
+    package var keyID: String
     /// The 10-character team ID; it becomes the JWT's `iss`.
-    public var teamID: String
+    package var teamID: String
     /// The app's bundle ID, sent as `apns-topic`.
-    public var topic: String
+    package var topic: String
     /// Kept HTTP/2 connections to each APNs host.
-    public var connectionPoolSize: Int
+    package var connectionPoolSize: Int
     /// The inbound HTTP/1.1 port.
-    public var port: Int
+    package var port: Int
     /// The address the inbound listener binds (an IPv4 or IPv6 literal).
-    public var bindAddress: String
+    package var bindAddress: String
     /// Apple's production host, overridable so tests and staging can point at an emulator.
-    public var apnsHost: Endpoint
+    package var apnsHost: APNsEndpoint
     /// Apple's development host, used for `?sandbox=true`.
-    public var apnsSandboxHost: Endpoint
+    package var apnsSandboxHost: APNsEndpoint
     /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
-    public var caFile: String?
+    package var caFile: String?
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
-    public var caPEM: String?
+    package var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
     /// read timeout so the sender hears a status instead of timing out.
-    public var pushTimeout: Duration
+    package var pushTimeout: Duration
     /// The inbound body cap; bigger bodies answer 413.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// The alert's `loc-key`: the app's fallback text when it cannot decrypt.
-    public var alertLocKey: String
-    public var logLevel: LogLevel
-    public var logFormat: LogFormat
+    package var alertLocKey: String
+    package var logLevel: LogLevel
+    package var logFormat: LogFormat
     /// Pushes waiting for an APNs stream; past this the relay answers 503 instead of queuing forever.
-    public var maxQueuedPushes: Int
+    package var maxQueuedPushes: Int
     /// Inbound connections held open at once; at the cap the longest-idle one makes room, and
     /// when none is idle new ones are refused.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// The `apns-topic` of `/relay-to` pushes; `topic` unless an operator serves another app there.
-    public var relayToTopic: String
+    package var relayToTopic: String
     /// The alert text of `/relay-to` pushes, shown when the app's extension cannot decrypt.
-    public var relayToAlert: String
+    package var relayToAlert: String
 
     /// The longest `RELAY_TO_ALERT`, in UTF-8 bytes, so a degraded `/relay-to` payload (the
     /// alert and an extra path of `PushRoute.maxIDBytes`) always fits Apple's 4096 bytes.
-    public static let maxRelayToAlertBytes = 256
+    package static let maxRelayToAlertBytes = 256
     /// Streams one APNs connection opens before it is drained and replaced: HTTP/2 stream ids
     /// end at 2^31, so a connection must retire before (at most 2^30 requests).
-    public var apnsMaxStreamsPerConnection: Int
+    package var apnsMaxStreamsPerConnection: Int
     /// From a request's first byte to its last, head and body together; past it the answer is
     /// 408 (which Mastodon retries), so a body trickled a byte at a time can't hold memory.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// Bytes all half-received requests may hold together; past it the slowest senders are
     /// answered 408, so slow clients can't push the relay past its memory limit.
-    public var maxBufferedRequestBytes: Int
+    package var maxBufferedRequestBytes: Int
 
     /// For tests and the demo, which build a configuration in code; every default is the one
     /// `load` uses when the variable is unset.
-    public init(
-        authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = 2,
-        port: Int = 3000, bindAddress: String = "0.0.0.0", apnsHost: Endpoint = defaultAPNsHost,
-        apnsSandboxHost: Endpoint = defaultAPNsSandboxHost, caFile: String? = nil,
-        pushTimeout: Duration = .milliseconds(8000), maxBodyBytes: Int = 65536,
-        alertLocKey: String = "apns-default-message", logLevel: LogLevel = .info, logFormat: LogFormat = .json,
-        maxQueuedPushes: Int = 10_000, maxConnections: Int = 10_000, relayToTopic: String? = nil,
-        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = 1_000_000_000,
-        requestTimeout: Duration = .milliseconds(10_000), maxBufferedRequestBytes: Int = 64 << 20
+    package init(
+        authKey: String, keyID: String, teamID: String, topic: String, connectionPoolSize: Int = Defaults.connectionPoolSize,
+        port: Int = Defaults.port, bindAddress: String = Defaults.bindAddress, apnsHost: APNsEndpoint = defaultAPNsHost,
+        apnsSandboxHost: APNsEndpoint = defaultAPNsSandboxHost, caFile: String? = nil,
+        pushTimeout: Duration = .milliseconds(Defaults.pushTimeoutMilliseconds), maxBodyBytes: Int = Defaults.maxBodyBytes,
+        alertLocKey: String = Defaults.alertLocKey, logLevel: LogLevel = Defaults.logLevel, logFormat: LogFormat = Defaults.logFormat,
+        maxQueuedPushes: Int = Defaults.maxQueuedPushes, maxConnections: Int = Defaults.maxConnections, relayToTopic: String? = nil,
+        relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = Defaults.apnsMaxStreamsPerConnection,
+        requestTimeout: Duration = .milliseconds(Defaults.requestTimeoutMilliseconds), maxBufferedRequestBytes: Int = Defaults.maxBufferedRequestBytes
     ) {
         self.authKey = authKey
         self.keyID = keyID
@@ -107,32 +109,36 @@ public struct RelayConfiguration: Sendable {
         self.maxBufferedRequestBytes = maxBufferedRequestBytes
     }
 
-    public static let defaultAPNsHost = Endpoint(host: "api.push.apple.com", port: 443)
-    public static let defaultAPNsSandboxHost = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+    /// What an unset variable means, for `init` and `load` alike.
+    package enum Defaults {
+        package static let connectionPoolSize = 2
+        package static let port = 3000
+        package static let bindAddress = "0.0.0.0"
+        package static let pushTimeoutMilliseconds = 8000
+        package static let maxBodyBytes = WebPushParser.defaultMaxBodyBytes
+        package static let alertLocKey = "apns-default-message"
+        package static let logLevel = LogLevel.info
+        package static let logFormat = LogFormat.json
+        package static let maxQueuedPushes = 10_000
+        package static let maxConnections = 10_000
+        package static let apnsMaxStreamsPerConnection = 1_000_000_000
+        package static let requestTimeoutMilliseconds = 10_000
+        package static let maxBufferedRequestBytes = 64 << 20
+    }
+
+    package static let defaultAPNsHost = APNsEndpoint.production
+    package static let defaultAPNsSandboxHost = APNsEndpoint.sandbox
 
     /// How log lines are written.
-    public enum LogFormat: String, Sendable, CaseIterable {
+    package enum LogFormat: String, Sendable, CaseIterable {
         /// One JSON object per line, for log shippers (the default).
         case json
         /// Human-readable lines, for a terminal.
         case text
     }
 
-    /// A host and port, as `host[:port]` in the environment.
-    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-    }
-
     /// Every variable the relay reads, in the order the example env file documents them.
-    public static let variableNames: [String] = [
+    package static let variableNames: [String] = [
         Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
         Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.caPEM, Variable.pushTimeout, Variable.maxBodyBytes,
@@ -142,12 +148,12 @@ public struct RelayConfiguration: Sendable {
     ]
 
     /// The settings without secrets, for the start-up log line.
-    public var loggableSummary: [String: String] {
+    package var loggableSummary: [String: String] {
         [
             "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
             "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
             "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
-            "listen": Endpoint(host: bindAddress, port: port).description,
+            "listen": APNsEndpoint(host: bindAddress, port: port).description,  // host:port, [v6]:port
             "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
             "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
@@ -157,42 +163,6 @@ public struct RelayConfiguration: Sendable {
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
             "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
         ]
-    }
-}
-
-/// Why start-up stopped. The message is one line naming the variable and what it should hold,
-/// so an operator can fix the deployment from the log alone. Equality is on code and variable.
-public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        let name: String
-        /// A required variable is unset or empty.
-        public static let missing = Code(name: "missing")
-        /// A variable holds a value the relay cannot use.
-        public static let invalid = Code(name: "invalid")
-        /// Two variables that mean the same thing disagree, or both of two exclusive ones are set.
-        public static let conflict = Code(name: "conflict")
-        /// A file named by a variable (or `--env-file`) cannot be read.
-        public static let unreadableFile = Code(name: "unreadable-file")
-        /// A line of the env file is not `KEY=VALUE`.
-        public static let envFileSyntax = Code(name: "env-file-syntax")
-        public var description: String { name }
-    }
-
-    public let code: Code
-    /// The variable at fault (or the env file's path for env-file errors).
-    public let variable: String
-    public let message: String
-
-    init(_ code: Code, _ variable: String, _ message: String) {
-        self.code = code
-        self.variable = variable
-        self.message = message
-    }
-
-    public var description: String { message }
-
-    public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
-        lhs.code == rhs.code && lhs.variable == rhs.variable
     }
 }
 
@@ -237,7 +207,7 @@ extension RelayConfiguration {
     ///   - envFile: the path given with `--env-file`. Its `KEY=VALUE` lines fill in only the
     ///     variables the real environment leaves unset, so an operator can override one
     ///     setting of a shared file with `VAR=… apns-relay --env-file …`, as with Docker and systemd.
-    public static func load(
+    package static func load(
         environment: [String: String], envFile: String? = nil
     ) throws(ConfigurationError) -> RelayConfiguration {
         var merged = [String: String]()
@@ -371,36 +341,14 @@ private struct Reader {
         return text
     }
 
-    func endpoint(_ name: String, default defaultValue: RelayConfiguration.Endpoint) throws(ConfigurationError) -> RelayConfiguration.Endpoint {
+    func endpoint(_ name: String, default defaultValue: APNsEndpoint) throws(ConfigurationError) -> APNsEndpoint {
         guard let text = value(name) else { return defaultValue }
-        let invalid = ConfigurationError(
-            .invalid, name, "\(name) must be host[:port] with a port from 1 to 65535 and no scheme (e.g. api.push.apple.com:443), got \(quoted(text))")
-        if text.contains("/") || text.contains(where: { $0.isWhitespace }) { throw invalid }
-        var host: Substring
-        var portText: Substring?
-        if text.hasPrefix("[") {
-            // An IPv6 literal: [::1] or [::1]:2197.
-            guard let close = text.firstIndex(of: "]") else { throw invalid }
-            host = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":") else { throw invalid }
-                portText = rest.dropFirst()
-            }
-        } else if let colon = text.firstIndex(of: ":") {
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
-            if portText!.contains(":") { throw invalid }  // A bare IPv6 literal needs brackets.
-        } else {
-            host = text[...]
+        guard let endpoint = APNsEndpoint.parse(text) else {
+            throw ConfigurationError(
+                .invalid, name,
+                "\(name) must be host[:port] or https://host[:port] with a port from 1 to 65535 and no path (e.g. api.push.apple.com:443), got \(quoted(text))")
         }
-        if host.isEmpty { throw invalid }
-        var port = defaultValue.port
-        if let portText {
-            guard let p = Int(portText), (1...65535).contains(p) else { throw invalid }
-            port = p
-        }
-        return RelayConfiguration.Endpoint(host: String(host), port: port)
+        return endpoint
     }
 
     func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
@@ -455,9 +403,9 @@ private struct Reader {
         if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
         let relayToAlert = try relayToAlert()
 
-        let pool = try integer(Variable.connectionPoolSize, default: 2, in: 1...64, "")
-        let port = try integer(Variable.port, default: 3000, in: 1...65535, "")
-        let bindAddress = value(Variable.bindAddress) ?? "0.0.0.0"
+        let pool = try integer(Variable.connectionPoolSize, default: RelayConfiguration.Defaults.connectionPoolSize, in: 1...64, "")
+        let port = try integer(Variable.port, default: RelayConfiguration.Defaults.port, in: 1...65535, "")
+        let bindAddress = value(Variable.bindAddress) ?? RelayConfiguration.Defaults.bindAddress
         guard Self.isIPAddress(bindAddress) else {
             throw ConfigurationError(
                 .invalid, Variable.bindAddress,
@@ -471,26 +419,26 @@ private struct Reader {
             throw ConfigurationError(
                 .unreadableFile, Variable.caFile, "\(Variable.caFile) must name a readable PEM file of CA certificates, could not read \(quoted(caFile))")
         }
-        let timeoutMS = try integer(Variable.pushTimeout, default: 8000, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
-        let maxBody = try integer(Variable.maxBodyBytes, default: 65536, in: 4096...16_777_216, " bytes")
-        let locKey = value(Variable.alertLocKey) ?? "apns-default-message"
-        let levelText = value(Variable.logLevel) ?? "info"
+        let timeoutMS = try integer(Variable.pushTimeout, default: RelayConfiguration.Defaults.pushTimeoutMilliseconds, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
+        let maxBody = try integer(Variable.maxBodyBytes, default: RelayConfiguration.Defaults.maxBodyBytes, in: 4096...16_777_216, " bytes")
+        let locKey = value(Variable.alertLocKey) ?? RelayConfiguration.Defaults.alertLocKey
+        let levelText = value(Variable.logLevel) ?? RelayConfiguration.Defaults.logLevel.rawValue
         guard let level = LogLevel(rawValue: levelText.lowercased()) else {
             throw ConfigurationError(
                 .invalid, Variable.logLevel,
                 "\(Variable.logLevel) must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(levelText))")
         }
-        let formatText = value(Variable.logFormat) ?? "json"
+        let formatText = value(Variable.logFormat) ?? RelayConfiguration.Defaults.logFormat.rawValue
         guard let format = RelayConfiguration.LogFormat(rawValue: formatText.lowercased()) else {
             throw ConfigurationError(.invalid, Variable.logFormat, "\(Variable.logFormat) must be json or text, got \(quoted(formatText))")
         }
-        let maxQueued = try integer(Variable.maxQueuedPushes, default: 10_000, in: 1...1_000_000, "")
-        let maxConnections = try integer(Variable.maxConnections, default: 10_000, in: 1...1_000_000, "")
+        let maxQueued = try integer(Variable.maxQueuedPushes, default: RelayConfiguration.Defaults.maxQueuedPushes, in: 1...1_000_000, "")
+        let maxConnections = try integer(Variable.maxConnections, default: RelayConfiguration.Defaults.maxConnections, in: 1...1_000_000, "")
         // 2^30: the requests one HTTP/2 connection can carry (odd client ids up to 2^31 - 1).
-        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: 1_000_000_000, in: 1...1_073_741_824,
+        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: RelayConfiguration.Defaults.apnsMaxStreamsPerConnection, in: 1...1_073_741_824,
                                      " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
-        let requestTimeoutMS = try integer(Variable.requestTimeout, default: 10_000, in: 100...600_000, " milliseconds")
-        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: 64 << 20, in: 1 << 20...1 << 40, " bytes")
+        let requestTimeoutMS = try integer(Variable.requestTimeout, default: RelayConfiguration.Defaults.requestTimeoutMilliseconds, in: 100...600_000, " milliseconds")
+        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: RelayConfiguration.Defaults.maxBufferedRequestBytes, in: 1 << 20...1 << 40, " bytes")
         guard maxBuffered >= maxBody else {
             throw ConfigurationError(
                 .invalid, Variable.maxBufferedRequestBytes,

@@ -1,9 +1,9 @@
+import Encoders
 import WebPush
-import HTTPServer
 
 extension PayloadMapper {
     /// toot-relay's alert text; the apps of that family replace it once they have decrypted.
-    public static let defaultRelayToAlert = "🎺"
+    package static let defaultRelayToAlert = "🎺"
 
     /// Builds the plan for one message of the `/relay-to` route, byte-compatible with what
     /// toot-relay and webpush-apn-relay send, so their apps decode it unchanged:
@@ -16,7 +16,7 @@ extension PayloadMapper {
     /// says so. A message too big for `maxPayloadBytes` goes out degraded: the same `aps` and
     /// `x`, without `p`/`k`/`s`/`e`. The route caps `extra` at `PushRoute.maxIDBytes`, so the
     /// degraded form fits whenever `alert` is a sane configuration value.
-    public static func relayToPlan(message: WebPushMessage, extra: String?, alert: String = defaultRelayToAlert,
+    package static func relayToPlan(message: WebPushMessage, extra: String?, alert: String = defaultRelayToAlert,
                                    now: Int) -> APNsPushPlan {
         let head = Array(#"{"aps":{"alert":""#.utf8)
         let afterAlert = Array(#"","mutable-content":1,"content-available":1}"#.utf8)

@@ -6,27 +6,28 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
+import Encoders
 import WebPush
-import HTTPServer
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.
-public struct APNsPushPlan: Sendable, Equatable {
+package struct APNsPushPlan: Sendable, Equatable {
     /// The JSON body, byte for byte (docs/ARCHITECTURE.md §5).
-    public var payload: [UInt8]
+    package var payload: [UInt8]
     /// `apns-priority`: 5 for `very-low`/`low` urgency (Apple may batch them to save power), else 10.
-    public var priority: Int
+    package var priority: Int
     /// `apns-expiration` in unix seconds; 0 means "deliver once, don't store" (TTL 0); nil: send no header.
-    public var expiration: Int?
+    package var expiration: Int?
     /// `apns-collapse-id` from the WebPush `Topic`, so a newer message replaces the older one.
-    public var collapseID: String?
+    package var collapseID: String?
     /// True when the message did not fit and only the alert and `i` go out: the user still gets
     /// "a new notification" instead of losing the subscription to a 413.
-    public var degraded: Bool
+    package var degraded: Bool
     /// Why it was degraded, for the log line: sizes, and the sender's record size when padding
     /// to it is what made the body too big. nil when not degraded.
-    public var degradedReason: String?
+    package var degradedReason: String?
 
-    public init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool,
+    package init(payload: [UInt8], priority: Int, expiration: Int?, collapseID: String?, degraded: Bool,
                 degradedReason: String? = nil) {
         self.payload = payload
         self.priority = priority
@@ -41,12 +42,12 @@ public struct APNsPushPlan: Sendable, Equatable {
 ///
 /// The JSON is written by hand: the key order is fixed (`aps`, `i`, `m`, `s`, `k`, `e`), the
 /// size is known before a byte is written, and it is several times faster than a serializer.
-public enum PayloadMapper {
-    /// Apple's limit for a regular (non-VoIP) notification payload.
-    public static let maxPayloadBytes = 4096
+package enum PayloadMapper {
+    /// Apple's limit for a regular (non-VoIP) notification payload, as APNsCore states it.
+    package static let maxPayloadBytes = APNsPushType.alert.maxPayloadSize
 
     /// What the app shows when it cannot decrypt; iOS only runs the extension for a visible alert.
-    public static let defaultAlertLocKey = "apns-default-message"
+    package static let defaultAlertLocKey = "apns-default-message"
 
     /// Builds the plan for one message.
     ///
@@ -55,7 +56,7 @@ public enum PayloadMapper {
     /// `PushRoute.maxIDBytes` so the degraded form fits whenever `alertLocKey` is a sane
     /// configuration value (under ~900 bytes); past that, the degraded payload is returned as is
     /// and Apple's own size check decides.
-    public static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
+    package static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
                             now: Int) -> APNsPushPlan {
         let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
         let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
@@ -63,7 +64,7 @@ public enum PayloadMapper {
 
         // The full form's size, computed before anything is written.
         var fullSize = baseSize
-        fullSize += #","m":""#.utf8.count + base64PaddedCount(message.body.count) + 1
+        fullSize += #","m":""#.utf8.count + Base64URL.paddedCount(message.body.count) + 1
         if message.encoding == .aesgcm {
             if let s = message.salt { fullSize += #","s":""#.utf8.count + JSONString.escapedCount(s) + 1 }
             if let k = message.dh { fullSize += #","k":""#.utf8.count + JSONString.escapedCount(k) + 1 }
@@ -80,7 +81,7 @@ public enum PayloadMapper {
         out.append(UInt8(ascii: "\""))
         if !degraded {
             out.append(contentsOf: #","m":""#.utf8)
-            appendBase64URLPadded(message.body, to: &out)
+            Base64URL.append(message.body, padded: true, to: &out)
             out.append(UInt8(ascii: "\""))
             if message.encoding == .aesgcm {
                 if let s = message.salt {
@@ -135,44 +136,4 @@ public enum PayloadMapper {
         }
         return reason
     }
-
-    // MARK: - Encoding helpers (internal for tests)
-
-    static func base64PaddedCount(_ n: Int) -> Int { (n + 2) / 3 * 4 }
-
-    static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Encodes into the output's own storage, grown once by the encoded size: appending byte by
-    /// byte paid a capacity and uniqueness check per output byte, the mapper's largest cost.
-    static func appendBase64URLPadded(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let n = bytes.count
-        guard n > 0 else { return }
-        let start = out.count
-        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: base64PaddedCount(n)))
-        base64URLAlphabet.withUnsafeBufferPointer { table in
-            bytes.withUnsafeBufferPointer { src in
-                out.withUnsafeMutableBufferPointer { all in
-                    let dst = UnsafeMutableBufferPointer(rebasing: all[start...])
-                    var i = 0, o = 0
-                    while i + 3 <= n {
-                        let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        dst[o + 2] = table[Int(v >> 6 & 63)]
-                        dst[o + 3] = table[Int(v & 63)]
-                        i += 3
-                        o += 4
-                    }
-                    // The tail: one or two bytes left, the rest of the last quantum stays "=".
-                    if n - i >= 1 {
-                        let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
-                    }
-                }
-            }
-        }
-    }
-
 }

@@ -9,19 +9,19 @@ import Glibc
 import APNs
 
 /// Where one push goes, read from `POST /push/{device_token}/{id}[?sandbox=true]`.
-public struct PushRoute: Sendable, Equatable {
+package struct PushRoute: Sendable, Equatable {
     /// The token exactly as sent (case kept), so logs and replies match what the sender holds.
-    public var deviceToken: String
+    package var deviceToken: String
     /// One percent-decoded path segment, echoed to the device as `"i"` so the app can find its keys.
-    public var id: String
+    package var id: String
     /// `?sandbox=true` (only that literal) selects Apple's development host, as metatext-apns does.
-    public var sandbox: Bool
+    package var sandbox: Bool
 
     /// The token as APNs takes it, checked once by `match` so the push does not check it again;
     /// nil only for a route built by hand from a token that is not valid.
-    public var device: DeviceToken?
+    package var device: DeviceToken?
 
-    public init(deviceToken: String, id: String, sandbox: Bool) {
+    package init(deviceToken: String, id: String, sandbox: Bool) {
         self.init(deviceToken: deviceToken, device: try? DeviceToken(deviceToken), id: id, sandbox: sandbox)
     }
 
@@ -32,22 +32,10 @@ public struct PushRoute: Sendable, Equatable {
         self.sandbox = sandbox
     }
 
-    /// Apple wants the token in lower case in `/3/device/<token>`.
-    public var apnsDeviceToken: String { deviceToken.lowercased() }
-
     /// The decoded id (and relay-to's extra path) is capped so the degraded payload (alert + `i`
     /// or `x` only, each byte at most six once JSON-escaped) always fits Apple's 4096 bytes; real
     /// ids are a few dozen bytes.
-    public static let maxIDBytes = 512
-
-    /// Matches a request target (path plus optional `?query`).
-    public static func match(target: String) -> RouteMatch {
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            return match(path: String(target[..<q]),
-                         query: String(target[target.utf8.index(after: q)...]))
-        }
-        return match(path: target, query: nil)
-    }
+    package static let maxIDBytes = 512
 
     /// Matches `/push/{token}/{id}` with an optional trailing slash.
     ///
@@ -56,7 +44,7 @@ public struct PushRoute: Sendable, Equatable {
     /// percent-decode to UTF-8 (or is over `maxIDBytes`) is `.badRequest`: both are 4xx, both
     /// drop the subscription — right, since the URL never changes and can never work.
     /// The query's last `sandbox` parameter decides; other parameters are ignored.
-    public static func match(path: String, query: String?) -> RouteMatch {
+    package static func match(path: String, query: String?) -> RouteMatch {
         let prefix = "/push/"
         guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
         let rest = path.utf8.dropFirst(prefix.utf8.count)
@@ -151,7 +139,7 @@ public struct PushRoute: Sendable, Equatable {
 }
 
 /// The outcome of matching a request path against a push route (`/push` or `/relay-to`).
-public enum RouteMatch: Sendable, Equatable {
+package enum RouteMatch: Sendable, Equatable {
     /// A well-formed `/push` route.
     case push(PushRoute)
     /// A well-formed `/relay-to` route.

@@ -6,25 +6,25 @@ import Observability
 ///
 /// Series whose labels come from a small fixed set (routes, statuses, Apple's reasons) are
 /// looked up through the registry, which returns the cached object for known labels.
-public final class RelayMetrics: Sendable {
-    public let registry: MetricsRegistry
+package final class RelayMetrics: Sendable {
+    package let registry: MetricsRegistry
 
     /// Pushes between "request read" and "answer ready": what a drain waits for.
-    public let pushesInFlight: Gauge
+    package let pushesInFlight: Gauge
     /// Inbound HTTP connections open now; set from the server at scrape time.
-    public let openConnections: Gauge
+    package let openConnections: Gauge
     /// End-to-end push latency as the sender sees it (parse, APNs round trip, mapping).
-    public let pushDuration: Histogram
+    package let pushDuration: Histogram
     /// Payloads sent without `m`/`s`/`k` because they did not fit Apple's 4096 bytes.
-    public let degradedPayloads: Counter
+    package let degradedPayloads: Counter
     /// Provider tokens renewed on an open connection (rotated around 50 min); a new connection signs its own.
-    public let tokenRenewals: Counter
+    package let tokenRenewals: Counter
     /// Connections opened to replace one that ended (lost, failed, drained, retired).
-    public let reconnects: Counter
+    package let reconnects: Counter
     /// APNs connections open now.
-    public let apnsConnections: Gauge
+    package let apnsConnections: Gauge
     /// Pushes sent again by the client (GOAWAY, REFUSED_STREAM, lost connection, stale token).
-    public let pushRetries: Counter
+    package let pushRetries: Counter
     /// The series nearly every push increments, resolved once: a registry lookup builds and
     /// sorts a label key under a lock, which cost more than the rest of the metrics together.
     /// Made on first use, like every labelled series, so `/metrics` shows them only once counted.
@@ -36,7 +36,7 @@ public final class RelayMetrics: Sendable {
         var apnsAccepted: Counter?
     }
 
-    public init(registry: MetricsRegistry = MetricsRegistry()) {
+    package init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
         pushesInFlight = registry.gauge("relay_pushes_in_flight", help: "Pushes being relayed now.")
         openConnections = registry.gauge("relay_http_open_connections", help: "Inbound HTTP connections open now.")
@@ -53,7 +53,7 @@ public final class RelayMetrics: Sendable {
 
     /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,
     /// `root`, `unknown`) and status.
-    public func countRequest(route: String, status: Int) {
+    package func countRequest(route: String, status: Int) {
         if status == 201 && route == "push" {
             return hotCounter(\.pushesCreated) { Self.requestCounter($0, route: route, status: status) }.increment()
         }
@@ -81,7 +81,7 @@ public final class RelayMetrics: Sendable {
 
     /// Apple's answers, by status and reason (`none` when Apple gave none, e.g. on success);
     /// a failure without an answer counts under status `none` and the error code.
-    public func countAPNsAnswer(status: String, reason: String) {
+    package func countAPNsAnswer(status: String, reason: String) {
         if status == "200" && reason == "none" {
             return hotCounter(\.apnsAccepted) { Self.apnsCounter($0, status: status, reason: reason) }.increment()
         }
@@ -94,7 +94,7 @@ public final class RelayMetrics: Sendable {
     }
 
     /// A push that failed because of our configuration (502): the alert to page on.
-    public func countMisconfiguration(reason: String) {
+    package func countMisconfiguration(reason: String) {
         registry.counter("relay_misconfiguration_total", help: "Pushes refused because of the relay's own configuration (502).",
                          labels: ["reason": reason]).increment()
     }
@@ -103,9 +103,9 @@ public final class RelayMetrics: Sendable {
 /// The client reports connection events from its loops; the relay turns them into metrics
 /// (cheap atomic increments, as the observer contract asks).
 extension RelayMetrics: APNsClientObserver {
-    public func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
-    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
-    public func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
-    public func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
-    public func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
+    package func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
+    package func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
+    package func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
+    package func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
+    package func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
 }

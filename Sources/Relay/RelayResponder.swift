@@ -8,6 +8,7 @@ import Glibc
 #endif
 import Synchronization
 import APNs
+import Encoders
 import HTTPServer
 import Observability
 import WebPush
@@ -16,22 +17,22 @@ import WebPush
 ///
 /// The server knows nothing but `respond(to:)`; every route lives here so it is tested with
 /// plain `HTTPRequest` values and a fake `APNsSending`, without sockets.
-public final class RelayResponder: HTTPResponder {
+package final class RelayResponder: HTTPResponder {
     /// What a push needs from the configuration; a subset so tests need no key or hosts.
-    public struct Settings: Sendable {
+    package struct Settings: Sendable {
         /// The app's bundle id, sent as `apns-topic` for `/push`.
-        public var topic: String
+        package var topic: String
         /// The alert's `loc-key`: what the app shows when it cannot decrypt.
-        public var alertLocKey: String
+        package var alertLocKey: String
         /// Bodies over this answer 413 (the server refuses a larger Content-Length before reading).
-        public var maxBodyBytes: Int
+        package var maxBodyBytes: Int
         /// The `apns-topic` of `/relay-to` pushes: `topic` unless the operator serves another app there.
-        public var relayToTopic: String
+        package var relayToTopic: String
         /// The alert text of `/relay-to` pushes.
-        public var relayToAlert: String
+        package var relayToAlert: String
 
         /// - Parameter relayToTopic: nil means `topic`, as when `RELAY_TO_TOPIC` is unset.
-        public init(topic: String, alertLocKey: String = PayloadMapper.defaultAlertLocKey,
+        package init(topic: String, alertLocKey: String = PayloadMapper.defaultAlertLocKey,
                     maxBodyBytes: Int = WebPushParser.defaultMaxBodyBytes, relayToTopic: String? = nil,
                     relayToAlert: String = PayloadMapper.defaultRelayToAlert) {
             self.topic = topic
@@ -41,7 +42,7 @@ public final class RelayResponder: HTTPResponder {
             self.relayToAlert = relayToAlert
         }
 
-        public init(_ configuration: RelayConfiguration) {
+        package init(_ configuration: RelayConfiguration) {
             self.init(topic: configuration.topic, alertLocKey: configuration.alertLocKey,
                       maxBodyBytes: configuration.maxBodyBytes, relayToTopic: configuration.relayToTopic,
                       relayToAlert: configuration.relayToAlert)
@@ -50,10 +51,10 @@ public final class RelayResponder: HTTPResponder {
 
     /// Answers nil when the relay can push (key parsed, a production connection usable), else
     /// one line saying why not; `/ready` turns it into 200 or 503.
-    public typealias ReadinessCheck = @Sendable () -> String?
+    package typealias ReadinessCheck = @Sendable () -> String?
 
-    public let settings: Settings
-    public let metrics: RelayMetrics
+    package let settings: Settings
+    package let metrics: RelayMetrics
     private let sender: any APNsSending
     private let logger: Logger
     private let readiness: ReadinessCheck
@@ -64,7 +65,7 @@ public final class RelayResponder: HTTPResponder {
 
     /// - Parameters:
     ///   - now: the wall clock, injectable so `apns-expiration` and 410 timestamps are exact in tests.
-    public init(settings: Settings, sender: any APNsSending, logger: Logger, metrics: RelayMetrics = RelayMetrics(),
+    package init(settings: Settings, sender: any APNsSending, logger: Logger, metrics: RelayMetrics = RelayMetrics(),
                 readiness: @escaping ReadinessCheck = { nil }, now: @escaping @Sendable () -> Date = { Date() }) {
         self.settings = settings
         self.sender = sender
@@ -75,11 +76,11 @@ public final class RelayResponder: HTTPResponder {
     }
 
     /// Adds work to run before each `/metrics` render (e.g. copy the server's open-connection count).
-    public func onScrape(_ hook: @escaping @Sendable () -> Void) {
+    package func onScrape(_ hook: @escaping @Sendable () -> Void) {
         scrapeHooks.withLock { $0.append(hook) }
     }
 
-    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+    package func respond(to request: HTTPRequest) async -> HTTPResponse {
         await withCheckedContinuation { continuation in
             respond(to: request) { continuation.resume(returning: $0) }
         }
@@ -90,7 +91,7 @@ public final class RelayResponder: HTTPResponder {
     /// has room, so the answer arrives on the same loop (on another loop's only when this one's
     /// cannot take the push). No Task and no hop through the cooperative pool, which cost
     /// several thread wake-ups per push.
-    public func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+    package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         route(request) { route, response in
             self.metrics.countRequest(route: route, status: response.status)
             completion(response)
@@ -260,8 +261,7 @@ public final class RelayResponder: HTTPResponder {
         do {
             notification = try APNsNotification(
                 token: token, topic: topic, payload: APNsPayload(builtAlert: plan.payload), pushType: .alert,
-                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID,
-                apnsID: RandomBytes.shared.uuid())
+                priority: plan.priority, expiration: plan.expiration, collapseID: plan.collapseID)
         } catch {
             // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
@@ -376,7 +376,7 @@ public final class RelayResponder: HTTPResponder {
     /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
     /// every log line of the push, so it must be short and unable to forge log syntax.
     static func requestID(_ request: HTTPRequest) -> String {
-        guard let given = request.requestID, isPlainRequestID(given) else { return newID() }
+        guard let given = request.requestID, isPlainRequestID(given) else { return UUIDText.randomLowercase() }
         return given
     }
 
@@ -398,30 +398,6 @@ public final class RelayResponder: HTTPResponder {
             }
         }
     }
-
-    /// A random lower-case UUID, for every push that came without `X-Request-ID`. Made by hand:
-    /// Foundation's `UUID()` reads /dev/urandom through a fresh file descriptor each time, and
-    /// `uuidString.lowercased()` makes two strings through printf; the bytes come from `RandomBytes`.
-    static func newID() -> String {
-        var words = RandomBytes.shared.words()
-        return withUnsafeMutableBytes(of: &words) { bytes in
-            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
-            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
-            return String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for i in 0..<16 {
-                    let b = bytes[i]
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = hexDigits[Int(b >> 4)]
-                    out[o + 1] = hexDigits[Int(b & 0x0f)]
-                    o += 2
-                }
-                return o
-            }
-        }
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
     /// sender's log learns what to fix.

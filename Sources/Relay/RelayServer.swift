@@ -17,27 +17,27 @@ import OpenSSLSupport
 ///
 /// `serve`, `demo` and the end-to-end tests all start the relay through this type, so the
 /// tests exercise exactly the wiring that runs in production.
-public final class RelayServer: Sendable {
-    public let configuration: RelayConfiguration
-    public let responder: RelayResponder
-    public let metrics: RelayMetrics
-    public let client: APNsClient
+package final class RelayServer: Sendable {
+    package let configuration: RelayConfiguration
+    package let responder: RelayResponder
+    package let metrics: RelayMetrics
+    package let client: APNsClient
     private let http: HTTPServer
     private let group: EventLoopGroup
 
     /// Knobs the configuration does not expose (tests shrink back-off and ticks; the demo trusts
     /// its emulator's CA from memory).
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// An extra CA (PEM text) to trust besides the system store and `APNS_CA_FILE`.
-        public var extraCAPEM: String?
+        package var extraCAPEM: String?
         /// Event loops shared by the server and the client; default one per core.
-        public var loopCount: Int = System.coreCount
+        package var loopCount: Int = System.coreCount
         /// Final adjustments to the client configuration, applied last.
-        public var tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)?
+        package var tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)?
         /// The wall clock for payload expirations and 410 timestamps.
-        public var now: @Sendable () -> Date = { Date() }
+        package var now: @Sendable () -> Date = { Date() }
 
-        public init(extraCAPEM: String? = nil) { self.extraCAPEM = extraCAPEM }
+        package init(extraCAPEM: String? = nil) { self.extraCAPEM = extraCAPEM }
     }
 
     /// Parses the key, starts the APNs client (its production connections open at once) and
@@ -45,7 +45,7 @@ public final class RelayServer: Sendable {
     ///
     /// - Throws: `ConfigurationError` naming `APNS_AUTH_KEY` when the key is not an ES256 key,
     ///   `APNS_CA_FILE` when the CA cannot be loaded; the server's bind error otherwise.
-    public static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
+    package static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
         let clientConfiguration = try clientConfiguration(configuration, extraCAPEM: options.extraCAPEM,
                                                           tune: options.tuneClient)
@@ -97,16 +97,16 @@ public final class RelayServer: Sendable {
     }
 
     /// The port bound (the kernel's pick when configured with 0).
-    public var port: Int { http.port }
+    package var port: Int { http.port }
 
     /// True when a production connection can take a push (what `/ready` reports).
-    public var isReady: Bool { client.isReady }
+    package var isReady: Bool { client.isReady }
 
     /// Graceful stop, in reverse order of start: stop accepting and let pushes in flight get
     /// their answer (up to `deadline`), then stop the client (queued pushes fail, connections
     /// close), then the loops. True when every HTTP connection finished before the deadline.
     @discardableResult
-    public func shutdown(deadline: Duration = .seconds(10)) async -> Bool {
+    package func shutdown(deadline: Duration = .seconds(10)) async -> Bool {
         let drained = await http.drain(deadline: deadline)
         http.stop()
         await client.shutdown()
@@ -120,7 +120,7 @@ public final class RelayServer: Sendable {
     ///
     /// - Returns: the other settings that differ from the running ones; they need a restart.
     /// - Throws: `ConfigurationError` naming the key's variable; the old credentials stay.
-    public func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
+    package func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
         let key = try Self.signingKey(new)
         do {
             try client.configuration.credentials.replace(with: .init(keyID: new.keyID, teamID: new.teamID, signer: key))
@@ -134,7 +134,7 @@ public final class RelayServer: Sendable {
 
     /// The APNs client's settings from the relay's: hosts, pool, queue bound, push deadline.
     /// Shared with `apns-relay check --connect`, so the check connects exactly as `serve` would.
-    public static func clientConfiguration(
+    package static func clientConfiguration(
         _ configuration: RelayConfiguration, extraCAPEM: String? = nil,
         tune: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil
     ) throws(ConfigurationError) -> APNsClientConfiguration {
@@ -148,8 +148,8 @@ public final class RelayServer: Sendable {
             throw ConfigurationError(.invalid, Variable.caFile,
                                      "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
         }
-        clientConfiguration.production = APNsEndpoint(host: configuration.apnsHost.host, port: configuration.apnsHost.port)
-        clientConfiguration.sandbox = APNsEndpoint(host: configuration.apnsSandboxHost.host, port: configuration.apnsSandboxHost.port)
+        clientConfiguration.production = configuration.apnsHost
+        clientConfiguration.sandbox = configuration.apnsSandboxHost
         clientConfiguration.retryPolicy = .relay
         clientConfiguration.poolSize = configuration.connectionPoolSize
         clientConfiguration.queueCapacity = configuration.maxQueuedPushes
@@ -160,7 +160,7 @@ public final class RelayServer: Sendable {
     }
 
     /// The `.p8` key, parsed once at start-up so a bad key stops the relay with one line.
-    public static func signingKey(_ configuration: RelayConfiguration) throws(ConfigurationError) -> ES256PrivateKey {
+    package static func signingKey(_ configuration: RelayConfiguration) throws(ConfigurationError) -> ES256PrivateKey {
         do {
             return try ES256PrivateKey(pem: configuration.authKey)
         } catch {

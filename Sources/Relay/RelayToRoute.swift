@@ -3,18 +3,18 @@ import APNs
 /// Where one push goes, read from `POST /relay-to/{production|development}/{device_token}[/{extra}…]`:
 /// the URL of toot-relay and webpush-apn-relay, which Toot!, the official Mastodon app and its
 /// forks register. Serving it lets those apps move here with nothing changed in the app.
-public struct RelayToRoute: Sendable, Equatable {
+package struct RelayToRoute: Sendable, Equatable {
     /// The token exactly as sent (case kept), as on `/push`.
-    public var deviceToken: String
+    package var deviceToken: String
     /// `development` selects Apple's development host, `production` the production host.
-    public var sandbox: Bool
+    package var sandbox: Bool
     /// Everything after the token, percent-decoded as one string (`a/b/c`), echoed to the
     /// device as `"x"`; nil when the path ends at the token.
-    public var extra: String?
+    package var extra: String?
     /// The token as APNs takes it, checked once by `match` (see `PushRoute.device`).
-    public var device: DeviceToken?
+    package var device: DeviceToken?
 
-    public init(deviceToken: String, sandbox: Bool, extra: String? = nil) {
+    package init(deviceToken: String, sandbox: Bool, extra: String? = nil) {
         self.init(deviceToken: deviceToken, device: try? DeviceToken(deviceToken), sandbox: sandbox, extra: extra)
     }
 
@@ -26,7 +26,7 @@ public struct RelayToRoute: Sendable, Equatable {
     }
 
     /// Every path of this route starts with it.
-    public static let prefix = "/relay-to/"
+    package static let prefix = "/relay-to/"
 
     /// Matches `/relay-to/{environment}/{token}[/{extra}…]`; a query is ignored, as those relays do.
     ///
@@ -36,7 +36,7 @@ public struct RelayToRoute: Sendable, Equatable {
     /// `.badRequest`. A lone trailing slash after the token is no extra path; past that the
     /// extra is taken as written (empty segments and a trailing slash kept), as those relays
     /// pass it on.
-    public static func match(path: String) -> RouteMatch {
+    package static func match(path: String) -> RouteMatch {
         guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
         let rest = path.utf8.dropFirst(prefix.utf8.count)
         let parts = rest.split(separator: UInt8(ascii: "/"), maxSplits: 2, omittingEmptySubsequences: false)

@@ -1,26 +1,26 @@
 import APNs
-import HTTPServer
+import Encoders
 
 /// What the relay answers the sender for one push that reached the APNs client (docs/ARCHITECTURE.md §6).
 ///
 /// A value, not a response: the mapping is the heart of the relay (a wrong 4xx unsubscribes a
 /// user for good), so it is a pure function with a table test of its own.
-public struct RelayAnswer: Sendable, Equatable {
+package struct RelayAnswer: Sendable, Equatable {
     /// The HTTP status for the sender.
-    public var status: Int
+    package var status: Int
     /// One line saying what was wrong (nil for a 201). For a 410 it is Apple's reason as Apple
     /// spelled it (`Unregistered`), mirroring Apple's own `{reason, timestamp}` body.
-    public var reason: String?
+    package var reason: String?
     /// Seconds for `Retry-After`, on 429 and 503 only: the sender may wait that long.
-    public var retryAfter: Int?
+    package var retryAfter: Int?
     /// For a 410: since when the token is dead (Unix milliseconds), so the sender can tell a stale
     /// subscription from one re-registered after that moment.
-    public var timestamp: Int64?
+    package var timestamp: Int64?
     /// The fault is ours (key, team, topic, a header we built): logged as an error and counted,
     /// because it fails every push until an operator fixes the deployment.
-    public var misconfiguration: Bool
+    package var misconfiguration: Bool
 
-    public init(status: Int, reason: String? = nil, retryAfter: Int? = nil, timestamp: Int64? = nil,
+    package init(status: Int, reason: String? = nil, retryAfter: Int? = nil, timestamp: Int64? = nil,
                 misconfiguration: Bool = false) {
         self.status = status
         self.reason = reason
@@ -30,12 +30,8 @@ public struct RelayAnswer: Sendable, Equatable {
     }
 
     /// The JSON body for a non-2xx answer: `{"reason":…}`, plus `"timestamp"` for a 410.
-    public var jsonBody: String {
-        var out = #"{"reason":"#
-        out += JSONString.quoted(reason ?? "HTTP \(status)")
-        if let timestamp { out += #","timestamp":"# + String(timestamp) }
-        out += "}"
-        return out
+    package var jsonBody: String {
+        JSONString.reasonBody(reason ?? "HTTP \(status)", timestamp: timestamp)
     }
 }
 
@@ -48,14 +44,14 @@ public struct RelayAnswer: Sendable, Equatable {
 ///   client has already retried on another connection; its reconnect back-off runs in that range.
 /// - 503 when our queue is full (`overloaded`) or the relay is stopping (`shuttingDown`): 5 — a
 ///   burst passes in seconds, and a restarted relay (or its twin behind the proxy) is back as fast.
-public enum StatusMapping {
-    public static let retryAfterTooManyRequests = 60
-    public static let retryAfterAppleUnavailable = 30
-    public static let retryAfterOverloaded = 5
+package enum StatusMapping {
+    package static let retryAfterTooManyRequests = 60
+    package static let retryAfterAppleUnavailable = 30
+    package static let retryAfterOverloaded = 5
 
     /// - Parameter nowMilliseconds: the time for a 410 whose dead-since time Apple did not give
     ///   (400 `BadDeviceToken` carries none).
-    public static func answer(for result: Result<APNsResponse, APNsError>, nowMilliseconds: Int64) -> RelayAnswer {
+    package static func answer(for result: Result<APNsResponse, APNsError>, nowMilliseconds: Int64) -> RelayAnswer {
         switch result {
         case .success(let response):
             return answer(for: response, nowMilliseconds: nowMilliseconds)

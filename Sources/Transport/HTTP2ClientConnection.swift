@@ -3,7 +3,7 @@ import OpenSSLSupport
 import HTTP2
 
 /// What the owner of a client connection hears, on the connection's loop.
-public protocol HTTP2ClientConnectionDelegate: AnyObject {
+package protocol HTTP2ClientConnectionDelegate: AnyObject {
     /// Exactly once per stream that `submitRequest` returned, including when the connection is lost.
     func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
     /// Every SETTINGS from the server after the first (which completes `connect`), with the live stream limit.
@@ -18,19 +18,19 @@ public protocol HTTP2ClientConnectionDelegate: AnyObject {
 /// A TLS + HTTP/2 client connection on an event loop: TCP, TLS (ALPN h2, SNI, host-name
 /// verification), then an nghttp2 session whose output is flushed in one TLS write per loop turn.
 ///
-/// `@unchecked Sendable` so it can be handed across threads; every member except `loop` and `id`
-/// is confined to `loop` (hop with `loop.execute`).
-public final class HTTP2ClientConnection: @unchecked Sendable {
-    public let loop: EventLoop
+/// Not `Sendable`: every member except `loop` and `id` is confined to `loop`. To reach it from
+/// another thread, carry it in a `LoopBound` into `loop.execute`.
+package final class HTTP2ClientConnection {
+    package let loop: EventLoop
     /// Tells connections apart in logs and pools.
-    public let id: Int
-    public let authority: String
+    package let id: Int
+    package let authority: String
     private let channel: TLSChannel
     private var h2: HTTP2ClientSession!
     private weak var delegate: HTTP2ClientConnectionDelegate?
     private var onReady: ((Result<HTTP2ClientConnection, TransportError>) -> Void)?
     private var closeReason: TransportError?
-    public private(set) var isClosed = false
+    package private(set) var isClosed = false
 
     private init(id: Int, authority: String, channel: TLSChannel, delegate: HTTP2ClientConnectionDelegate) {
         self.loop = channel.loop
@@ -46,7 +46,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - serverName: the name the certificate must carry (and SNI); usually `host`.
     ///   - timeout: for the whole of TCP, TLS and the first SETTINGS.
-    public static func connect(host: String, port: Int, serverName: String? = nil, tls: TLSContext,
+    package static func connect(host: String, port: Int, serverName: String? = nil, tls: TLSContext,
                                on loop: EventLoop, timeout: Duration, id: Int = 0,
                                delegate: HTTP2ClientConnectionDelegate,
                                completion: @escaping (Result<HTTP2ClientConnection, TransportError>) -> Void) {
@@ -88,16 +88,16 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     // MARK: State
 
     /// The server's live SETTINGS_MAX_CONCURRENT_STREAMS. Never have more streams open.
-    public var remoteMaxConcurrentStreams: UInt32 { h2.remoteMaxConcurrentStreams }
-    public var openStreamCount: Int { h2.openStreamCount }
-    public var goAwayReceived: Bool { h2.goAwayReceived }
+    package var remoteMaxConcurrentStreams: UInt32 { h2.remoteMaxConcurrentStreams }
+    package var openStreamCount: Int { h2.openStreamCount }
+    package var goAwayReceived: Bool { h2.goAwayReceived }
     /// True while new streams may be submitted.
-    public var isUsable: Bool { !isClosed && !h2.goAwayReceived }
+    package var isUsable: Bool { !isClosed && !h2.goAwayReceived }
 
     // MARK: Operations
 
     /// Queues a request; its frames go out at the end of this loop turn, batched with others.
-    public func submitRequest(method: String = "POST", path: String, headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+    package func submitRequest(method: String = "POST", path: String, headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
         guard !isClosed else {
             throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
         }
@@ -107,7 +107,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     }
 
     /// Resets a stream (its deadline passed); its completion reports `.cancelled`.
-    public func cancel(stream id: Int32) {
+    package func cancel(stream id: Int32) {
         guard !isClosed else { return }
         h2.cancel(stream: id)
         channel.scheduleFlush()
@@ -121,14 +121,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         try h2.setNextStreamID(id)
     }
 
-    public func ping() {
+    package func ping() {
         guard !isClosed else { return }
         h2.ping()
         channel.scheduleFlush()
     }
 
     /// Closes now: every open stream completes with `.connectionClosed`, then `didClose(error)`.
-    public func close(_ error: TransportError? = nil) {
+    package func close(_ error: TransportError? = nil) {
         guard !isClosed else { return }
         if error == nil { h2.goAway() }
         closeReason = error
@@ -170,11 +170,11 @@ extension HTTP2ClientConnection: TLSChannelUpper {
 }
 
 extension HTTP2ClientConnection: HTTP2ClientDelegate {
-    public func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    package func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         delegate?.connection(self, stream: id, didComplete: result)
     }
 
-    public func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
+    package func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
         // The first SETTINGS completes `connect` (the owner reads the limit from the connection);
         // only later changes reach the delegate, so each value is reported once.
         if let ready = onReady {
@@ -185,11 +185,11 @@ extension HTTP2ClientConnection: HTTP2ClientDelegate {
         delegate?.connection(self, didUpdateMaxConcurrentStreams: value)
     }
 
-    public func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    package func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
         delegate?.connection(self, didReceiveGoAway: lastStreamID, errorCode: errorCode, debugData: debugData)
     }
 
-    public func sessionDidReceivePingAck(_ session: HTTP2ClientSession) {
+    package func sessionDidReceivePingAck(_ session: HTTP2ClientSession) {
         delegate?.connectionDidReceivePingAck(self)
     }
 }

@@ -4,7 +4,7 @@ import OpenSSLSupport
 import HTTP2
 
 /// What the owner of a server connection hears, on the connection's loop.
-public protocol HTTP2ServerConnectionDelegate: AnyObject {
+package protocol HTTP2ServerConnectionDelegate: AnyObject {
     /// A complete request: answer with `respond` or `reset`, now or later (on the loop).
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2Request, stream id: Int32)
     func connection(_ connection: HTTP2ServerConnection, streamDidClose id: Int32, errorCode: UInt32)
@@ -12,16 +12,16 @@ public protocol HTTP2ServerConnectionDelegate: AnyObject {
     func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?)
 }
 
-/// One accepted TLS + HTTP/2 connection. `@unchecked Sendable` so it can be handed across
-/// threads; every member except `loop`, `id` and `peerAddress` is confined to `loop`.
-public final class HTTP2ServerConnection: @unchecked Sendable {
-    public let loop: EventLoop
-    public let id: Int
-    public let peerAddress: String
+/// One accepted TLS + HTTP/2 connection. Not `Sendable`: every member except `loop`, `id` and
+/// `peerAddress` is confined to `loop`; another thread reaches it through a `LoopBound`.
+package final class HTTP2ServerConnection {
+    package let loop: EventLoop
+    package let id: Int
+    package let peerAddress: String
     private let channel: TLSChannel
     fileprivate var h2: HTTP2ServerSession!
     fileprivate var delegate: HTTP2ServerConnectionDelegate?
-    public private(set) var isClosed = false
+    package private(set) var isClosed = false
     private var closingLocally = false
 
     init(id: Int, channel: TLSChannel) {
@@ -31,36 +31,36 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         self.channel = channel
     }
 
-    public var openStreamCount: Int { h2?.openStreamCount ?? 0 }
+    package var openStreamCount: Int { h2?.openStreamCount ?? 0 }
 
-    public func respond(stream id: Int32, status: Int, headers: [HTTP2Header], body: [UInt8]) {
+    package func respond(stream id: Int32, status: Int, headers: [HTTP2Header], body: [UInt8]) {
         guard !isClosed else { return }
         // A stream the client already reset cannot be answered; that is not our failure.
         try? h2.respond(stream: id, status: status, headers: headers, body: body)
         channel.scheduleFlush()
     }
 
-    public func reset(stream id: Int32, errorCode: UInt32) {
+    package func reset(stream id: Int32, errorCode: UInt32) {
         guard !isClosed else { return }
         h2.reset(stream: id, errorCode: errorCode)
         channel.scheduleFlush()
     }
 
     /// Sends a new SETTINGS_MAX_CONCURRENT_STREAMS, as Apple does at run time.
-    public func updateMaxConcurrentStreams(_ value: UInt32) {
+    package func updateMaxConcurrentStreams(_ value: UInt32) {
         guard !isClosed else { return }
         h2.updateMaxConcurrentStreams(value)
         channel.scheduleFlush()
     }
 
-    public func goAway(lastStreamID: Int32? = nil, errorCode: UInt32 = HTTP2ErrorCode.noError, debugData: [UInt8] = []) {
+    package func goAway(lastStreamID: Int32? = nil, errorCode: UInt32 = HTTP2ErrorCode.noError, debugData: [UInt8] = []) {
         guard !isClosed else { return }
         h2.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
         channel.flush()
     }
 
     /// Closes now: with `abruptly`, the socket is cut without GOAWAY or close_notify (a crash, to the client).
-    public func close(abruptly: Bool = false) {
+    package func close(abruptly: Bool = false) {
         guard !isClosed else { return }
         closingLocally = true
         if abruptly {
@@ -108,24 +108,24 @@ extension HTTP2ServerConnection: TLSChannelUpper {
 }
 
 extension HTTP2ServerConnection: HTTP2ServerDelegate {
-    public func session(_ session: HTTP2ServerSession, didReceive request: HTTP2Request, stream id: Int32) {
+    package func session(_ session: HTTP2ServerSession, didReceive request: HTTP2Request, stream id: Int32) {
         delegate?.connection(self, didReceive: request, stream: id)
     }
 
-    public func session(_ session: HTTP2ServerSession, streamDidClose id: Int32, errorCode: UInt32) {
+    package func session(_ session: HTTP2ServerSession, streamDidClose id: Int32, errorCode: UInt32) {
         delegate?.connection(self, streamDidClose: id, errorCode: errorCode)
     }
 }
 
 /// A TLS + HTTP/2 listener: each accepted connection gets a TLS handshake (ALPN h2) and an
 /// nghttp2 server session on one of the group's loops.
-public final class HTTP2Server: Sendable {
+package final class HTTP2Server: Sendable {
     private let listener: TCPListener
-    public var port: Int { listener.localPort }
+    package var port: Int { listener.localPort }
 
     /// - Parameter onConnection: runs on the connection's loop once TLS is set up; returns the
     ///   delegate that serves it (held strongly until the connection closes), or nil to refuse it.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSContext, group: EventLoopGroup,
+    package static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSContext, group: EventLoopGroup,
                              maxConcurrentStreams: UInt32, handshakeTimeout: Duration = .seconds(10),
                              onConnection: @escaping @Sendable (HTTP2ServerConnection) -> HTTP2ServerConnectionDelegate?) throws -> HTTP2Server {
         let counter = IDCounter()
@@ -160,7 +160,7 @@ public final class HTTP2Server: Sendable {
     }
 
     /// Stops accepting; open connections stay until their owners close them.
-    public func close() {
+    package func close() {
         listener.close()
     }
 }

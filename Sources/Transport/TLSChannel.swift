@@ -18,8 +18,8 @@ protocol TLSChannelUpper: AnyObject {
 /// Output is batched: `flush()` drains everything the upper layer has into one `SSL_write` and
 /// one socket write. `scheduleFlush()` defers that to the end of the loop's current turn so many
 /// submissions share a flush.
-/// `@unchecked Sendable` only so `loop.execute` can carry it: it is confined to its loop.
-final class TLSChannel: TCPStreamHandler, @unchecked Sendable {
+/// Not `Sendable`: it is confined to its loop (`LoopBound` carries it into `loop.execute`).
+final class TLSChannel: TCPStreamHandler {
     let stream: TCPStream
     let tls: TLSSession
     /// Held strongly until the channel closes: the stream holds the channel, the channel its
@@ -111,9 +111,11 @@ final class TLSChannel: TCPStreamHandler, @unchecked Sendable {
     func scheduleFlush() {
         guard !flushScheduled, !closed else { return }
         flushScheduled = true
-        loop.execute { [self] in
-            flushScheduled = false
-            flush()
+        let me = LoopBound(self, on: loop)
+        loop.execute {
+            let channel = me.value
+            channel.flushScheduled = false
+            channel.flush()
         }
     }
 

@@ -4,37 +4,37 @@ import HTTP2
 
 /// Why a connection could not be made or was lost, as a value: a code to branch on and a
 /// message that says what happened and, where it helps, what to check.
-public struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
+package struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
         init(_ name: String) { self.name = name }
-        public var description: String { name }
+        package var description: String { name }
 
         /// TCP could not connect (refused, unreachable, unknown host).
-        public static let connectFailed = Code("connectFailed")
+        package static let connectFailed = Code("connectFailed")
         /// The TCP connection, TLS handshake and the server's first SETTINGS took too long.
-        public static let timedOut = Code("timedOut")
+        package static let timedOut = Code("timedOut")
         /// TLS failed: wrong CA, host-name mismatch, no h2 offered…
-        public static let tls = Code("tls")
+        package static let tls = Code("tls")
         /// The peer broke the HTTP/2 protocol, or sent bytes that do not decode.
-        public static let protocolError = Code("protocolError")
+        package static let protocolError = Code("protocolError")
         /// The peer closed the connection or the socket failed.
-        public static let closed = Code("closed")
+        package static let closed = Code("closed")
         /// We closed the connection (shutdown, replacement).
-        public static let closedLocally = Code("closedLocally")
+        package static let closedLocally = Code("closedLocally")
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 
-    public static func == (a: TransportError, b: TransportError) -> Bool { a.code == b.code }
+    package static func == (a: TransportError, b: TransportError) -> Bool { a.code == b.code }
 
     init(_ error: SocketError, while doing: String) {
         self.init(error.code == .timedOut ? .timedOut : .connectFailed, "\(doing): \(error.message)")

@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import Encoders
 
 /// Turns the headers and body of a WebPush POST into a `WebPushMessage`, or the exact
 /// status and reason to answer with.
@@ -27,19 +28,19 @@ import Glibc
 ///
 /// Checks run in this order: encoding (415), body size (400 empty, 413 too large), then the
 /// keys and salt for the encoding (400). Every reason names the header or body and the fault.
-public enum WebPushParser {
+package enum WebPushParser {
     /// The body cap (docs/ARCHITECTURE.md §6); the server should enforce it on `Content-Length` before
     /// reading, this is the last line of defence for chunked bodies.
-    public static let defaultMaxBodyBytes = 64 * 1024
+    package static let defaultMaxBodyBytes = 64 * 1024
 
     /// Caps `TTL` so `now + ttl` can never overflow; about 68 years, far beyond what Apple stores.
-    public static let maxTTL = Int(Int32.max)
+    package static let maxTTL = Int(Int32.max)
 
     /// Apple refuses an `apns-collapse-id` longer than this.
-    public static let maxTopicBytes = 64
+    package static let maxTopicBytes = 64
 
     /// Parses one request. `headers` is read once, in a single pass, without copying names.
-    public static func parse(
+    package static func parse(
         headers: some Sequence<(name: String, value: String)>,
         body: [UInt8],
         maxBodyBytes: Int = defaultMaxBodyBytes
@@ -125,7 +126,6 @@ public enum WebPushParser {
                 throw .bad("aes128gcm header key id is not an uncompressed P-256 point")
             }
             message.recordSize = rs
-            message.keyID = Array(body[21 ..< 21 + idlen])
         }
 
         // 4. Delivery hints: never a reason to refuse.
@@ -238,61 +238,18 @@ public enum WebPushParser {
         return start ..< end
     }
 
+    /// Validates base64 (either alphabet, padded or not, see `Base64URL.decodedInfo`) and returns
+    /// the decoded length and first byte, without decoding: the relay forwards the text, it only
+    /// needs to know it is sound. An empty value is no salt or key, so it is refused.
     static func base64Info(_ s: Substring) -> (count: Int, first: UInt8)? {
-        s.utf8.withContiguousStorageIfAvailable { base64Info(bytes: $0) }
-            ?? Array(s.utf8).withUnsafeBufferPointer { base64Info(bytes: $0) }
+        guard let info = Base64URL.decodedInfo(s), info.count > 0 else { return nil }
+        return info
     }
 
-    private static func base64Info(bytes: UnsafeBufferPointer<UInt8>) -> (count: Int, first: UInt8)? {
-        var symbols = 0
-        var padding = 0
-        var v0: UInt8 = 0
-        var v1: UInt8 = 0
-        for byte in bytes {
-            if byte == UInt8(ascii: "=") {
-                padding += 1
-                continue
-            }
-            guard padding == 0, let v = base64Value(byte) else { return nil }
-            if symbols == 0 { v0 = v } else if symbols == 1 { v1 = v }
-            symbols += 1
-        }
-        guard symbols > 0, symbols % 4 != 1 else { return nil }
-        if padding > 0 {
-            guard padding <= 2, (symbols + padding) % 4 == 0 else { return nil }
-        }
-        return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
-    }
-
-    /// The bytes of a value `base64Info` accepts (either alphabet, padded or not); nil for
-    /// anything it refuses. For receivers that want the salt and key as bytes, not as sent.
-    public static func base64Decode(_ s: Substring) -> [UInt8]? {
-        guard let info = base64Info(s) else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(info.count)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in s.utf8 {
-            guard let v = base64Value(byte) else { continue }  // only `=` padding is skipped
-            accumulator = accumulator << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        return out
-    }
-
-    static func base64Value(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "A") ... UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
-        case UInt8(ascii: "a") ... UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26
-        case UInt8(ascii: "0") ... UInt8(ascii: "9"): return byte - UInt8(ascii: "0") + 52
-        case UInt8(ascii: "-"), UInt8(ascii: "+"): return 62
-        case UInt8(ascii: "_"), UInt8(ascii: "/"): return 63
-        default: return nil
-        }
+    /// The bytes of a value `base64Info` accepts; nil for anything it refuses. For receivers
+    /// that want the salt and key as bytes, not as sent.
+    package static func base64Decode(_ s: Substring) -> [UInt8]? {
+        base64Info(s) == nil ? nil : Base64URL.decode(s)
     }
 
     /// `asciiEqualsLowercase` for bytes.

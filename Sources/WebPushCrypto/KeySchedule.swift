@@ -1,14 +1,5 @@
 internal import CryptoSupport
 
-/// The two WebPush content codings a sender may use.
-public enum WebPushContentCoding: String, Sendable, Equatable, CaseIterable {
-    /// RFC 8291 / RFC 8188: salt, record size and sender key travel in the body's header.
-    case aes128gcm
-    /// The legacy draft (webpush-encryption-04, encryption-encoding-03) Mastodon sends by
-    /// default: salt in `Encryption`, sender key in `Crypto-Key`, the body is bare records.
-    case aesgcm
-}
-
 /// The content-encryption key and base nonce of one message, derived the same way by the
 /// sender and the receiver, so the derivation lives in one place.
 struct KeySchedule {

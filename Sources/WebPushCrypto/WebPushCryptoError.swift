@@ -6,39 +6,39 @@
 /// Why a WebPush message could not be encrypted or decrypted, with a message that says
 /// which input to fix: on a device the difference between "wrong keys" and "corrupted in
 /// transit" decides whether to re-subscribe.
-public struct WebPushCryptoError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
+package struct WebPushCryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
         private init(_ name: String) { self.name = name }
-        public var description: String { name }
+        package var description: String { name }
 
         /// A P-256 key is malformed or not on the curve.
-        public static let invalidKey = Code("invalidKey")
+        package static let invalidKey = Code("invalidKey")
         /// A salt, auth secret, record size or padding has an impossible value.
-        public static let invalidParameter = Code("invalidParameter")
+        package static let invalidParameter = Code("invalidParameter")
         /// The plaintext (plus padding) does not fit the single record WebPush allows.
-        public static let messageTooLarge = Code("messageTooLarge")
+        package static let messageTooLarge = Code("messageTooLarge")
         /// A field that should be base64url (`m`, `s`, `k`) is not.
-        public static let badBase64 = Code("badBase64")
+        package static let badBase64 = Code("badBase64")
         /// An aes128gcm header is truncated or inconsistent.
-        public static let badHeader = Code("badHeader")
+        package static let badHeader = Code("badHeader")
         /// A record's tag did not verify: altered bytes, or keys that are not this subscription's.
-        public static let decryptionFailed = Code("decryptionFailed")
+        package static let decryptionFailed = Code("decryptionFailed")
         /// The decrypted record's padding or delimiter is wrong (a truncated or spliced message).
-        public static let badPadding = Code("badPadding")
+        package static let badPadding = Code("badPadding")
         /// `e` names a content coding this code does not know.
-        public static let unsupportedEncoding = Code("unsupportedEncoding")
+        package static let unsupportedEncoding = Code("unsupportedEncoding")
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public static func == (lhs: WebPushCryptoError, rhs: WebPushCryptoError) -> Bool { lhs.code == rhs.code }
+    package static func == (lhs: WebPushCryptoError, rhs: WebPushCryptoError) -> Bool { lhs.code == rhs.code }
 
-    public var description: String { "webpush \(code): \(message)" }
+    package var description: String { "webpush \(code): \(message)" }
 }

@@ -1,15 +1,17 @@
-public import CryptoSupport
+package import CryptoSupport
+internal import Encoders
+internal import WebPush
 
 /// What an iOS notification service extension does with the relay's payload: it holds the
 /// subscription's private key and auth secret and turns `m`, `s`, `k`, `e` back into the
 /// notification. Tests use it to prove the relay forwards bytes that still decrypt.
-public struct WebPushDecryptor: Sendable {
+package struct WebPushDecryptor: Sendable {
     /// The subscription key pair; its public half is the `p256dh` given to the server.
-    public let privateKey: P256KeyAgreement
+    package let privateKey: P256KeyAgreement
     /// The subscription's 16-byte `auth` secret.
-    public let authSecret: [UInt8]
+    package let authSecret: [UInt8]
 
-    public init(privateKey: P256KeyAgreement, authSecret: [UInt8]) throws {
+    package init(privateKey: P256KeyAgreement, authSecret: [UInt8]) throws {
         guard authSecret.count == 16 else {
             throw WebPushCryptoError(.invalidParameter, "the auth secret is 16 bytes, not \(authSecret.count)")
         }
@@ -18,14 +20,14 @@ public struct WebPushDecryptor: Sendable {
     }
 
     /// New subscription keys, as a device makes when it registers with a server.
-    public static func generate() throws -> WebPushDecryptor {
+    package static func generate() throws -> WebPushDecryptor {
         try mapCrypto("making subscription keys") {
             try WebPushDecryptor(privateKey: P256KeyAgreement.generate(), authSecret: SecureRandom.bytes(16))
         }
     }
 
     /// The 65-byte public key to send the server as `p256dh`.
-    public var publicKey: [UInt8] { privateKey.publicKeyRaw }
+    package var publicKey: [UInt8] { privateKey.publicKeyRaw }
 
     /// Decrypts the fields of the relay's APNs payload.
     ///
@@ -35,17 +37,17 @@ public struct WebPushDecryptor: Sendable {
     ///   - k: aesgcm's sender key (`dh`); `nil` for aes128gcm.
     ///   - e: the content coding. Older relays omit it: then `s` and `k` mean aesgcm,
     ///     their absence aes128gcm.
-    public func decrypt(m: String, s: String?, k: String?, e: String?) throws -> [UInt8] {
-        let coding: WebPushContentCoding
+    package func decrypt(m: String, s: String?, k: String?, e: String?) throws -> [UInt8] {
+        let coding: WebPushEncoding
         if let e {
-            guard let known = WebPushContentCoding(rawValue: e.lowercased()) else {
+            guard let known = WebPushEncoding(rawValue: e.lowercased()) else {
                 throw WebPushCryptoError(.unsupportedEncoding, "\"e\" is \"\(e)\"; only aes128gcm and aesgcm exist")
             }
             coding = known
         } else {
             coding = s != nil && k != nil ? .aesgcm : .aes128gcm
         }
-        guard let body = WebPushBase64.decode(m) else {
+        guard let body = Base64URL.decode(m) else {
             throw WebPushCryptoError(.badBase64, "\"m\" is not base64url")
         }
         switch coding {
@@ -55,10 +57,10 @@ public struct WebPushDecryptor: Sendable {
             guard let s, let k else {
                 throw WebPushCryptoError(.badHeader, "an aesgcm message needs \"s\" (salt) and \"k\" (dh); the sender's Encryption or Crypto-Key header was lost")
             }
-            guard let salt = WebPushBase64.decode(s) else {
+            guard let salt = Base64URL.decode(s) else {
                 throw WebPushCryptoError(.badBase64, "\"s\" is not base64url")
             }
-            guard let dh = WebPushBase64.decode(k) else {
+            guard let dh = Base64URL.decode(k) else {
                 throw WebPushCryptoError(.badBase64, "\"k\" is not base64url")
             }
             return try decryptAESGCM(body: body, salt: salt, senderPublicKey: dh)
@@ -67,7 +69,7 @@ public struct WebPushDecryptor: Sendable {
 
     /// Decrypts an RFC 8291 body (header included), checking every record's tag and its
     /// delimiter, so a truncated or reordered message is refused rather than shown.
-    public func decryptAES128GCM(body: [UInt8]) throws -> [UInt8] {
+    package func decryptAES128GCM(body: [UInt8]) throws -> [UInt8] {
         guard body.count >= 21 else {
             throw WebPushCryptoError(.badHeader, "an aes128gcm body starts with a 21-byte header; this one has \(body.count) bytes")
         }
@@ -112,7 +114,7 @@ public struct WebPushDecryptor: Sendable {
 
     /// Decrypts an `aesgcm` body given the `Encryption` salt and the `Crypto-Key` dh.
     /// `recordSize` is the `rs=` parameter when the sender gave one (Mastodon does not).
-    public func decryptAESGCM(body: [UInt8], salt: [UInt8], senderPublicKey: [UInt8],
+    package func decryptAESGCM(body: [UInt8], salt: [UInt8], senderPublicKey: [UInt8],
                               recordSize: Int = WebPushEncryptor.aesgcmRecordSize) throws -> [UInt8] {
         guard salt.count == 16 else {
             throw WebPushCryptoError(.invalidParameter, "the salt is 16 bytes, not \(salt.count)")
@@ -148,7 +150,7 @@ public struct WebPushDecryptor: Sendable {
         return plaintext
     }
 
-    private func schedule(_ coding: WebPushContentCoding, senderPublicKey: [UInt8], salt: [UInt8]) throws -> KeySchedule {
+    private func schedule(_ coding: WebPushEncoding, senderPublicKey: [UInt8], salt: [UInt8]) throws -> KeySchedule {
         let secret = try mapCrypto("the sender public key (dh / key id)") { try privateKey.sharedSecret(with: senderPublicKey) }
         return try mapCrypto("deriving the \(coding.rawValue) keys") {
             switch coding {

@@ -1,9 +1,10 @@
-public import CryptoSupport
+package import CryptoSupport
+internal import Encoders
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the
 /// demo and benchmark need real encrypted bodies, not random bytes, so that what the relay
 /// forwards can be shown to decrypt on the device.
-public enum WebPushEncryptor {
+package enum WebPushEncryptor {
     /// Encrypts one message with RFC 8291 (`Content-Encoding: aes128gcm`).
     ///
     /// - Parameters:
@@ -17,7 +18,7 @@ public enum WebPushEncryptor {
     ///     message must fit in it with its delimiter and tag.
     ///   - padding: extra zero bytes after the delimiter, hiding the plaintext's length.
     /// - Returns: the whole body: salt ‖ rs ‖ idlen ‖ sender key ‖ one record.
-    public static func aes128gcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
+    package static func aes128gcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
                                  senderKey: P256KeyAgreement? = nil, salt: [UInt8]? = nil,
                                  recordSize: UInt32 = 4096, padding: Int = 0) throws -> [UInt8] {
         try checkAuthSecret(authSecret)
@@ -57,7 +58,7 @@ public enum WebPushEncryptor {
     ///   padding length at the start of the record.
     /// - Returns: the body (one record of at most 4096 bytes before the tag), and the
     ///   unpadded base64url values for the `Encryption: salt=` and `Crypto-Key: dh=` headers.
-    public static func aesgcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
+    package static func aesgcm(plaintext: [UInt8], receiverPublicKey: [UInt8], authSecret: [UInt8],
                               senderKey: P256KeyAgreement? = nil, salt: [UInt8]? = nil,
                               padding: Int = 0) throws -> (body: [UInt8], salt: String, dh: String) {
         try checkAuthSecret(authSecret)
@@ -80,11 +81,11 @@ public enum WebPushEncryptor {
         let sealed = try mapCrypto("encrypting the record") {
             try AESGCM.seal(key: schedule.key, nonce: schedule.nonce(forRecord: 0), plaintext: record)
         }
-        return (sealed, WebPushBase64.encode(salt), WebPushBase64.encode(sender.publicKeyRaw))
+        return (sealed, Base64URL.encode(salt), Base64URL.encode(sender.publicKeyRaw))
     }
 
     /// The record size aesgcm receivers assume when `Encryption` carries no `rs=`.
-    public static let aesgcmRecordSize = 4096
+    package static let aesgcmRecordSize = 4096
 
     private static func checkAuthSecret(_ authSecret: [UInt8]) throws {
         guard authSecret.count == 16 else {

@@ -8,6 +8,7 @@ import Glibc
 #endif
 import Relay
 import WebPushCrypto
+import Encoders
 
 /// A Mastodon-shaped aesgcm WebPush request: what a Sidekiq worker posts to the relay.
 ///
@@ -55,7 +56,7 @@ struct DemoPush: Sendable {
             headers: [
                 ("Content-Encoding", "aesgcm"),
                 ("Encryption", "salt=\(sealed.salt)"),
-                ("Crypto-Key", "dh=\(sealed.dh);p256ecdsa=\(WebPushBase64.encode(vapid))"),
+                ("Crypto-Key", "dh=\(sealed.dh);p256ecdsa=\(Base64URL.encode(vapid))"),
                 ("TTL", "172800"),
                 ("Urgency", "normal"),
                 ("Topic", "mention"),

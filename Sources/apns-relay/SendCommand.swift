@@ -9,7 +9,7 @@ import Glibc
 import Dispatch
 import Synchronization
 import APNs
-import HTTPServer
+import Encoders
 
 /// `apns-relay send`, `send-many` and `clean-token`: the APNs library on the command line.
 ///

@@ -2,6 +2,7 @@
 import Foundation
 import OpenSSLSupport
 import BenchSupport
+import Encoders
 
 /// The benchmark's knobs, from the environment; every value is bounded so a run always ends.
 struct BenchSettings {

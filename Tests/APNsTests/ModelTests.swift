@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import APNsCore
+import Encoders
 @testable import APNs
 
 let token64 = String(repeating: "ab", count: 32)

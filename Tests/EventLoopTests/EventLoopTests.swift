@@ -41,13 +41,32 @@ struct EventLoopTests {
         #expect(await done.value(timeout: 5) == 0)
     }
 
+    @Test("a loop-bound value is read on its loop, and reading it anywhere else stops the process")
+    func loopBoundChecksItsLoop() async throws {
+        let loop = try EventLoop(name: "bound-test")
+        defer { loop.shutdown() }
+        let done = Waiter<Int>()
+        let bound = LoopBound(Box(41), on: loop)
+        loop.execute {
+            bound.value.value += 1
+            done.fulfill(bound.value.value)
+        }
+        #expect(await done.value(timeout: 5) == 42)
+        // Off the loop (here, the test's thread) the read is a precondition failure, not a race.
+        await #expect(processExitsWith: .failure) {
+            let other = try EventLoop(name: "bound-exit-test")
+            let value = LoopBound(Box(0), on: other)
+            _ = value.value
+        }
+    }
+
     @Test("timers fire in deadline order and cancelled ones never fire")
     func timersFireInOrder() async throws {
         let loop = try EventLoop(name: "timer-test")
         defer { loop.shutdown() }
         let done = Waiter<[Int]>()
         loop.execute {
-            let fired = LoopBound(Box<[Int]>([]))
+            let fired = LoopBound(Box<[Int]>([]), on: loop)
             for ms in [30, 10, 20, 5] {
                 loop.schedule(after: .milliseconds(ms)) { fired.value.value.append(ms) }
             }
@@ -99,7 +118,7 @@ struct EventLoopTests {
         defer { loop.shutdown() }
         let result = Waiter<(pending: Int, fired: [Int])>()
         loop.execute {
-            let fired = LoopBound(Box<[Int]>([]))
+            let fired = LoopBound(Box<[Int]>([]), on: loop)
             // What every push does: a deadline far ahead, cancelled as soon as the answer comes.
             for _ in 0..<10_000 {
                 loop.schedule(after: .seconds(8)) { fired.value.value.append(-1) }.cancel()
@@ -166,7 +185,7 @@ struct EventLoopTests {
         let size = 8 * 1024 * 1024
         let drained = Waiter<Int>()  // pending bytes seen right after write
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
-            let pendingAfterWrite = LoopBound(Box(0))
+            let pendingAfterWrite = LoopBound(Box(0), on: stream.loop)
             let writer = Collector()
             stream.handler = DrainNotifier(inner: writer) { drained.fulfill(pendingAfterWrite.value.value) }
             stream.write(pattern(size))

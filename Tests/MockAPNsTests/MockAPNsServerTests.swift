@@ -83,19 +83,19 @@ private final class Harness: Sendable {
     }
 
     func connect(_ client: Client) -> Result<HTTP2ClientConnection, TransportError> {
-        let box = Mutex<Result<HTTP2ClientConnection, TransportError>?>(nil)
+        let box = Mutex<Handover<Result<HTTP2ClientConnection, TransportError>>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let loop = group.loops[0]
         let (port, tls) = (server.port, self.tls)
         loop.execute {
             HTTP2ClientConnection.connect(host: "localhost", port: port, tls: tls, on: loop, timeout: .seconds(5),
                                           delegate: client) { result in
-                box.withLock { $0 = result }
+                box.withLock { $0 = Handover(value: result) }
                 ready.signal()
             }
         }
         _ = ready.wait(timeout: .now() + 10)
-        return box.withLock { $0 } ?? .failure(TransportError(.timedOut, "test: no answer"))
+        return box.withLock { $0 }?.value ?? .failure(TransportError(.timedOut, "test: no answer"))
     }
 
     func shutdown() {
@@ -144,12 +144,19 @@ private final class Client: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     }
 }
 
-/// Runs `body` on the connection's loop and returns its value.
-private func onLoop<T: Sendable>(_ connection: HTTP2ClientConnection, _ body: @escaping @Sendable () -> T) -> T {
+/// Carries a connection (not `Sendable`: it belongs to its loop) to the test's thread once
+/// `connect` has finished with it; the test reaches it only through `onLoop`.
+struct Handover<Value>: @unchecked Sendable {
+    let value: Value
+}
+
+/// Runs `body` with the connection on the connection's loop and returns its value.
+private func onLoop<T: Sendable>(_ connection: HTTP2ClientConnection, _ body: @escaping @Sendable (HTTP2ClientConnection) -> T) -> T {
     let box = Mutex<T?>(nil)
     let done = DispatchSemaphore(value: 0)
+    let bound = LoopBound(connection, on: connection.loop)
     connection.loop.execute {
-        let value = body()
+        let value = body(bound.value)
         box.withLock { $0 = value }
         done.signal()
     }
@@ -160,7 +167,7 @@ private func onLoop<T: Sendable>(_ connection: HTTP2ClientConnection, _ body: @e
 /// Submits one push and returns its stream id.
 private func push(_ connection: HTTP2ClientConnection, token: String = Wire.token(), headers: [HTTP2Header] = Wire.headers(),
                   body: [UInt8] = Wire.payload) throws -> Int32 {
-    let id = onLoop(connection) { try? connection.submitRequest(path: "/3/device/\(token)", headers: headers, body: body) }
+    let id = onLoop(connection) { try? $0.submitRequest(path: "/3/device/\(token)", headers: headers, body: body) }
     return try #require(id)
 }
 
@@ -231,7 +238,7 @@ struct MockAPNsServerTests {
         defer { harness.shutdown() }
         let client = Client()
         let connection = try harness.connect(client).get()
-        #expect(onLoop(connection) { connection.remoteMaxConcurrentStreams } == 1)
+        #expect(onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1)
         // Authenticated but rejected: no raise yet.
         let rejected = try #require(client.result(try push(connection, headers: Wire.headers(topic: "com.other.app")))).get()
         #expect(rejected.status == 400)
@@ -239,7 +246,7 @@ struct MockAPNsServerTests {
         let accepted = try #require(client.result(try push(connection))).get()
         #expect(accepted.status == 200)
         #expect(client.wait { $0.limits.last == 1000 })
-        #expect(onLoop(connection) { connection.remoteMaxConcurrentStreams } == 1000)
+        #expect(onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1000)
     }
 
     @Test("a dead token answers 410 Unregistered with the timestamp in milliseconds")
@@ -268,7 +275,7 @@ struct MockAPNsServerTests {
         #expect(try #require(client.result(after)).get().status == 200)
         #expect(harness.server.waitForRecords(count: 3, timeout: .seconds(5)))
         #expect(client.state.withLock { $0.results[silent] } == nil)
-        onLoop(connection) { connection.cancel(stream: silent) }
+        onLoop(connection) { $0.cancel(stream: silent) }
         let cancelled = try #require(client.result(silent))
         #expect(throws: HTTP2StreamError.self) { try cancelled.get() }
         if case .failure(let error) = cancelled { #expect(error.reason == .cancelled) }
@@ -320,7 +327,7 @@ struct MockAPNsServerTests {
         #expect(client.wait { $0.limits.last == 1000 })
         // All four in one loop job: the GOAWAY that the third answer brings cannot arrive between
         // two submissions (it did when the client read fast enough), so ids[2...] are surely refused.
-        let ids = try #require(onLoop(connection) { () -> [Int32]? in
+        let ids = try #require(onLoop(connection) { connection -> [Int32]? in
             try? (0..<4).map { _ in try connection.submitRequest(path: "/3/device/\(Wire.token())", headers: Wire.headers(), body: Wire.payload) }
         })
         #expect(client.wait { state in ids.allSatisfy { state.results[$0] != nil } })

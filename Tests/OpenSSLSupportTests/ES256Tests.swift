@@ -1,5 +1,5 @@
 import Testing
-import COpenSSL
+internal import COpenSSL
 import OpenSSLSupport
 import CertificateSupport
 

@@ -263,9 +263,18 @@ struct ConfigurationErrorTests {
         check(failure(["TOPIC": nil, "APNS_TOPIC": "com/example"]), .invalid, "APNS_TOPIC")
     }
 
-    @Test("hosts must be host[:port] without a scheme")
+    @Test("hosts are read by the library's parser: https://host[:port] and a trailing slash are accepted")
+    func urlHosts() throws {
+        let c = try load(["APNS_HOST": "https://api.push.apple.com", "APNS_SANDBOX_HOST": "https://[::1]:8443/"])
+        #expect(c.apnsHost == .init(host: "api.push.apple.com", port: 443))
+        #expect(c.apnsSandboxHost == .init(host: "::1", port: 8443))
+    }
+
+    @Test("hosts must be host[:port] or https://host[:port], nothing else")
     func badHosts() {
-        check(failure(["APNS_HOST": "https://api.push.apple.com"]), .invalid, "APNS_HOST", mentions: "no scheme")
+        check(failure(["APNS_HOST": "http://api.push.apple.com"]), .invalid, "APNS_HOST", mentions: "https://host[:port]")
+        check(failure(["APNS_HOST": "https://api.push.apple.com/3/device"]), .invalid, "APNS_HOST")
+        check(failure(["APNS_HOST": "api.push.apple .com"]), .invalid, "APNS_HOST")
         check(failure(["APNS_HOST": "api.push.apple.com:0"]), .invalid, "APNS_HOST")
         check(failure(["APNS_HOST": "api.push.apple.com:https"]), .invalid, "APNS_HOST")
         check(failure(["APNS_HOST": ":443"]), .invalid, "APNS_HOST")

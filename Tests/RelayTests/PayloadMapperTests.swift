@@ -23,7 +23,7 @@ private enum F {
 func aes128gcmMessage(bodyBytes: Int) -> WebPushMessage {
     var b = [UInt8](repeating: 0xAB, count: 16) + [0, 0, 0x10, 0, 65, 0x04]
     b += [UInt8](repeating: 0x5A, count: bodyBytes - b.count)
-    return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096, keyID: [0x04] + [UInt8](repeating: 0x5A, count: 64))
+    return WebPushMessage(encoding: .aes128gcm, body: b, recordSize: 4096)
 }
 
 private func text(_ plan: APNsPushPlan) -> String { String(decoding: plan.payload, as: UTF8.self) }
@@ -72,14 +72,6 @@ struct PayloadMapperTests {
         #expect(!plan.degraded)
     }
 
-    @Test("m is base64url with padding", arguments: [([], ""), ([0xFB], "-w=="), ([0xFB, 0xFF], "-_8="), ([0xFB, 0xFF, 0xBF], "-_-_")] as [([UInt8], String)])
-    func base64(_ bytes: [UInt8], _ expected: String) {
-        var out: [UInt8] = []
-        PayloadMapper.appendBase64URLPadded(bytes, to: &out)
-        #expect(String(decoding: out, as: UTF8.self) == expected)
-        #expect(out.count == PayloadMapper.base64PaddedCount(bytes.count))
-    }
-
     @Test("a 4000-byte body goes out degraded: the same alert and i, nothing else")
     func degraded() {
         let m = WebPushMessage(encoding: .aesgcm, body: [UInt8](repeating: 7, count: 4000), salt: F.salt, dh: F.dh, ttl: 60, urgency: .high, topic: "t")
@@ -120,7 +112,7 @@ struct PayloadMapperTests {
         let id = "a\"b\\c\nd\u{1F}e😀é"
         let m = WebPushMessage(encoding: .aes128gcm, body: [0xFF])
         let plan = PayloadMapper.plan(message: m, id: id, alertLocKey: "k\"\t", now: 0)
-        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"k\"\u0009"},"mutable-content":1},"i":"a\"b\\c\u000ad\u001fe😀é","m":"_w==","e":"aes128gcm"}"#)
+        #expect(text(plan) == #"{"aps":{"alert":{"loc-key":"k\"\t"},"mutable-content":1},"i":"a\"b\\c\nd\u001fe😀é","m":"_w==","e":"aes128gcm"}"#)
         // And a JSON parser reads back exactly what went in.
         let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.payload)) as? [String: Any])
         #expect(object["i"] as? String == id)

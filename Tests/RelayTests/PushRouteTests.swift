@@ -46,18 +46,11 @@ struct PushRouteTests {
         #expect(PushRoute.match(path: path, query: query) == expected)
     }
 
-    @Test("a request target is split at the first ?")
-    func target() {
-        #expect(PushRoute.match(target: "/push/\(token)/42/?sandbox=true&x=?")
-                == .push(PushRoute(deviceToken: token, id: "42", sandbox: true)))
-        #expect(PushRoute.match(target: "/push/\(token)/42") == .push(PushRoute(deviceToken: token, id: "42", sandbox: false)))
-    }
-
     @Test("an upper-case token is kept as sent and lower-cased only for Apple")
     func tokenCase() {
         let route = PushRoute(deviceToken: upperToken, id: "1", sandbox: false)
         #expect(route.deviceToken == upperToken)
-        #expect(route.apnsDeviceToken == token)
+        #expect(route.device?.hex == token)
     }
 
     @Test("an id over the limit is refused; at the limit it passes")

@@ -58,6 +58,13 @@ final class Recorder: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     }
 }
 
+/// Carries a connection (not `Sendable`: it belongs to its loop) to the test's thread once
+/// `connect` has finished with it. The test reads its immutable `loop` and settled values there,
+/// and reaches it otherwise only through `Fixture.submit`'s hop onto the loop.
+struct Handover<Value>: @unchecked Sendable {
+    let value: Value
+}
+
 struct Fixture {
     let group: EventLoopGroup
     let server: HTTP2Server
@@ -79,25 +86,26 @@ struct Fixture {
 
     /// Connects from the first loop and waits for the result.
     func connect(_ recorder: Recorder, host: String = "localhost", tls: TLSContext? = nil) -> Result<HTTP2ClientConnection, TransportError> {
-        let box = Mutex<Result<HTTP2ClientConnection, TransportError>?>(nil)
+        let box = Mutex<Handover<Result<HTTP2ClientConnection, TransportError>>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let loop = group.loops[0]
         let port = server.port
         let tls = tls ?? clientTLS
         loop.execute {
             HTTP2ClientConnection.connect(host: host, port: port, tls: tls, on: loop, timeout: .seconds(5), delegate: recorder) { result in
-                box.withLock { $0 = result }
+                box.withLock { $0 = Handover(value: result) }
                 ready.signal()
             }
         }
         _ = ready.wait(timeout: .now() + 10)
-        return box.withLock { $0 } ?? .failure(TransportError(.timedOut, "test: no answer"))
+        return box.withLock { $0 }?.value ?? .failure(TransportError(.timedOut, "test: no answer"))
     }
 
     func submit(_ connection: HTTP2ClientConnection, count: Int, body: [UInt8] = Array("hello".utf8)) {
+        let bound = LoopBound(connection, on: connection.loop)
         connection.loop.execute {
             for i in 0..<count {
-                _ = try? connection.submitRequest(path: "/r/\(i)", headers: [HTTP2Header(name: "x-i", value: "\(i)")], body: body)
+                _ = try? bound.value.submitRequest(path: "/r/\(i)", headers: [HTTP2Header(name: "x-i", value: "\(i)")], body: body)
             }
         }
     }
@@ -165,13 +173,13 @@ struct TransportTests {
 
     @Test("a server that dies mid-flight fails every pending stream promptly")
     func serverKilled() throws {
-        let connections = Mutex<[HTTP2ServerConnection]>([])
+        let connections = Mutex<[LoopBound<HTTP2ServerConnection>]>([])
         let group = try EventLoopGroup(loopCount: 1)
         defer { group.shutdown() }
         let certs = try TestCertificates.make()
         let serverTLS = try TLSContext.server(certificateChainPEM: certs.certificatePEM, privateKeyPEM: certs.privateKeyPEM)
         let server = try HTTP2Server.start(tls: serverTLS, group: group, maxConcurrentStreams: 100) { connection in
-            connections.withLock { $0.append(connection) }
+            connections.withLock { $0.append(LoopBound(connection, on: connection.loop)) }
             return EchoServerDelegate(answer: false)
         }
         let fixture = Fixture(group: group, server: server, clientTLS: try TLSContext.client(trustSystemStore: false, extraCAPEM: certs.caPEM))
@@ -182,7 +190,7 @@ struct TransportTests {
         for _ in 0..<100 where connections.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.02) }
         Thread.sleep(forTimeInterval: 0.2)
         let serverSide = try #require(connections.withLock { $0.first })
-        serverSide.loop.execute { serverSide.close(abruptly: true) }
+        serverSide.loop.execute { serverSide.value.close(abruptly: true) }
         server.close()
         #expect(recorder.done.wait(timeout: .now() + 5) == .success)
         #expect(recorder.closed.wait(timeout: .now() + 5) == .success)

@@ -1,22 +1,22 @@
 import Foundation
 import Testing
-@testable import Relay
+import Encoders
 
 @Suite("Random ids")
 struct RandomBytesTests {
     @Test("256 UUIDs cost one getrandom call, the 257th the next one")
     func refillsPerUUID() {
         let random = RandomBytes()
-        for _ in 0..<256 { _ = random.uuid() }
+        for _ in 0..<256 { _ = UUIDText.random(using: random) }
         #expect(random.refillCount == 1)
-        _ = random.uuid()
+        _ = UUIDText.random(using: random)
         #expect(random.refillCount == 2)
     }
 
     @Test("the UUIDs are version 4, RFC 4122 variant, and never repeat")
     func versionAndUniqueness() {
         let random = RandomBytes()
-        let ids = (0..<2000).map { _ in random.uuid() }
+        let ids = (0..<2000).map { _ in UUIDText.random(using: random) }
         #expect(Set(ids.map(\.uuidString)).count == ids.count)
         for id in ids {
             #expect(id.uuid.6 >> 4 == 4)
@@ -26,7 +26,9 @@ struct RandomBytesTests {
 
     @Test("request ids are lower-case UUIDs of the same pool")
     func requestIDsAreUUIDs() {
-        let id = RelayResponder.newID()
+        let before = RandomBytes.shared.refillCount
+        let id = UUIDText.randomLowercase()
+        #expect(RandomBytes.shared.refillCount - before <= 1)
         #expect(id.count == 36)
         #expect(id == id.lowercased())
         #expect(UUID(uuidString: id) != nil)

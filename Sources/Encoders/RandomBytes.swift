@@ -1,22 +1,17 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
 
-/// Random version-4 UUIDs for request ids and `apns-id`s, cut from kernel random bytes fetched
-/// 4 KiB at a time. glibc's `arc4random_buf` makes one getrandom(2) call per request, and every
-/// push needs two UUIDs: fetching for 256 UUIDs at once takes two system calls off each push.
-/// Every byte comes from the kernel's generator and is handed out once.
-final class RandomBytes: Sendable {
-    static let shared = RandomBytes()
+/// Kernel random bytes fetched 4 KiB at a time, for the random UUIDs of request ids and
+/// `apns-id`s (`UUIDText`). glibc's `arc4random_buf` makes one getrandom(2) call per request,
+/// and every push needs two UUIDs: fetching for 256 UUIDs at once takes two system calls off
+/// each push. Every byte comes from the kernel's generator and is handed out once.
+package final class RandomBytes: Sendable {
+    package static let shared = RandomBytes()
 
     /// Bytes fetched per getrandom(2) call.
-    static let refillBytes = 4096
+    package static let refillBytes = 4096
 
     private struct Pool {
         var bytes = [UInt8](repeating: 0, count: RandomBytes.refillBytes)
@@ -28,10 +23,10 @@ final class RandomBytes: Sendable {
 
     private let pool = Mutex(Pool())
 
-    init() {}
+    package init() {}
 
     /// 16 fresh random bytes.
-    func words() -> (UInt64, UInt64) {
+    package func words() -> (UInt64, UInt64) {
         pool.withLock { pool in
             if pool.used + 16 > pool.bytes.count {
                 pool.bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
@@ -47,16 +42,6 @@ final class RandomBytes: Sendable {
         }
     }
 
-    /// A random (version 4) UUID.
-    func uuid() -> UUID {
-        var words = words()
-        return withUnsafeMutableBytes(of: &words) { bytes in
-            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
-            bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
-            return UUID(uuid: bytes.load(as: uuid_t.self))
-        }
-    }
-
     /// How many times the pool went to the kernel.
-    var refillCount: Int { pool.withLock { $0.refills } }
+    package var refillCount: Int { pool.withLock { $0.refills } }
 }

@@ -1,0 +1,116 @@
+/// base64url (RFC 4648 §5): the alphabet of provider tokens (RFC 7515 §2 drops the padding),
+/// of every WebPush key and salt, and of the relay's `m` field (padded, so the app's decoder
+/// needs no fix-up).
+package enum Base64URL {
+    package static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Characters `count` bytes take, padded to whole quanta.
+    package static func paddedCount(_ count: Int) -> Int { (count + 2) / 3 * 4 }
+
+    /// Characters `count` bytes take without padding.
+    package static func unpaddedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    /// Appends `bytes` encoded. The output grows once by the encoded size and is written in
+    /// place: appending byte by byte paid a capacity and uniqueness check per output byte, the
+    /// relay's payload mapper's largest cost.
+    package static func append(_ bytes: [UInt8], padded: Bool, to out: inout [UInt8]) {
+        let n = bytes.count
+        guard n > 0 else { return }
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: padded ? paddedCount(n) : unpaddedCount(n)))
+        alphabet.withUnsafeBufferPointer { table in
+            bytes.withUnsafeBufferPointer { src in
+                out.withUnsafeMutableBufferPointer { all in
+                    let dst = UnsafeMutableBufferPointer(rebasing: all[start...])
+                    var i = 0, o = 0
+                    while i + 3 <= n {
+                        let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
+                        dst[o] = table[Int(v >> 18 & 63)]
+                        dst[o + 1] = table[Int(v >> 12 & 63)]
+                        dst[o + 2] = table[Int(v >> 6 & 63)]
+                        dst[o + 3] = table[Int(v & 63)]
+                        i += 3
+                        o += 4
+                    }
+                    // The tail: one or two bytes left; padded, the rest of the last quantum stays "=".
+                    if n - i >= 1 {
+                        let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
+                        dst[o] = table[Int(v >> 18 & 63)]
+                        dst[o + 1] = table[Int(v >> 12 & 63)]
+                        if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `bytes` encoded, unpadded unless asked.
+    package static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(paddedCount(bytes.count))
+        append(bytes, padded: padded, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The six bits a character stands for, in either alphabet: senders differ, so the URL-safe
+    /// `-_` and the standard `+/` are both read.
+    package static func value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "A") ... UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
+        case UInt8(ascii: "a") ... UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0") ... UInt8(ascii: "9"): return byte - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"), UInt8(ascii: "+"): return 62
+        case UInt8(ascii: "_"), UInt8(ascii: "/"): return 63
+        default: return nil
+        }
+    }
+
+    /// Checks `text` (either alphabet, padded or not; padding only at the end, at most two, and
+    /// then to a whole quantum) and returns the decoded length and first byte (0 when empty)
+    /// without decoding: the relay forwards the text, it only needs to know it is sound.
+    package static func decodedInfo<S: StringProtocol>(_ text: S) -> (count: Int, first: UInt8)? {
+        // Scanned as a buffer: walking the string's indexes cost more than the check.
+        text.utf8.withContiguousStorageIfAvailable { decodedInfo(bytes: $0) }
+            ?? Array(text.utf8).withUnsafeBufferPointer { decodedInfo(bytes: $0) }
+    }
+
+    private static func decodedInfo(bytes: UnsafeBufferPointer<UInt8>) -> (count: Int, first: UInt8)? {
+        var symbols = 0
+        var padding = 0
+        var v0: UInt8 = 0
+        var v1: UInt8 = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: "=") {
+                padding += 1
+                continue
+            }
+            guard padding == 0, let v = value(byte) else { return nil }
+            if symbols == 0 { v0 = v } else if symbols == 1 { v1 = v }
+            symbols += 1
+        }
+        guard symbols % 4 != 1 else { return nil }
+        if padding > 0 {
+            guard symbols > 0, padding <= 2, (symbols + padding) % 4 == 0 else { return nil }
+        }
+        return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
+    }
+
+    /// The bytes of a text `decodedInfo` accepts; nil for anything it refuses.
+    package static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        guard let info = decodedInfo(text) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(info.count)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text.utf8 {
+            guard let v = value(byte) else { continue }  // only `=` padding is left to skip
+            accumulator = accumulator << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+}

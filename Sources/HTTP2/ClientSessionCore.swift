@@ -1,0 +1,203 @@
+internal import CNghttp2
+
+final class ClientStream {
+    var headersSent = false
+    var status: Int?
+    var headers: [HTTP2Header] = []
+    var body: [UInt8] = []
+    var endStreamReceived = false
+}
+
+final class ClientSessionCore: SessionCore {
+    var streams: [Int32: ClientStream] = [:]
+    /// Bounded by the frames of one `receive`/`takeOutput` batch: delivered before those return.
+    var events: [ClientEvent] = []
+    var hasReceivedSettings = false
+    var goAwayLastStreamID: Int32 = .max
+    let maxResponseBodySize: Int
+
+    init(initialWindowSize: Int32, maxResponseBodySize: Int) throws {
+        self.maxResponseBodySize = maxResponseBodySize
+        try super.init(server: false) { option in
+            // Until the server speaks, assume what Apple starts with rather than nghttp2's "unlimited".
+            nghttp2_option_set_peer_max_concurrent_streams(option, 1)
+        }
+        guard let session else { return }
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(initialWindowSize)),
+        ]
+        var rv = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        if rv == 0 {
+            rv = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, initialWindowSize)
+        }
+        guard rv == 0 else {
+            throw HTTP2Error(code: .internalError, message: "nghttp2 refused our SETTINGS: \(libraryText(rv))")
+        }
+    }
+
+    var remoteMaxConcurrentStreams: UInt32 {
+        guard let session else { return 0 }
+        return nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+    }
+
+    func submitRequest(method: String, scheme: String, authority: String, path: String,
+                       headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+        let session = try requireSession()
+        if goAwayReceived {
+            throw HTTP2Error(code: .goingAway, message: "the server sent GOAWAY; submit this request on another connection")
+        }
+        if goAwaySent {
+            throw HTTP2Error(code: .goingAway, message: "this session is closing (GOAWAY sent); submit this request on another connection")
+        }
+        var fields = [
+            HTTP2Header(name: ":method", value: method),
+            HTTP2Header(name: ":scheme", value: scheme),
+            HTTP2Header(name: ":authority", value: authority),
+            HTTP2Header(name: ":path", value: path, neverIndex: true),
+        ]
+        fields.reserveCapacity(4 + headers.count)
+        for header in headers {
+            // Names come lower-cased from their builders; only a stray capital costs a new string.
+            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
+            if name.hasPrefix(":") {
+                throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
+            }
+            fields.append(HTTP2Header(name: name, value: header.value, neverIndex: header.neverIndex))
+        }
+        let id = try withPackedHeaders(fields) { nva, count in
+            withDataProvider(hasBody: !body.isEmpty) { provider in
+                nghttp2_submit_request(session, nil, nva, count, provider, nil)
+            }
+        }
+        if id < 0 {
+            if id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
+                throw HTTP2Error(code: .streamIDsExhausted, message: "this connection used all its stream ids; open a new one")
+            }
+            throw HTTP2Error(code: .internalError, message: "nghttp2 refused the request: \(libraryText(id))")
+        }
+        streams[id] = ClientStream()
+        if !body.isEmpty { outgoing[id] = OutgoingBody(body) }
+        return id
+    }
+
+    func cancel(stream id: Int32) {
+        guard streams[id] != nil else { return }
+        if let session {
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, HTTP2ErrorCode.cancel)
+        }
+        let sent = streams[id]?.headersSent ?? false
+        complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.cancel, reason: .cancelled, wasProcessed: sent)))
+    }
+
+    func terminate(errorCode: UInt32) {
+        for id in streams.keys.sorted() {
+            guard let stream = streams[id] else { continue }
+            let processed = stream.headersSent && !(goAwayReceived && id > goAwayLastStreamID)
+            complete(id, .failure(HTTP2StreamError(errorCode: errorCode, reason: .connectionClosed, wasProcessed: processed)))
+        }
+        destroy()
+    }
+
+    private func complete(_ id: Int32, _ result: Result<HTTP2Response, HTTP2StreamError>) {
+        guard streams.removeValue(forKey: id) != nil else { return }
+        outgoing[id] = nil
+        events.append(.completed(id, result))
+    }
+
+    // MARK: Hooks
+
+    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 {
+        guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
+        if name == ":status" {
+            stream.status = Int(value)
+            stream.headers.removeAll()  // a final response replaces any 1xx before it
+        } else if !name.hasPrefix(":") {
+            stream.headers.append(HTTP2Header(name: name, value: value))
+        }
+        return 0
+    }
+
+    override func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 {
+        guard let stream = streams[id] else { return 0 }
+        if stream.body.count + data.count > maxResponseBodySize {
+            if let session {
+                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, HTTP2ErrorCode.cancel)
+            }
+            complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.cancel, reason: .responseTooLarge, wasProcessed: true)))
+            return 0
+        }
+        stream.body.append(contentsOf: data)
+        return 0
+    }
+
+    override func onFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        _ = super.onFrameRecv(frame)
+        let header = frame.pointee.hd
+        let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(header.type) {
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            if endStream, let stream = streams[header.stream_id] { stream.endStreamReceived = true }
+        case NGHTTP2_SETTINGS.rawValue:
+            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+                hasReceivedSettings = true
+                events.append(.maxConcurrentStreams(remoteMaxConcurrentStreams))
+            }
+        case NGHTTP2_PING.rawValue:
+            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { events.append(.pingAck) }
+        case NGHTTP2_GOAWAY.rawValue:
+            let goaway = frame.pointee.goaway
+            goAwayLastStreamID = min(goAwayLastStreamID, goaway.last_stream_id)
+            events.append(.goAway(goaway.last_stream_id, goaway.error_code,
+                                  bytesOf(goaway.opaque_data, goaway.opaque_data_len).array))
+            // Requests nghttp2 still holds back (beyond a lowered limit) would only fail when a
+            // slot frees up, maybe never: end them now so the owner can retry them elsewhere.
+            // Sent streams above last_stream_id are closed by nghttp2 right after this callback.
+            for id in streams.keys.sorted() where id > goAwayLastStreamID && streams[id]?.headersSent == false {
+                complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.refusedStream,
+                                                       reason: .refusedByGoAway, wasProcessed: false)))
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    override func onFrameSend(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        _ = super.onFrameSend(frame)
+        if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let stream = streams[frame.pointee.hd.stream_id] {
+            stream.headersSent = true
+        }
+        return 0
+    }
+
+    override func onFrameNotSend(_ frame: UnsafePointer<nghttp2_frame>, libraryError: Int32) -> Int32 {
+        let id = frame.pointee.hd.stream_id
+        guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let stream = streams[id], !stream.headersSent else {
+            return 0
+        }
+        // The request never left us (GOAWAY arrived first, or the session is closing): not processed.
+        let reason: HTTP2StreamError.Reason = goAwayReceived ? .refusedByGoAway : .connectionClosed
+        complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.refusedStream, reason: reason, wasProcessed: false)))
+        return 0
+    }
+
+    override func onStreamClose(stream id: Int32, errorCode: UInt32) -> Int32 {
+        _ = super.onStreamClose(stream: id, errorCode: errorCode)
+        guard let stream = streams[id] else { return 0 }
+        if stream.endStreamReceived, let status = stream.status {
+            // A server may reset (NO_ERROR) after a complete response; the response stands.
+            complete(id, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            return 0
+        }
+        let error: HTTP2StreamError
+        if goAwayReceived && id > goAwayLastStreamID {
+            error = HTTP2StreamError(errorCode: errorCode, reason: .refusedByGoAway, wasProcessed: false)
+        } else {
+            error = HTTP2StreamError(errorCode: errorCode, reason: .reset,
+                                     wasProcessed: errorCode != HTTP2ErrorCode.refusedStream && stream.headersSent)
+        }
+        complete(id, .failure(error))
+        return 0
+    }
+}

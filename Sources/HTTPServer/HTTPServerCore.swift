@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import EventLoop
+import Synchronization
+
+/// What every connection of the server shares. Immutable apart from atomics; each loop's
+/// mutable state is in its `LoopContext`.
+final class HTTPServerCore: Sendable {
+    let configuration: HTTPServerConfiguration
+    let responder: any HTTPResponder
+    let logger: HTTPServerLogger?
+    /// One per loop, in the group's order.
+    let contexts: [LoopContext]
+    private let contextIndex: [ObjectIdentifier: Int]
+    let counters = ServerCounters()
+    let draining = Atomic<Bool>(false)
+    let cap: ConnectionCap
+    /// Unconsumed pipelined input a connection may hold while it answers; beyond it reading
+    /// pauses and TCP slows the sender down.
+    let maxBufferedInput: Int
+
+    init(configuration: HTTPServerConfiguration, group: EventLoopGroup, responder: any HTTPResponder,
+         logger: HTTPServerLogger?) {
+        self.configuration = configuration
+        self.responder = responder
+        self.logger = logger
+        cap = ConnectionCap(maxConnections: configuration.maxConnections,
+                            minimumKeptIdle: configuration.minimumIdleBeforeEviction)
+        let limits = configuration.limits
+        maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
+        let epoch = ContinuousClock.now
+        let counters = self.counters
+        contexts = group.loops.enumerated().map { index, loop in
+            LoopContext(loop: loop, configuration: configuration, counters: counters, epoch: epoch,
+                        trimsMemory: index == 0, logger: logger)
+        }
+        var contextIndex: [ObjectIdentifier: Int] = [:]
+        for (index, loop) in group.loops.enumerated() { contextIndex[ObjectIdentifier(loop)] = index }
+        self.contextIndex = contextIndex
+    }
+
+    func startSweeps() {
+        for context in contexts {
+            context.loop.execute { context.scheduleSweep() }
+        }
+    }
+
+    /// Runs on the accepted stream's loop.
+    func accept(_ stream: TCPStream) {
+        if draining.load(ordering: .relaxed) {
+            stream.close()
+            return
+        }
+        let open = counters.open.wrappingAdd(1, ordering: .relaxed).newValue
+        guard let index = contextIndex[ObjectIdentifier(stream.loop)] else {
+            counters.open.wrappingSubtract(1, ordering: .relaxed)
+            stream.close()
+            return
+        }
+        let context = contexts[index]
+        var evictElsewhere: (LoopContext, IdleKind, Duration)?
+        let now = ContinuousClock.now
+        let decision = open > cap.maxConnections
+            ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
+                         local: index, now: now)
+            : .accept
+        let madeRoom: Bool
+        switch decision {
+        case .accept:
+            madeRoom = true
+        case .evict(let loop, let kind) where loop == index:
+            madeRoom = context.evictLongestIdle(kind, idleAtLeast: cap.minimumIdle(kind), now: now)
+            if madeRoom { noteEvicted() }
+        case .evict(let loop, let kind):
+            evictElsewhere = (contexts[loop], kind, cap.minimumIdle(kind))
+            madeRoom = true
+        case .cutSlowest(let fresh):
+            if context.cutSlowestArriving(cap: cap, now: now) {
+                madeRoom = true
+                noteEvicted()
+            } else if let loop = fresh, loop == index {
+                madeRoom = context.evictLongestIdle(.fresh, idleAtLeast: .zero, now: now)
+                if madeRoom { noteEvicted() }
+            } else if let loop = fresh {
+                evictElsewhere = (contexts[loop], .fresh, .zero)
+                madeRoom = true
+            } else {
+                madeRoom = false
+            }
+        }
+        guard madeRoom else {
+            counters.open.wrappingSubtract(1, ordering: .relaxed)
+            noteRejected()
+            stream.close()
+            return
+        }
+        let connection = HTTPConnection(stream: stream, core: self, context: context)
+        context.add(connection)
+        stream.handler = connection
+        connection.settle()
+        if let (remote, kind, minimum) = evictElsewhere {
+            // The new connection is served while the other loop closes its longest-idle one;
+            // if that one got busy meanwhile, the new one goes instead, so the cap holds.
+            let bound = LoopBound(connection, on: context.loop)
+            remote.loop.execute { [self] in
+                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: .now) {
+                    noteEvicted()
+                } else {
+                    context.loop.execute { [self] in
+                        noteRejected()
+                        bound.value.closeNow()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counted before the close, so whoever sees the close also sees the count.
+    private func noteRejected() {
+        let rejected = counters.rejected.wrappingAdd(1, ordering: .relaxed).newValue
+        if rejected == 1 || rejected % 1000 == 0 {
+            logger?("http connection cap of \(configuration.maxConnections) reached with no idle connection; \(rejected) connections rejected so far")
+        }
+    }
+
+    private func noteEvicted() {
+        let evicted = counters.evicted.wrappingAdd(1, ordering: .relaxed).newValue
+        if evicted == 1 || evicted % 1000 == 0 {
+            logger?("http connection cap of \(configuration.maxConnections) reached; closed an idle connection, or the slowest request still arriving, to make room (\(evicted) so far)")
+        }
+    }
+
+    func connectionClosed() {
+        counters.open.wrappingSubtract(1, ordering: .relaxed)
+    }
+}

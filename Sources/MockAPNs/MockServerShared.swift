@@ -1,0 +1,37 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+import EventLoop
+import OpenSSLSupport
+import HTTP2
+import Transport
+import CertificateSupport
+
+/// What the listener, the connections and the control methods share. Every member is either
+/// immutable or behind a Mutex/Atomic.
+final class MockServerShared: Sendable {
+    let rules: MockAPNsRules
+    let unixTime: @Sendable () -> Int64
+    let onRecord: (@Sendable (MockRecord) -> Void)?
+    let connectionCount = Atomic<Int>(0)
+    let openConnectionCount = Atomic<Int>(0)
+    let streamCount = Atomic<Int>(0)
+    let maxOpenStreams = Atomic<Int>(0)
+    let maxOpenConnections = Atomic<Int>(0)
+    /// Open connections by emulator connection id (unique across restarts), each with its
+    /// handler, both touched on the connection's loop alone.
+    let connections = Mutex<[Int: LoopBound<(HTTP2ServerConnection, MockConnectionHandler)>]>([:])
+
+    init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?) {
+        self.rules = rules
+        self.unixTime = unixTime
+        self.onRecord = onRecord
+    }
+}

@@ -1,0 +1,38 @@
+/// A TLS failure with a code callers switch on and a message that says what to do,
+/// because "handshake failed" alone leaves an operator guessing.
+package struct TLSError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value: a struct over names rather than a public enum so
+    /// new codes do not break callers' switches.
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
+        private init(_ name: String) { self.name = name }
+        package var description: String { name }
+
+        /// The peer's certificate chain did not verify (unknown issuer, expired, …).
+        package static let certificateVerificationFailed = Code("certificateVerificationFailed")
+        /// The certificate is valid but not for the host name (or IP address) we dialled.
+        package static let hostnameMismatch = Code("hostnameMismatch")
+        /// The handshake finished without HTTP/2 negotiated, or the peer refused every protocol we offered.
+        package static let noALPN = Code("noALPN")
+        /// The peer closed the TLS session (close_notify or EOF) before we were done.
+        package static let peerClosed = Code("peerClosed")
+        /// Any other handshake failure; the message carries OpenSSL's reason.
+        package static let handshakeFailed = Code("handshakeFailed")
+        /// A context, certificate, key or CA could not be loaded.
+        package static let badConfiguration = Code("badConfiguration")
+        /// Bad TLS data after the handshake (a corrupt record, an unexpected alert).
+        package static let protocolError = Code("protocolError")
+        /// Plaintext was written before the handshake completed: a bug in the caller.
+        package static let notEstablished = Code("notEstablished")
+    }
+
+    package let code: Code
+    package let message: String
+
+    package init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    package var description: String { "TLS \(code): \(message)" }
+}

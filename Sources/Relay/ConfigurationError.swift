@@ -1,0 +1,35 @@
+/// Why start-up stopped. The message is one line naming the variable and what it should hold,
+/// so an operator can fix the deployment from the log alone. Equality is on code and variable.
+package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+        /// A required variable is unset or empty.
+        package static let missing = Code(name: "missing")
+        /// A variable holds a value the relay cannot use.
+        package static let invalid = Code(name: "invalid")
+        /// Two variables that mean the same thing disagree, or both of two exclusive ones are set.
+        package static let conflict = Code(name: "conflict")
+        /// A file named by a variable (or `--env-file`) cannot be read.
+        package static let unreadableFile = Code(name: "unreadable-file")
+        /// A line of the env file is not `KEY=VALUE`.
+        package static let envFileSyntax = Code(name: "env-file-syntax")
+        package var description: String { name }
+    }
+
+    package let code: Code
+    /// The variable at fault (or the env file's path for env-file errors).
+    package let variable: String
+    package let message: String
+
+    init(_ code: Code, _ variable: String, _ message: String) {
+        self.code = code
+        self.variable = variable
+        self.message = message
+    }
+
+    package var description: String { message }
+
+    package static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool {
+        lhs.code == rhs.code && lhs.variable == rhs.variable
+    }
+}

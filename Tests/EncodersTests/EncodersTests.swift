@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import Encoders
+
+@Suite("base64url")
+struct Base64URLTests {
+    @Test("base64url decodes padded, unpadded and standard-alphabet text")
+    func base64() {
+        #expect(Base64URL.decode("-_8") == [0xfb, 0xff])
+        #expect(Base64URL.decode("+/8=") == [0xfb, 0xff])
+        #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
+        #expect(Base64URL.decode("A") == nil)
+        #expect(Base64URL.decode("AA=A") == nil)
+        #expect(Base64URL.decode("") == [])
+    }
+
+    @Test("padded and unpadded encodings agree with Foundation's for every length up to 70")
+    func encodesLikeFoundation() {
+        for count in 0 ... 70 {
+            let bytes = (0 ..< count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let standard = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            #expect(Base64URL.encode(bytes, padded: true) == standard)
+            #expect(Base64URL.encode(bytes) == standard.replacingOccurrences(of: "=", with: ""))
+            #expect(Base64URL.encode(bytes, padded: true).utf8.count == Base64URL.paddedCount(count))
+            #expect(Base64URL.encode(bytes).utf8.count == Base64URL.unpaddedCount(count))
+            #expect(Base64URL.decode(standard) == bytes)
+        }
+    }
+
+    @Test("padded base64url, the relay's m, ends in = to a whole quantum", arguments: [([], ""), ([0xFB], "-w=="), ([0xFB, 0xFF], "-_8="), ([0xFB, 0xFF, 0xBF], "-_-_")] as [([UInt8], String)])
+    func base64(_ bytes: [UInt8], _ expected: String) {
+        var out: [UInt8] = []
+        Base64URL.append(bytes, padded: true, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+        #expect(out.count == Base64URL.paddedCount(bytes.count))
+    }
+
+    @Test("appending keeps what the buffer held")
+    func appends() {
+        var out = Array("m=".utf8)
+        Base64URL.append([0xfb, 0xff], padded: true, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "m=-_8=")
+    }
+
+    @Test("the decoded length and first byte are known without decoding",
+          arguments: [("QQ", 1, 0x41), ("QUI", 2, 0x41), ("QUI=", 2, 0x41), ("BA==", 1, 0x04), ("", 0, 0)] as [(String, Int, UInt8)])
+    func info(_ text: String, _ count: Int, _ first: UInt8) throws {
+        let info = try #require(Base64URL.decodedInfo(text))
+        #expect(info.count == count)
+        #expect(info.first == first)
+    }
+
+    @Test("padding in the middle, too much of it, or a stray character is refused",
+          arguments: ["Q", "QQ=", "Q=Q=", "QQ===", "a b", "QUJD*", "="])
+    func refuses(_ text: String) {
+        #expect(Base64URL.decodedInfo(text) == nil)
+        #expect(Base64URL.decode(text) == nil)
+    }
+}
+
+@Suite("JSON strings")
+struct JSONStringTests {
+    @Test("quotes, backslashes and control characters get the short escapes RFC 8259 names, the rest \\u00xx")
+    func escapes() {
+        #expect(JSONString.quoted("a\"b\\c\nd\re\tf\u{08}g\u{0C}h") == #""a\"b\\c\nd\re\tf\bg\fh""#)
+        #expect(JSONString.quoted("\u{01}\u{1F}\u{7F}") == #""\u0001\u001f\u007f""#)
+    }
+
+    @Test("U+2028 and U+2029 are escaped for JavaScript readers; other UTF-8 passes through")
+    func lineSeparators() {
+        #expect(JSONString.quoted("a\u{2028}b\u{2029}c") == #""a\u2028b\u2029c""#)
+        #expect(JSONString.quoted("é😀\u{2027}") == "\"é😀\u{2027}\"")
+    }
+
+    @Test("JSON strings escape quotes, backslashes and control bytes wherever they fall, and their count is exact",
+          arguments: [
+              ("", ""), ("plain", "plain"), (#""a""#, #"\"a\""#), (#"\"#, #"\\"#),
+              ("a\u{1}\nb\t", #"a\u0001\nb\t"#), ("é \u{2028} ✓", #"é \u2028 ✓"#),
+              (#"x""\\y"#, #"x\"\"\\\\y"#),
+          ])
+    func jsonEscaping(_ c: (String, String)) {
+        var out: [UInt8] = Array("k=".utf8)
+        JSONString.appendEscaped(c.0, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "k=" + c.1)
+        #expect(JSONString.escapedCount(c.0) == c.1.utf8.count)
+    }
+
+    @Test("the escaped count is the length of what is written, for every byte and a few mixes",
+          arguments: (0 ... 0x7F).map { String(UnicodeScalar(UInt8($0))) }
+              + ["", "plain", "a\u{2028}\u{2029}\"\\\n\u{01}é😀", String(repeating: "\u{7F}x", count: 50)])
+    func countMatches(_ text: String) {
+        var out: [UInt8] = []
+        JSONString.appendEscaped(text, to: &out)
+        #expect(JSONString.escapedCount(text) == out.count)
+    }
+
+    @Test("whatever is written parses back to the same string")
+    func roundTrips() throws {
+        let nasty = "a\"b\\c\nd\re\tf\u{01}g\u{7F}h\u{2028}é🙂\u{0}"
+        let json = "[" + JSONString.quoted(nasty) + "]"
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String])
+        #expect(parsed == [nasty])
+    }
+
+    @Test("a reason body is one JSON object, with the timestamp when given")
+    func reasonBody() {
+        #expect(JSONString.reasonBody("Unregistered", timestamp: 5) == #"{"reason":"Unregistered","timestamp":5}"#)
+        #expect(JSONString.reasonBody("a \"b\"") == #"{"reason":"a \"b\""}"#)
+    }
+}
+
+@Suite("hex and UUIDs")
+struct HexAndUUIDTests {
+    @Test("hex is two lower-case digits a byte")
+    func hex() {
+        #expect(Hex.encode([0x00, 0x0f, 0xa0, 0xff]) == "000fa0ff")
+        #expect(Hex.encode([UInt8]()) == "")
+    }
+
+    @Test("a hex digit's value is read in either case; anything else is nil")
+    func hexValue() {
+        #expect(Array("09afAF".utf8).map(Hex.value) == [0, 9, 10, 15, 10, 15])
+        #expect(Hex.value(UInt8(ascii: "g")) == nil)
+        #expect(Hex.value(UInt8(ascii: "-")) == nil)
+    }
+
+    @Test("a UUID's text is Foundation's, lower-cased")
+    func lowercase() {
+        for _ in 0 ..< 20 {
+            let uuid = UUID()
+            #expect(UUIDText.lowercase(uuid) == uuid.uuidString.lowercased())
+        }
+    }
+
+    @Test("random UUIDs are version 4, RFC 4122 variant, and do not repeat")
+    func random() throws {
+        var seen = Set<String>()
+        for _ in 0 ..< 1000 {
+            let text = UUIDText.randomLowercase()
+            let uuid = try #require(UUID(uuidString: text))
+            #expect(text == text.lowercased())
+            #expect(uuid.uuid.6 >> 4 == 4)
+            #expect(uuid.uuid.8 >> 6 == 0b10)
+            seen.insert(text)
+        }
+        #expect(seen.count == 1000)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+// `make test` fails when Package.swift and the code disagree about who imports whom: an import
+// that is not declared (it builds only because SwiftPM happens to put a transitive dependency's
+// module on the search path) or a declared arrow that no file uses (a map that lies).
+@Suite("Import graph")
+struct ImportGraphTests {
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func swiftImports(under directory: String) -> Set<ImportLine>? {
+        let base = root.appendingPathComponent(directory)
+        guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else {
+            return nil
+        }
+        var imports: Set<ImportLine> = []
+        var sawSwift = false
+        for case let file as URL in walker where file.pathExtension == "swift" {
+            sawSwift = true
+            let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+            imports.formUnion(ImportGraph.imports(source: text))
+        }
+        return sawSwift ? imports : nil
+    }
+
+    @Test("every import a target makes is declared in Package.swift, and every declared arrow is used")
+    func packageDeclaresExactlyWhatIsImported() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targets = ImportGraph.targets(manifest: manifest)
+        #expect(targets.count > 10, "Package.swift lists its targets one per line")
+        let problems = ImportGraph.mismatches(targets: targets) { Self.swiftImports(under: $0.directory) }
+        #expect(problems.isEmpty, Comment(rawValue: "\n" + problems.joined(separator: "\n")))
+    }
+
+    @Test("README's module table lists every source target with exactly the imports Package.swift declares")
+    func readmeTableMatches() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let table = ImportGraph.moduleTable(readme: readme)
+        #expect(table.count > 10, "README has its module table")
+        for target in ImportGraph.targets(manifest: manifest) where !target.directory.hasPrefix("Tests/") {
+            let row = table[target.name]
+            #expect(row == target.dependencies, "README's row for \(target.name): \(row.map { $0.sorted() } ?? []) vs Package.swift \(target.dependencies.sorted())")
+        }
+    }
+
+    @Test("the emulator shares no code with the client: MockAPNs never imports APNs, APNsCore or Encoders")
+    func emulatorKeepsItsOwnCode() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let mock = try #require(ImportGraph.targets(manifest: manifest).first { $0.name == "MockAPNs" })
+        let imported = Set((Self.swiftImports(under: mock.directory) ?? []).map(\.module))
+        #expect(imported.isDisjoint(with: ["APNs", "APNsCore", "Encoders"]))
+        #expect(mock.dependencies.isDisjoint(with: ["APNs", "APNsCore", "Encoders"]))
+    }
+
+    @Test("an undeclared import and an unused declaration are both reported")
+    func mismatchesAreFoundBothWays() {
+        let manifest = """
+            .target(name: "Low"),
+            .target(name: "Mid", dependencies: ["Low"]),
+            .target(name: "Top", dependencies: ["Mid", "Low"]),
+        """
+        let targets = ImportGraph.targets(manifest: manifest)
+        let sources: [String: String] = [
+            "Low": "import Foundation\n",
+            "Mid": "internal import Low\n// import Top\n",
+            "Top": "@testable import Mid\nimport struct Low.Thing\nimport Elsewhere\n@Test(\"an import of nothing\")\n",
+        ]
+        let problems = ImportGraph.mismatches(targets: targets) { ImportGraph.imports(source: sources[$0.name]!) }
+        #expect(problems == ["Top imports Elsewhere, which is neither a target nor a toolchain module"])
+
+        let drifted = ImportGraph.targets(manifest: manifest.replacingOccurrences(of: "[\"Mid\", \"Low\"]", with: "[\"Mid\"]")
+            .replacingOccurrences(of: "[\"Low\"]", with: "[\"Low\", \"Top\"]"))
+        let drift = ImportGraph.mismatches(targets: drifted) { ImportGraph.imports(source: sources[$0.name]!) }
+        #expect(drift.contains("Top imports Low but Package.swift does not declare it"))
+        #expect(drift.contains("Mid declares Top in Package.swift but never imports it"))
+    }
+
+    @Test("a C module imported without internal is reported, and a manifest inside a string is not read")
+    func cModulesAreInternalAndStringsAreText() {
+        let manifest = """
+            .systemLibrary(name: "CLow", pkgConfig: "low"),
+            .target(name: "Wrapper", dependencies: ["CLow"]),
+            .target(name: "Leaky", dependencies: ["CLow"]),
+        """
+        let targets = ImportGraph.targets(manifest: manifest)
+        let sources: [String: String] = [
+            "Wrapper": "internal import CLow\nlet scratch = \"\"\"\n    import PackageDescription\n    \"\"\"\n",
+            "Leaky": "import CLow\n",
+        ]
+        let problems = ImportGraph.mismatches(targets: targets) { sources[$0.name].map(ImportGraph.imports(source:)) }
+        #expect(problems == ["Leaky imports the C module CLow without `internal import`"])
+    }
+}
