@@ -17,7 +17,7 @@ extension APNsClientConfiguration {
         public static let topic = "APNS_TOPIC"
         /// `host[:port]` or `https://host[:port][/]` in place of Apple's production host.
         public static let host = "APNS_HOST"
-        /// The same for the sandbox host.
+        /// The same for the sandbox host; when unset, `APNS_HOST` (an emulator) serves both.
         public static let sandboxHost = "APNS_SANDBOX_HOST"
         /// An extra CA to trust, as PEM text or a file (the emulator's); the system store stays.
         public static let ca = "APNS_CA"
@@ -55,13 +55,23 @@ extension APNsClientConfiguration {
         let caPEM = value(Variable.ca).map { $0.split(separator: "\\n", omittingEmptySubsequences: false).joined(separator: "\n") }
         let caFile = value(Variable.caFile)
         try self.init(keyID: keyID, teamID: teamID, key: key, topic: value(Variable.topic), caFile: caFile, caPEM: caPEM)
-        for (name, keyPath) in [(Variable.host, \APNsClientConfiguration.production),
-                                (Variable.sandboxHost, \APNsClientConfiguration.sandbox)] {
-            guard let text = value(name) else { continue }
+        func endpoint(_ name: String) throws(APNsError) -> APNsEndpoint? {
+            guard let text = value(name) else { return nil }
             guard let endpoint = APNsEndpoint.parse(text) else {
                 throw .badConfiguration("\(name)=\(text) is not host, host:port or https://host[:port]")
             }
-            self[keyPath: keyPath] = endpoint
+            return endpoint
+        }
+        if let host = try endpoint(Variable.host) {
+            production = host
+            productionHostSetting = Variable.host
+            // One host for both (an emulator) unless the sandbox has its own.
+            sandbox = host
+            sandboxHostSetting = Variable.host
+        }
+        if let host = try endpoint(Variable.sandboxHost) {
+            sandbox = host
+            sandboxHostSetting = Variable.sandboxHost
         }
     }
 }

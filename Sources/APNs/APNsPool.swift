@@ -372,6 +372,10 @@ final class APNsPoolShard: @unchecked Sendable {
                     entry.completion(.success(answer))
                 } else if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
                     entry.completion(.failure(APNsError(code: error.code, message: "\(why); \(error.message)")))
+                } else if error.code == .timeout, !machine.canSendNow,
+                          let progress = connections.values.lazy.compactMap(\.connectProgress).first {
+                    // The deadline came while the connection was still being made: say which step hung.
+                    entry.completion(.failure(APNsError(code: .timeout, message: "\(progress); \(error.message)")))
                 } else {
                     entry.completion(.failure(error))
                 }
