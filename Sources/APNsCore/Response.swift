@@ -85,11 +85,11 @@ public struct APNsResponse: Sendable, Hashable {
         return reason?.category ?? .configurationError
     }
 
-    /// The subscription should be deleted: the token is dead (410, BadDeviceToken), or
-    /// belongs to another app (DeviceTokenNotForTopic), so no push to it can ever arrive. (The
-    /// relay answers DeviceTokenNotForTopic with 502 all the same: for it, that means its own
-    /// topic is wrong, and removing every subscription would be worse.)
-    public var removeToken: Bool { category == .tokenDead || reason == .deviceTokenNotForTopic }
+    /// The subscription should be deleted: `APNsReason.removeToken`, and any 410 (a dead
+    /// token, whatever reason Apple gave). (The relay answers DeviceTokenNotForTopic with 502
+    /// all the same: for it, that means its own topic is wrong, and removing every
+    /// subscription would be worse.)
+    public var removeToken: Bool { category == .tokenDead || (reason?.removeToken ?? false) }
 
     /// One line for logs and the relay's answer.
     public var meaning: String {
@@ -181,6 +181,15 @@ public struct SendManyResult: Sendable {
         self.sent = results.count(where: { $0.ok })
         self.failed = results.count - sent
         self.remove = results.filter(\.removeToken).map(\.device)
+    }
+
+    /// True when nothing was sent because talking to Apple failed: every result is `NotSent`
+    /// for a reason other than a push refused before sending (connect, TLS, timeout, queue).
+    public var noneReachedApple: Bool {
+        let refusedBeforeSending = "\(APNsError.Code.invalidNotification):"
+        return !results.isEmpty && results.allSatisfy { result in
+            result.reason == .notSent && !(result.cause ?? "").hasPrefix(refusedBeforeSending)
+        }
     }
 
     /// `{"sent":…,"failed":…,"remove":[…],"results":[…]}`, each result as `APNsResponse.json`.

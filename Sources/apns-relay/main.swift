@@ -66,7 +66,12 @@ if let first = arguments.rest.first, !first.hasPrefix("-") {
     command = first
     arguments.rest = arguments.rest.dropFirst()
 }
-if arguments.rest.contains("--help") || arguments.rest.contains("-h") || command == "help" {
+// send and send-many take free text as values (`--title -h`): only their parser knows what is
+// in option position.
+let asksForHelp = command == "send" || command == "send-many"
+    ? SendCommand.asksForHelp(Array(arguments.rest), many: command == "send-many")
+    : arguments.rest.contains("--help") || arguments.rest.contains("-h")
+if asksForHelp || command == "help" {
     say(usage)
     exit(0)
 }
