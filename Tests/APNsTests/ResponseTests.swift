@@ -25,8 +25,18 @@ struct ResponseTests {
 
     @Test("only BadDeviceToken, Unregistered and ExpiredToken mean a dead token")
     func deadTokens() {
-        let dead = APNsReason.allKnown.filter(\.removeToken).map(\.rawValue).sorted()
+        let dead = APNsReason.allKnown.filter { $0.category == .tokenDead }.map(\.rawValue).sorted()
         #expect(dead == ["BadDeviceToken", "ExpiredToken", "Unregistered"])
+    }
+
+    @Test("a reason and a 400 answer with it agree on removing the token; DeviceTokenNotForTopic removes it")
+    func removeTokenHasOneRule() {
+        for reason in APNsReason.allKnown {
+            let response = APNsResponse(ok: false, status: 400, apnsID: "", device: "d", reason: reason)
+            #expect(reason.removeToken == response.removeToken, "\(reason.rawValue)")
+        }
+        let removed = APNsReason.allKnown.filter(\.removeToken).map(\.rawValue).sorted()
+        #expect(removed == ["BadDeviceToken", "DeviceTokenNotForTopic", "ExpiredToken", "Unregistered"])
     }
 
     @Test("topic, certificate and provider-token reasons are our configuration's fault", arguments: [
