@@ -17,7 +17,7 @@ public struct APNsClientConfiguration: Sendable {
     public let credentials: APNsCredentials
     public var keyID: String { credentials.current.keyID }
     public var teamID: String { credentials.current.teamID }
-    /// Signs provider tokens; an `ES256PrivateKey` loaded from the `.p8` file in production.
+    /// Signs provider tokens; an `APNsSigningKey` loaded from the `.p8` key in production.
     public var signer: any ProviderTokenSigner { credentials.current.signer }
     public var production: APNsEndpoint = .production
     public var sandbox: APNsEndpoint = .sandbox

@@ -140,7 +140,8 @@ public struct APNsResponse: Sendable, Hashable {
 
     /// The JSON the relay and the `send` command print:
     /// `{"ok":true,"status":200,"apns_id":…,"unique_id":…,"device":…}` (`unique_id` only when known) or
-    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…|null}`.
+    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…}`
+    /// (`gone_since_ms` only when Apple gave it, like `unique_id`).
     public var json: String {
         var w = JSONWriter(capacity: 160)
         if ok {
@@ -155,8 +156,7 @@ public struct APNsResponse: Sendable, Hashable {
             if let reason { w.string(reason.rawValue) } else { w.raw("null") }
             w.raw(",\"meaning\":"); w.string(meaning)
             w.raw(",\"remove_token\":"); removeToken ? w.raw("true") : w.raw("false")
-            w.raw(",\"gone_since_ms\":")
-            if let goneSinceMs { w.int(goneSinceMs) } else { w.raw("null") }
+            if let goneSinceMs { w.raw(",\"gone_since_ms\":"); w.int(goneSinceMs) }
             w.raw("}")
         }
         return String(decoding: w.bytes, as: UTF8.self)

@@ -13,9 +13,9 @@ import Encoders
 
 /// `apns-relay send`, `send-many` and `clean-token`: the APNs library on the command line.
 ///
-/// Exit status: 0 when Apple accepted (every push, for `send-many`), 1 when Apple refused, 2 for
-/// a usage error, a push refused before sending (the library's rules, printed in one line), or
-/// no answer from Apple. The rules themselves live in the library; this only maps flags.
+/// Exit status: 0 when Apple accepted (every push, for `send-many`), 1 when Apple refused (any,
+/// for `send-many`), 2 for a usage error, a push refused before sending (the library's rules,
+/// printed in one line), or no answer from Apple (for `send-many`: none reached Apple). The rules themselves live in the library; this only maps flags.
 enum SendCommand {
     struct Options {
         var token: String?
@@ -78,7 +78,8 @@ enum SendCommand {
             case "--priority": o.push.priority = try integer(flag)
             case "--expiration": o.push.expiration = try integer(flag)
             case "--collapse-id": o.push.collapseID = try next(flag)
-            case "--apns-id":
+            // send-many gives each push its own apns-id (one id for all would look like one push).
+            case "--apns-id" where !many:
                 let text = try next(flag)
                 guard let id = UUID(uuidString: text) else { throw CommandError("--apns-id must be a UUID; got \(text)") }
                 o.push.apnsID = id

@@ -47,7 +47,9 @@ let usage = """
                                   Reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC,
                                   APNS_HOST, APNS_SANDBOX_HOST, APNS_CA, APNS_CA_FILE
       send-many --tokens-file FILE|- [options]
-                                  the same push to one token a line; prints {sent, failed, remove, results}
+                                  the same push to one token a line, each with its own apns-id (--apns-id
+                                  is for send only); prints {sent, failed, remove, results}; exit 0 all
+                                  delivered, 2 refused before sending or nothing reached Apple, else 1
       clean-token TOKEN           print the token as Apple wants it (lower-case hex, no <, > or spaces)
       --help                      this text
 

@@ -119,6 +119,7 @@ struct CLITests {
         (["--title", "T", "--collapse-id", String(repeating: "c", count: 65)], [:], "collapse id must be 1 to 64 bytes"),
         (["--background", "--priority", "10"], [:], "priority 5 or 1"),
         (["--title", "T"], ["APNS_TOPIC": ""], "no topic"),
+        (["--title", "T", "--apns-id", "5E1B1C8E-0A8B-4C59-9B52-1D2C3E4F5A6B"], [:], "unknown option --apns-id for send-many"),
     ] as [([String], [String: String], String)])
     func sendManyRefusedBeforeSending(arguments: [String], extra: [String: String], says: String) async throws {
         let emulator = try Emulator()

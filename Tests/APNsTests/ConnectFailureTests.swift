@@ -62,6 +62,8 @@ struct ConnectFailureTests {
         let error = try await Self.failure(port: server.port)
         #expect(error.message.contains("untrusted certificate"))
         #expect(error.message.contains("APNS_CA_FILE"))
+        // One piece of advice, not a question about a setting that is not set.
+        #expect(!error.message.contains("the right CA"), "\(error.message)")
         let other = try TestCertificates.make()
         let wrongCA = try await Self.failure(port: server.port, caPEM: other.caPEM)
         #expect(wrongCA.message.contains("the CA in APNS_CA did not sign it"))
