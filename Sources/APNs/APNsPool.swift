@@ -389,6 +389,8 @@ final class APNsPoolShard: @unchecked Sendable {
             case .scheduleReconnect(_, let delay):
                 observer?.reconnectScheduled(environment: environment, after: delay)
                 loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }
+            case .wakeUp(let delay):
+                loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }
             case .handOff(let id, let retries, let tokenRetried):
                 guard let entry = entries.removeValue(forKey: id) else { continue }
                 if let pool {

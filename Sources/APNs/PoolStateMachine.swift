@@ -23,7 +23,7 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 ///
 /// The owner must:
 /// - call `.start` once, then report each created connection as established, failed or closed;
-/// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
+/// - arm a timer for each `.scheduleReconnect` and `.wakeUp` and call `.timerFired` when it fires, and also
 ///   call `.timerFired` regularly — `tickInterval`, 250 ms by default — (it expires queued pushes and finds stalled streams);
 /// - report every provider token a connection signs with `.providerTokenIssued`, the first
 ///   before `.connectionEstablished`;
@@ -166,6 +166,9 @@ struct PoolStateMachine {
         case closeConnection(ConnectionID)
         /// Arm a timer and call `.timerFired` after the delay; a new connection replaces `ConnectionID`.
         case scheduleReconnect(ConnectionID, after: Duration)
+        /// Arm a timer and call `.timerFired` after the delay: a delayed retry comes due then, and
+        /// waiting for the regular tick could release it after its deadline.
+        case wakeUp(after: Duration)
         /// Shutdown finished: every push ended, every connection closed.
         case shutdownComplete
         /// The retry left this machine (see `Configuration.handsOffRetries`); the owner must
@@ -433,6 +436,7 @@ struct PoolStateMachine {
             push.notBefore = now + delay
             pushes[id] = push
             delayedRetries.append(id)
+            actions.append(.wakeUp(after: delay))
         } else {
             pushes[id] = push
             retryQueue.append(id)
