@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "apns-relay", targets: ["apns-relay"]),
         .executable(name: "apns-mock", targets: ["apns-mock"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsCore", targets: ["APNsCore"]),
         .library(name: "MockAPNs", targets: ["MockAPNs"]),
     ],
     targets: [

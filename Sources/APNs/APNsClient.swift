@@ -11,10 +11,11 @@ import EventLoop
 
 /// Sends pushes to Apple over a small pool of long-lived HTTP/2 connections per environment.
 ///
-/// Every push ends exactly once: Apple's answer, or an `APNsError` saying why there was none
+/// Every push ends exactly once: Apple's answer (Apple's last 500/503/`Shutdown` once the
+/// bounded retries are used is an answer too), or an `APNsError` saying why there was none
 /// (`timeout` at the push deadline, `overloaded` when the bounded queue is full, `unavailable`
-/// after bounded retries, `shuttingDown`). Retryable failures (500/503/`Shutdown`, refused
-/// streams, GOAWAY, lost connections) are retried on another connection; a stream whose
+/// when Apple could not be reached, `shuttingDown`). Retryable failures (500/503/`Shutdown`,
+/// refused streams, GOAWAY, lost connections) are retried on another connection; a stream whose
 /// connection died may already have reached Apple, and is retried anyway, because a duplicate
 /// notification beats a lost one.
 public final class APNsClient: APNsSending, Sendable {
@@ -120,7 +121,8 @@ public final class APNsClient: APNsSending, Sendable {
     /// Sends `payload` to one device and waits for Apple's answer.
     ///
     /// A refusal is an answer (`ok` false, with `reason`); only a push that breaks a rule before
-    /// anything goes out (`invalidNotification`) or that got no answer from Apple throws.
+    /// anything goes out (`invalidNotification`) or that got no answer from Apple (`unavailable`,
+    /// `timeout`, `overloaded`, `shuttingDown`) throws.
     /// `device` in the answer is the token as given here.
     public func send(_ payload: APNsPayload, to device: String,
                      options: APNsPushOptions = APNsPushOptions()) async throws(APNsError) -> APNsResponse {
@@ -193,7 +195,9 @@ public final class APNsClient: APNsSending, Sendable {
     }
 
     /// Stops taking pushes and fails the queued ones (`shuttingDown`); pushes already sent get
-    /// their answer or their deadline; then every connection is closed. The group stays running.
+    /// their answer or their deadline; then every connection is closed. A client that made its
+    /// own loops (`init(configuration:loops:)`, `fromEnvironment`) stops them too; loops given
+    /// to it stay running.
     public func shutdown() async {
         let sandboxPool = sandbox.withLock { state -> APNsPool? in
             state.shutDown = true

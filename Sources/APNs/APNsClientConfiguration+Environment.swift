@@ -17,7 +17,7 @@ extension APNsClientConfiguration {
         public static let topic = "APNS_TOPIC"
         /// `host[:port]` or `https://host[:port][/]` in place of Apple's production host.
         public static let host = "APNS_HOST"
-        /// The same for the sandbox host.
+        /// The same for the sandbox host; when unset, `APNS_HOST` (an emulator) serves both.
         public static let sandboxHost = "APNS_SANDBOX_HOST"
         /// An extra CA to trust, as PEM text or a file (the emulator's); the system store stays.
         public static let ca = "APNS_CA"
@@ -40,13 +40,9 @@ extension APNsClientConfiguration {
         }
         let key: APNsSigningKey
         if let text = value(Variable.key) {
-            do { key = try APNsSigningKey(pem: text) } catch {
-                throw .badKey("\(Variable.key) is not a usable .p8 key: \(error.message)")
-            }
+            key = try APNsSigningKey(pem: text, named: Variable.key)
         } else if let path = value(Variable.keyFile) {
-            do { key = try APNsSigningKey(file: path) } catch {
-                throw .badKey("\(Variable.keyFile) (\(path)): \(error.message)")
-            }
+            key = try APNsSigningKey(file: path, named: "\(Variable.keyFile) (\(path))")
         } else {
             throw .badConfiguration("\(Variable.key) or \(Variable.keyFile) must be set to the .p8 key from Apple")
         }
@@ -54,14 +50,27 @@ extension APNsClientConfiguration {
         let teamID = try required(Variable.teamID, "set it to the 10-character Apple Team ID")
         let caPEM = value(Variable.ca).map { $0.split(separator: "\\n", omittingEmptySubsequences: false).joined(separator: "\n") }
         let caFile = value(Variable.caFile)
+        if let topic = value(Variable.topic), !topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) {
+            throw .badConfiguration("\(Variable.topic)=\(topic) is not a bundle id: no spaces or control characters")
+        }
         try self.init(keyID: keyID, teamID: teamID, key: key, topic: value(Variable.topic), caFile: caFile, caPEM: caPEM)
-        for (name, keyPath) in [(Variable.host, \APNsClientConfiguration.production),
-                                (Variable.sandboxHost, \APNsClientConfiguration.sandbox)] {
-            guard let text = value(name) else { continue }
+        func endpoint(_ name: String) throws(APNsError) -> APNsEndpoint? {
+            guard let text = value(name) else { return nil }
             guard let endpoint = APNsEndpoint.parse(text) else {
-                throw .badConfiguration("\(name)=\(text) is not host, host:port or https://host[:port]")
+                throw .badConfiguration("\(name)=\(text) is not host, host:port or https://host[:port]\(APNsEndpoint.hint(refusing: text))")
             }
-            self[keyPath: keyPath] = endpoint
+            return endpoint
+        }
+        if let host = try endpoint(Variable.host) {
+            production = host
+            productionHostSetting = Variable.host
+            // One host for both (an emulator) unless the sandbox has its own.
+            sandbox = host
+            sandboxHostSetting = Variable.host
+        }
+        if let host = try endpoint(Variable.sandboxHost) {
+            sandbox = host
+            sandboxHostSetting = Variable.sandboxHost
         }
     }
 }

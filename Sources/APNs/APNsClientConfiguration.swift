@@ -17,10 +17,14 @@ public struct APNsClientConfiguration: Sendable {
     public let credentials: APNsCredentials
     public var keyID: String { credentials.current.keyID }
     public var teamID: String { credentials.current.teamID }
-    /// Signs provider tokens; an `ES256PrivateKey` loaded from the `.p8` file in production.
+    /// Signs provider tokens; an `APNsSigningKey` loaded from the `.p8` key in production.
     public var signer: any ProviderTokenSigner { credentials.current.signer }
     public var production: APNsEndpoint = .production
     public var sandbox: APNsEndpoint = .sandbox
+    /// The setting that chose each host (`APNS_HOST`, `APNS_SANDBOX_HOST`, a flag), named when
+    /// the host cannot be reached; nil means Apple's default host.
+    public var productionHostSetting: String?
+    public var sandboxHostSetting: String?
     /// Client TLS with ALPN h2; keep the system store (never pin Apple's CA) plus any test CA.
     package var tls: TLSContext
     /// The topic (the app's bundle id) of a push sent without one: `APNS_TOPIC`.
@@ -33,7 +37,10 @@ public struct APNsClientConfiguration: Sendable {
     public var queueCapacity = APNsClientConfiguration.machine.queueCapacity
     /// Below Mastodon's 10 s read timeout, so the relay can still answer 504 itself.
     public var pushTimeout: Duration = .seconds(8)
-    public var connectTimeout: Duration = .seconds(10)
+    /// TCP, TLS and Apple's first SETTINGS together. Below `pushTimeout`, so a push waiting
+    /// for a connect that fails (a hung handshake) gets that failure, not a bare timeout; keep
+    /// it so when changing either.
+    public var connectTimeout: Duration = .seconds(5)
     /// An idle connection is PINGed this often; NAT boxes and Apple drop silent ones.
     public var idlePingInterval: Duration = .seconds(60)
     /// No PING ACK within this time means the connection is dead: replace it.

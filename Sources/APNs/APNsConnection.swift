@@ -28,6 +28,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var lastActivity = ContinuousClock.now
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
+    /// While the connect is under way: when it began and whether TCP is done (TLS is next).
+    private var connectStartedAt: ContinuousClock.Instant?
+    private var tcpDone = false
 
     init(id: ConnectionID, loop: EventLoop, shard pool: APNsPoolShard) {
         self.id = id
@@ -45,15 +48,20 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     // MARK: Pool's orders (on loop)
 
     func connect() {
+        connectStartedAt = .now
         HTTP2ClientConnection.connect(
             host: endpoint.host, port: endpoint.port, serverName: endpoint.serverName, tls: configuration.tls,
-            on: loop, timeout: configuration.connectTimeout, id: number, delegate: self
+            on: loop, timeout: configuration.connectTimeout, id: number, delegate: self,
+            tcpConnected: { [weak self] in self?.tcpDone = true }
         ) { [self] result in
+            connectStartedAt = nil
             switch result {
             case .failure(let error):
                 ended = true
                 observer?.connectFailed(environment: environment, error: "\(error)")
-                pool?.lastConnectFailure = ConnectFailure.explain(error, endpoint: endpoint, caSetting: configuration.caSetting)
+                let hostSetting = environment == .production ? configuration.productionHostSetting : configuration.sandboxHostSetting
+                pool?.lastConnectFailure = ConnectFailure.explain(error, endpoint: endpoint, caSetting: configuration.caSetting,
+                                                                  hostSetting: hostSetting)
                 pool?.handle(.connectionFailed(id))
             case .success(let connection):
                 h2 = connection
@@ -117,6 +125,18 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// Test seam: ends the connection as a network failure would (the pool sees it fail).
     func breakForTesting() {
         h2?.close(TransportError(.protocolError, "broken by a test"))
+    }
+
+    /// What the connect is doing, while it is under way: the words a push that reaches its
+    /// deadline meanwhile ends with (nil once it succeeded or failed).
+    var connectProgress: String? {
+        guard let started = connectStartedAt, !closing else { return nil }
+        let step = tcpDone ? "TLS handshake with \(endpoint)" : "TCP connect to \(endpoint)"
+        return "\(step) not done within \(Self.milliseconds(.now - started)) (the connect timeout is \(Self.milliseconds(configuration.connectTimeout)))"
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        "\(Int((duration / .milliseconds(1)).rounded())) ms"
     }
 
     /// Submit errors that mean the request never left us and this connection can take no more.

@@ -372,6 +372,10 @@ final class APNsPoolShard: @unchecked Sendable {
                     entry.completion(.success(answer))
                 } else if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
                     entry.completion(.failure(APNsError(code: error.code, message: "\(why); \(error.message)")))
+                } else if error.code == .timeout, !machine.canSendNow,
+                          let progress = connections.values.lazy.compactMap(\.connectProgress).first {
+                    // The deadline came while the connection was still being made: say which step hung.
+                    entry.completion(.failure(APNsError(code: .timeout, message: "\(progress); \(error.message)")))
                 } else {
                     entry.completion(.failure(error))
                 }
@@ -384,6 +388,8 @@ final class APNsPoolShard: @unchecked Sendable {
                 }
             case .scheduleReconnect(_, let delay):
                 observer?.reconnectScheduled(environment: environment, after: delay)
+                loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }
+            case .wakeUp(let delay):
                 loop.schedule(after: delay) { [weak self] in self?.handle(.timerFired) }
             case .handOff(let id, let retries, let tokenRetried):
                 guard let entry = entries.removeValue(forKey: id) else { continue }

@@ -19,18 +19,23 @@ public struct APNsSigningKey: ProviderTokenSigner {
     /// Loads the text of Apple's `.p8` file. Environment variables often carry it with literal
     /// `\n` sequences, surrounding quotes or on one line; all are accepted.
     /// - Throws: `APNsError.badKey` saying what the text is instead.
-    public init(pem: String) throws(APNsError) {
+    public init(pem: String) throws(APNsError) { try self.init(pem: pem, named: "the key") }
+
+    /// - Parameter named: what the error calls the text (`APNS_KEY`), so it reads once.
+    package init(pem: String, named: String) throws(APNsError) {
         do { key = try ES256PrivateKey(pem: pem) } catch {
-            throw APNsError(code: .badKey, message: "the key is not a usable .p8 key: \(error)")
+            throw APNsError(code: .badKey, message: "\(named) is not a usable .p8 key: \(error)")
         }
     }
 
     /// Reads and loads a `.p8` file.
-    public init(file path: String) throws(APNsError) {
+    public init(file path: String) throws(APNsError) { try self.init(file: path, named: "the key file \(path)") }
+
+    package init(file path: String, named: String) throws(APNsError) {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw APNsError(code: .badKey, message: "cannot read the key file \(path); check the path and permissions")
+            throw APNsError(code: .badKey, message: "\(named) cannot be read; check the path and permissions")
         }
-        try self.init(pem: text)
+        try self.init(pem: text, named: named)
     }
 
     /// A fresh random key, for tests against the emulator (Apple issues real ones).

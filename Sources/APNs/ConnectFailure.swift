@@ -5,21 +5,24 @@ import Transport
 enum ConnectFailure {
     /// One of: refused, DNS, untrusted certificate (naming the CA setting), no h2 in ALPN,
     /// handshake or connect timeout; anything else as Transport said it.
-    static func explain(_ error: TransportError, endpoint: APNsEndpoint, caSetting: String?) -> String {
+    /// - Parameter hostSetting: the variable (or flag) that chose the host; nil for Apple's default.
+    static func explain(_ error: TransportError, endpoint: APNsEndpoint, caSetting: String?,
+                        hostSetting: String? = nil) -> String {
         let text = error.message
         let lower = text.lowercased()
         let target = "\(endpoint.host):\(endpoint.port)"
+        let checkHost = hostSetting.map { "check \($0)" } ?? "the host is Apple's default; check the network"
         if error.code == .timedOut {
             return lower.contains("handshake") || lower.contains("tls")
                 ? "TLS handshake timeout with \(target): it accepted the connection but never completed TLS (\(text))"
                 : "timeout connecting to \(target) (\(text))"
         }
         if lower.contains("refused") {
-            return "connection refused by \(target): nothing listens there; check APNS_HOST (\(text))"
+            return "connection refused by \(target): nothing listens there; \(checkHost) (\(text))"
         }
         if lower.contains("host not found") || lower.contains("resolve") || lower.contains("getaddrinfo")
             || lower.contains("name or service") {
-            return "DNS: cannot resolve \(endpoint.host); check APNS_HOST and the resolver (\(text))"
+            return "DNS: cannot resolve \(endpoint.host); \(checkHost) and the resolver (\(text))"
         }
         if lower.contains("certificate verification failed") || lower.contains("not valid for") {
             let fix = caSetting.map { "the CA in \($0) did not sign it" }

@@ -23,7 +23,7 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 ///
 /// The owner must:
 /// - call `.start` once, then report each created connection as established, failed or closed;
-/// - arm a timer for each `.scheduleReconnect` and call `.timerFired` when it fires, and also
+/// - arm a timer for each `.scheduleReconnect` and `.wakeUp` and call `.timerFired` when it fires, and also
 ///   call `.timerFired` regularly — `tickInterval`, 250 ms by default — (it expires queued pushes and finds stalled streams);
 /// - report every provider token a connection signs with `.providerTokenIssued`, the first
 ///   before `.connectionEstablished`;
@@ -166,6 +166,9 @@ struct PoolStateMachine {
         case closeConnection(ConnectionID)
         /// Arm a timer and call `.timerFired` after the delay; a new connection replaces `ConnectionID`.
         case scheduleReconnect(ConnectionID, after: Duration)
+        /// Arm a timer and call `.timerFired` after the delay: a delayed retry comes due then, and
+        /// waiting for the regular tick could release it after its deadline.
+        case wakeUp(after: Duration)
         /// Shutdown finished: every push ended, every connection closed.
         case shutdownComplete
         /// The retry left this machine (see `Configuration.handsOffRetries`); the owner must
@@ -256,6 +259,9 @@ struct PoolStateMachine {
     private var opened: UInt64 = 0
     private var tokenSerial: UInt64 = 0
     private var started = false
+    /// True once any connection was established: until then a failed connect fails the
+    /// waiting pushes at once (see `failHopeless`).
+    private var everEstablished = false
     private(set) var isShuttingDown = false
     private var shutdownReported = false
 
@@ -313,6 +319,7 @@ struct PoolStateMachine {
             }
             connection.state = .ready
             connections[c] = connection
+            everEstablished = true
         case .connectionFailed(let c):
             lose(c, cleanly: false, now: now, into: &actions)
         case .connectionClosed(let c):
@@ -429,6 +436,7 @@ struct PoolStateMachine {
             push.notBefore = now + delay
             pushes[id] = push
             delayedRetries.append(id)
+            actions.append(.wakeUp(after: delay))
         } else {
             pushes[id] = push
             retryQueue.append(id)
@@ -768,15 +776,20 @@ struct PoolStateMachine {
 
     /// When no connection is up or coming up before a queued push's deadline (every slot in
     /// backoff past it), fail it now with `unavailable` (the sender retries) instead of holding
-    /// it until it times out. A push enqueued then is answered at once.
+    /// it until it times out. A push enqueued then is answered at once. Before any connection
+    /// was ever established (a wrong host, nothing listening, an untrusted certificate), every
+    /// slot's failed connect fails the waiting pushes at once, whatever their deadline: the
+    /// owner adds why the connect failed.
     private mutating func failHopeless(now: Instant, into actions: inout [Action]) {
         guard started, !isShuttingDown, queuedCount > 0 else { return }
         guard !connections.values.contains(where: { $0.state != .draining }) else { return }
         guard let earliest = slots.compactMap(\.reconnectAt).min() else { return }
         let wait = Int(((earliest - now) / .seconds(1)).rounded(.up))
-        for id in queuedIDs() where pushes[id]!.deadline <= earliest {
-            let error = APNsError.unavailable(
-                "every connection to APNs is failing and the next attempt, in \(wait) s, comes after the push's deadline; try again later")
+        for id in queuedIDs() where !everEstablished || pushes[id]!.deadline <= earliest {
+            let error = everEstablished
+                ? APNsError.unavailable(
+                    "every connection to APNs is failing and the next attempt, in \(wait) s, comes after the push's deadline; try again later")
+                : APNsError.unavailable("no connection to APNs could be made yet; the next attempt is in \(wait) s; try again later")
             end(id, with: .failPush(id, error), into: &actions)
         }
     }

@@ -14,7 +14,8 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let timeout = Code("timeout")
         /// Our bounded queue is full: shed load at once instead of growing memory (relay answers 503).
         public static let overloaded = Code("overloaded")
-        /// Apple could not be reached or kept failing after bounded retries (relay answers 503).
+        /// Apple could not be reached (connect, TLS, a lost connection past the retries); Apple's
+        /// own 500/503 after the retries is an answer, not this error (relay answers 503).
         public static let unavailable = Code("unavailable")
         /// The notification breaks one of Apple's rules; sending it could only fail (the relay answers 502: our request is wrong, never the subscription).
         public static let invalidNotification = Code("invalidNotification")

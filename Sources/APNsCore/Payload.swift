@@ -109,7 +109,9 @@ public struct APNsAlertPayload: Sendable {
 
     /// Refuses what Apple or iOS would reject, then encodes: `aps` first (fixed key order), then `data` in sorted key order.
     public func build() throws(APNsError) -> APNsPayload {
-        guard !title.isEmpty || !body.isEmpty || subtitle != nil || locKey != nil || titleLocKey != nil else {
+        // Empty text shows nothing, whichever field holds it.
+        let shows = [title, body, subtitle ?? "", locKey ?? "", titleLocKey ?? ""].contains { !$0.isEmpty }
+        guard shows else {
             throw .invalid("an alert needs a title, subtitle, body, title-loc-key or loc-key; all are empty, so nothing would show")
         }
         if titleLocArgs != nil, titleLocKey == nil {

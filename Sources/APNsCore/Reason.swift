@@ -141,8 +141,11 @@ public struct APNsReason: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The subscription behind this token should be deleted.
-    public var removeToken: Bool { category == .tokenDead }
+    /// The subscription behind this token should be deleted: the token is dead (BadDeviceToken,
+    /// Unregistered, ExpiredToken) or belongs to another app (DeviceTokenNotForTopic), so no
+    /// push to it can ever arrive. The library's rule, which `APNsResponse.removeToken` follows;
+    /// the relay answers by its own status table (DeviceTokenNotForTopic there is a 502).
+    public var removeToken: Bool { category == .tokenDead || self == .deviceTokenNotForTopic }
 
     /// One line, after Apple's table "Handling notification responses from APNs".
     public var meaning: String {

@@ -85,11 +85,11 @@ public struct APNsResponse: Sendable, Hashable {
         return reason?.category ?? .configurationError
     }
 
-    /// The subscription should be deleted: the token is dead (410, BadDeviceToken), or
-    /// belongs to another app (DeviceTokenNotForTopic), so no push to it can ever arrive. (The
-    /// relay answers DeviceTokenNotForTopic with 502 all the same: for it, that means its own
-    /// topic is wrong, and removing every subscription would be worse.)
-    public var removeToken: Bool { category == .tokenDead || reason == .deviceTokenNotForTopic }
+    /// The subscription should be deleted: `APNsReason.removeToken`, and any 410 (a dead
+    /// token, whatever reason Apple gave). (The relay answers DeviceTokenNotForTopic with 502
+    /// all the same: for it, that means its own topic is wrong, and removing every
+    /// subscription would be worse.)
+    public var removeToken: Bool { category == .tokenDead || (reason?.removeToken ?? false) }
 
     /// One line for logs and the relay's answer.
     public var meaning: String {
@@ -140,7 +140,8 @@ public struct APNsResponse: Sendable, Hashable {
 
     /// The JSON the relay and the `send` command print:
     /// `{"ok":true,"status":200,"apns_id":…,"unique_id":…,"device":…}` (`unique_id` only when known) or
-    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…|null}`.
+    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…}`
+    /// (`gone_since_ms` only when Apple gave it, like `unique_id`).
     public var json: String {
         var w = JSONWriter(capacity: 160)
         if ok {
@@ -155,8 +156,7 @@ public struct APNsResponse: Sendable, Hashable {
             if let reason { w.string(reason.rawValue) } else { w.raw("null") }
             w.raw(",\"meaning\":"); w.string(meaning)
             w.raw(",\"remove_token\":"); removeToken ? w.raw("true") : w.raw("false")
-            w.raw(",\"gone_since_ms\":")
-            if let goneSinceMs { w.int(goneSinceMs) } else { w.raw("null") }
+            if let goneSinceMs { w.raw(",\"gone_since_ms\":"); w.int(goneSinceMs) }
             w.raw("}")
         }
         return String(decoding: w.bytes, as: UTF8.self)
@@ -181,6 +181,15 @@ public struct SendManyResult: Sendable {
         self.sent = results.count(where: { $0.ok })
         self.failed = results.count - sent
         self.remove = results.filter(\.removeToken).map(\.device)
+    }
+
+    /// True when nothing was sent because talking to Apple failed: every result is `NotSent`
+    /// for a reason other than a push refused before sending (connect, TLS, timeout, queue).
+    public var noneReachedApple: Bool {
+        let refusedBeforeSending = "\(APNsError.Code.invalidNotification):"
+        return !results.isEmpty && results.allSatisfy { result in
+            result.reason == .notSent && !(result.cause ?? "").hasPrefix(refusedBeforeSending)
+        }
     }
 
     /// `{"sent":…,"failed":…,"remove":[…],"results":[…]}`, each result as `APNsResponse.json`.

@@ -150,7 +150,7 @@ package final class TLSSession {
                 switch Int32(truncatingIfNeeded: result) {
                 case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
                      X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-                    hint = " — is APNS_CA_FILE the right CA?"
+                    hint = " — the CA that issued it is not trusted"
                 case X509_V_ERR_CERT_NOT_YET_VALID, X509_V_ERR_CERT_HAS_EXPIRED:
                     hint = " — check the certificate's dates and this machine's clock"
                 default:

@@ -346,7 +346,7 @@ private struct Reader {
         guard let endpoint = APNsEndpoint.parse(text) else {
             throw ConfigurationError(
                 .invalid, name,
-                "\(name) must be host[:port] or https://host[:port] with a port from 1 to 65535 and no path (e.g. api.push.apple.com:443), got \(quoted(text))")
+                "\(name) must be host[:port] or https://host[:port] with a port from 1 to 65535 and no path (e.g. api.push.apple.com:443), got \(quoted(text))\(APNsEndpoint.hint(refusing: text))")
         }
         return endpoint
     }

@@ -150,6 +150,11 @@ package final class RelayServer: Sendable {
         }
         clientConfiguration.production = configuration.apnsHost
         clientConfiguration.sandbox = configuration.apnsSandboxHost
+        // The relay's APNS_HOST moves production only (its sandbox keeps Apple's unless set).
+        if configuration.apnsHost != RelayConfiguration.defaultAPNsHost { clientConfiguration.productionHostSetting = "APNS_HOST" }
+        if configuration.apnsSandboxHost != RelayConfiguration.defaultAPNsSandboxHost {
+            clientConfiguration.sandboxHostSetting = "APNS_SANDBOX_HOST"
+        }
         clientConfiguration.retryPolicy = .relay
         clientConfiguration.poolSize = configuration.connectionPoolSize
         clientConfiguration.queueCapacity = configuration.maxQueuedPushes

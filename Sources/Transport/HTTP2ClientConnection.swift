@@ -46,9 +46,11 @@ package final class HTTP2ClientConnection {
     /// - Parameters:
     ///   - serverName: the name the certificate must carry (and SNI); usually `host`.
     ///   - timeout: for the whole of TCP, TLS and the first SETTINGS.
+    ///   - tcpConnected: runs on `loop` once the TCP connect is done, before the TLS handshake.
     package static func connect(host: String, port: Int, serverName: String? = nil, tls: TLSContext,
                                on loop: EventLoop, timeout: Duration, id: Int = 0,
                                delegate: HTTP2ClientConnectionDelegate,
+                               tcpConnected: (() -> Void)? = nil,
                                completion: @escaping (Result<HTTP2ClientConnection, TransportError>) -> Void) {
         let start = ContinuousClock.now
         TCPStream.connect(host: host, port: port, on: loop, timeout: timeout) { result in
@@ -56,6 +58,8 @@ package final class HTTP2ClientConnection {
             case .failure(let error):
                 completion(.failure(TransportError(error, while: "connecting to \(host):\(port)")))
             case .success(let stream):
+                // The TCP part is done; what follows is TLS and HTTP/2 SETTINGS.
+                tcpConnected?()
                 let session: TLSSession
                 do {
                     session = try TLSSession(context: tls, serverName: serverName ?? host)

@@ -13,9 +13,9 @@ import Encoders
 
 /// `apns-relay send`, `send-many` and `clean-token`: the APNs library on the command line.
 ///
-/// Exit status: 0 when Apple accepted (every push, for `send-many`), 1 when Apple refused, 2 for
-/// a usage error, a push refused before sending (the library's rules, printed in one line), or
-/// no answer from Apple. The rules themselves live in the library; this only maps flags.
+/// Exit status: 0 when Apple accepted (every push, for `send-many`), 1 when Apple refused (any,
+/// for `send-many`), 2 for a usage error, a push refused before sending (the library's rules,
+/// printed in one line), or no answer from Apple (for `send-many`: none reached Apple). The rules themselves live in the library; this only maps flags.
 enum SendCommand {
     struct Options {
         var token: String?
@@ -28,6 +28,13 @@ enum SendCommand {
         var background = false
         var data: String?
         var payload: String?
+        /// `--help` or `-h` where an option goes (not as a flag's value: `--title -h` is a title).
+        var help = false
+    }
+
+    /// True when the arguments ask for help in option position.
+    static func asksForHelp(_ arguments: [String], many: Bool) -> Bool {
+        (try? parse(arguments, many: many))?.help ?? false
     }
 
     /// Flags that take a value, with what they set.
@@ -71,7 +78,8 @@ enum SendCommand {
             case "--priority": o.push.priority = try integer(flag)
             case "--expiration": o.push.expiration = try integer(flag)
             case "--collapse-id": o.push.collapseID = try next(flag)
-            case "--apns-id":
+            // send-many gives each push its own apns-id (one id for all would look like one push).
+            case "--apns-id" where !many:
                 let text = try next(flag)
                 guard let id = UUID(uuidString: text) else { throw CommandError("--apns-id must be a UUID; got \(text)") }
                 o.push.apnsID = id
@@ -103,6 +111,7 @@ enum SendCommand {
             case "--data": o.data = try next(flag)
             case "--background": o.background = true
             case "--payload": o.payload = try next(flag)
+            case "--help", "-h": o.help = true
             default: throw CommandError("unknown option \(flag) for \(many ? "send-many" : "send") (see --help)")
             }
             index += 1
@@ -134,7 +143,13 @@ enum SendCommand {
         }
         var configuration = try APNsClientConfiguration(environment: variables)
         configuration.poolSize = 1
-        if let timeout = o.push.timeout { configuration.connectTimeout = min(configuration.connectTimeout, timeout) }
+        if o.host != nil {
+            configuration.productionHostSetting = "--host"
+            configuration.sandboxHostSetting = "--host"
+        }
+        // The connect timeout stays below the push's deadline (as the defaults are, 5 s to 8 s), so a
+        // failed connect is the answer rather than a bare timeout.
+        if let timeout = o.push.timeout { configuration.connectTimeout = min(configuration.connectTimeout, timeout * 5 / 8) }
         return configuration
     }
 
@@ -187,6 +202,11 @@ enum SendCommand {
             tokens = text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace }.filter { !$0.isEmpty }
             guard !tokens.isEmpty else { throw CommandError("--tokens-file \(file) holds no token") }
             payload = try self.payload(options)
+            // The rules that do not depend on the token (topic, collapse id, priority, push
+            // type), checked as `send` does before anything goes out; each token's own check
+            // stays per token (a bad one is that token's NotSent).
+            _ = try options.push.notification(payload: payload, device: String(repeating: "0", count: 64),
+                                              defaultTopic: CommandEnvironment.value(APNsClientConfiguration.Variable.topic))
             client = try APNsClient(configuration: try configuration(options))
         } catch {
             return CommandEnvironment.fail(error)
@@ -194,7 +214,9 @@ enum SendCommand {
         let result = wait { await client.sendMany(payload, to: tokens, options: options.push) }
         wait { await client.shutdown() }
         print(result.json)
-        return result.failed == 0 ? 0 : 1
+        if result.failed == 0 { return 0 }
+        // Nothing sent because talking to Apple failed is a failure to talk to Apple, as for `send`.
+        return result.noneReachedApple ? 2 : 1
     }
 
     static func cleanToken(_ arguments: [String]) -> Int32 {

@@ -47,7 +47,9 @@ let usage = """
                                   Reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC,
                                   APNS_HOST, APNS_SANDBOX_HOST, APNS_CA, APNS_CA_FILE
       send-many --tokens-file FILE|- [options]
-                                  the same push to one token a line; prints {sent, failed, remove, results}
+                                  the same push to one token a line, each with its own apns-id (--apns-id
+                                  is for send only); prints {sent, failed, remove, results}; exit 0 all
+                                  delivered, 2 refused before sending or nothing reached Apple, else 1
       clean-token TOKEN           print the token as Apple wants it (lower-case hex, no <, > or spaces)
       --help                      this text
 
@@ -66,7 +68,12 @@ if let first = arguments.rest.first, !first.hasPrefix("-") {
     command = first
     arguments.rest = arguments.rest.dropFirst()
 }
-if arguments.rest.contains("--help") || arguments.rest.contains("-h") || command == "help" {
+// send and send-many take free text as values (`--title -h`): only their parser knows what is
+// in option position.
+let asksForHelp = command == "send" || command == "send-many"
+    ? SendCommand.asksForHelp(Array(arguments.rest), many: command == "send-many")
+    : arguments.rest.contains("--help") || arguments.rest.contains("-h")
+if asksForHelp || command == "help" {
     say(usage)
     exit(0)
 }

@@ -75,6 +75,8 @@ struct CLITests {
         (["--payload", #"{"alert":"hi"}"#], "\"aps\" object"),
         (["--title", "T", "--data", #"{"aps":{}}"#], "may not hold an \"aps\" key"),
         (["--badge", "1"], "nothing would show"),
+        (["--subtitle", ""], "nothing would show"),
+        (["--loc-key", ""], "nothing would show"),
     ])
     func refusedBeforeSending(arguments: [String], says: String) async throws {
         let emulator = try Emulator()
@@ -111,6 +113,60 @@ struct CLITests {
         let last = try #require(run.stdout.range(of: #""device":"\#(tokens[2])""#))
         #expect(first.lowerBound < refused.lowerBound && refused.lowerBound < last.lowerBound)
         #expect(emulator.records(for: tokens[0]).first?.header("apns-priority") == "5")
+    }
+
+    @Test("send-many checks the push before sending: a rule it breaks exits 2 with one line, nothing sent", arguments: [
+        (["--title", "T", "--collapse-id", String(repeating: "c", count: 65)], [:], "collapse id must be 1 to 64 bytes"),
+        (["--background", "--priority", "10"], [:], "priority 5 or 1"),
+        (["--title", "T"], ["APNS_TOPIC": ""], "no topic"),
+        (["--title", "T", "--apns-id", "5E1B1C8E-0A8B-4C59-9B52-1D2C3E4F5A6B"], [:], "unknown option --apns-id for send-many"),
+    ] as [([String], [String: String], String)])
+    func sendManyRefusedBeforeSending(arguments: [String], extra: [String: String], says: String) async throws {
+        let emulator = try Emulator()
+        defer { emulator.stop() }
+        let run = try await cli(["send-many", "--tokens-file", "-"] + arguments, emulator, extra: extra,
+                                input: token("", 12) + "\n" + token("", 13) + "\n")
+        #expect(run.status == 2, "\(run.stdout)")
+        #expect(run.stderr.contains(says), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(run.stdout.isEmpty)
+        #expect(emulator.server.records.isEmpty)
+    }
+
+    @Test("send-many exits 2 when nothing could be sent because Apple could not be reached")
+    func sendManyUnreachable() async throws {
+        let emulator = try Emulator()
+        let port = emulator.server.port
+        emulator.server.stop()
+        defer { emulator.stop() }
+        let run = try await cli(["send-many", "--tokens-file", "-", "--title", "T", "--timeout-ms", "1500",
+                                 "--host", "127.0.0.1:\(port)"], emulator, input: token("", 14) + "\n" + token("", 15) + "\n")
+        #expect(run.status == 2, "\(run.stdout)")
+        #expect(run.stdout.hasPrefix(#"{"sent":0,"failed":2"#), "\(run.stdout)")
+        #expect(run.stdout.contains("connection refused") && run.stdout.contains("check --host"), "\(run.stdout)")
+    }
+
+    @Test("-h as an option's value is that value, not a request for help")
+    func dashHAsValue() async throws {
+        let emulator = try Emulator()
+        defer { emulator.stop() }
+        let run = try await cli(["send", "--token", token("", 16), "--title", "-h"], emulator)
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(!run.stdout.contains("usage:"))
+        let record = try #require(emulator.records(for: token("", 16)).first)
+        #expect(String(decoding: record.payload, as: UTF8.self) == #"{"aps":{"alert":{"title":"-h"}}}"#)
+        let help = try await cli(["send", "--token", token("", 17), "-h"], emulator)
+        #expect(help.status == 0 && help.stdout.contains("usage:"))
+        #expect(emulator.records(for: token("", 17)).isEmpty)
+    }
+
+    @Test("APNS_HOST without APNS_SANDBOX_HOST serves --sandbox too (an emulator)")
+    func hostServesSandbox() async throws {
+        let emulator = try Emulator()
+        defer { emulator.stop() }
+        let run = try await cli(["send", "--token", token("", 18), "--sandbox", "--title", "T"], emulator)
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(emulator.records(for: token("", 18)).count == 1)
     }
 
     @Test("clean-token prints the token as Apple wants it")

@@ -72,6 +72,12 @@ struct ReadmeExampleTests {
         #expect(String(decoding: record.payload, as: UTF8.self) == #"{"aps":{"alert":{"title":"Hello","body":"Sent with the APNs library"}}}"#)
     }
 
+    @Test("APNsCore is a product of its own, usable without the transport (like APNSwift's APNSCore)")
+    func coreIsAProduct() throws {
+        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(manifest.contains(#".library(name: "APNsCore", targets: ["APNsCore"])"#))
+    }
+
     @Test("the README's block is at most 6 lines")
     func short() throws {
         #expect(try readmeLibraryBlock().split(separator: "\n", omittingEmptySubsequences: false).count - 1 <= 6)

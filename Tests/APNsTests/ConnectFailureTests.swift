@@ -11,7 +11,8 @@ import MockAPNs
 @Suite("Connect failures name their cause", .serialized)
 struct ConnectFailureTests {
     /// The error a push to `endpoint` ends with, through the public API only.
-    static func failure(host: String = "127.0.0.1", port: Int, caPEM: String? = nil) async throws -> APNsError {
+    static func failure(host: String = "127.0.0.1", port: Int, caPEM: String? = nil,
+                        configure: (inout APNsClientConfiguration) -> Void = { _ in }) async throws -> APNsError {
         var configuration = try APNsClientConfiguration(keyID: Fixture.kid, teamID: Fixture.team,
                                                         key: try APNsSigningKey(pem: Fixture.key.pemPKCS8),
                                                         topic: Fixture.topic, caPEM: caPEM)
@@ -22,6 +23,7 @@ struct ConnectFailureTests {
         configuration.backoffBase = .milliseconds(100)
         configuration.backoffMax = .milliseconds(200)
         configuration.tickInterval = .milliseconds(50)
+        configure(&configuration)
         let client = try APNsClient(configuration: configuration)
         let alert = try APNsAlertPayload(title: "hi").build()
         let outcome: APNsError
@@ -60,6 +62,8 @@ struct ConnectFailureTests {
         let error = try await Self.failure(port: server.port)
         #expect(error.message.contains("untrusted certificate"))
         #expect(error.message.contains("APNS_CA_FILE"))
+        // One piece of advice, not a question about a setting that is not set.
+        #expect(!error.message.contains("the right CA"), "\(error.message)")
         let other = try TestCertificates.make()
         let wrongCA = try await Self.failure(port: server.port, caPEM: other.caPEM)
         #expect(wrongCA.message.contains("the CA in APNS_CA did not sign it"))
@@ -82,6 +86,122 @@ struct ConnectFailureTests {
         defer { listener.close() }
         let error = try await Self.failure(port: listener.localPort)
         #expect(error.message.hasPrefix("TLS handshake timeout with 127.0.0.1:"), "\(error.message)")
+    }
+}
+
+extension ConnectFailureTests {
+    /// A listener that accepts and never speaks: every TLS handshake with it hangs.
+    static func withSilentListener<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let held = HeldStreams()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { held.keep($0) }
+        defer { listener.close() }
+        return try await body(listener.localPort)
+    }
+
+    @Test("with the default timeouts (scaled down), a hung TLS handshake is the answer, not a bare timeout")
+    func defaultsLetTheHandshakeTimeoutAnswer() async throws {
+        let defaults = try APNsClientConfiguration(keyID: Fixture.kid, teamID: Fixture.team,
+                                                   key: try APNsSigningKey(pem: Fixture.key.pemPKCS8))
+        let error = try await Self.withSilentListener { port in
+            try await Self.failure(port: port) { configuration in
+                // The defaults' relation, a tenth of the time.
+                configuration.pushTimeout = defaults.pushTimeout / 10
+                configuration.connectTimeout = defaults.connectTimeout / 10
+                configuration.backoffBase = defaults.backoffBase / 10
+                configuration.backoffMax = defaults.backoffMax / 10
+                configuration.tickInterval = defaults.tickInterval / 10
+            }
+        }
+        #expect(defaults.connectTimeout < defaults.pushTimeout)
+        #expect(error.message.hasPrefix("TLS handshake timeout with 127.0.0.1:"), "\(error.message)")
+    }
+
+    @Test("a push whose deadline comes while the TLS handshake still hangs says the handshake is not done")
+    func deadlineDuringHandshake() async throws {
+        let error = try await Self.withSilentListener { port in
+            try await Self.failure(port: port) { configuration in
+                configuration.pushTimeout = .milliseconds(300)
+                configuration.connectTimeout = .seconds(3)
+            }
+        }
+        #expect(error.code == .timeout)
+        #expect(error.message.hasPrefix("TLS handshake with 127.0.0.1:"), "\(error.message)")
+        #expect(error.message.contains("not done within"), "\(error.message)")
+    }
+
+    @Test("when the client's first connect is refused, the waiting push hears it at once, not at its deadline")
+    func firstConnectRefusedFailsFast() async throws {
+        let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: [Fixture.topic], teamID: Fixture.team, keys: [:]))
+        let port = server.port
+        server.stop()
+        let defaults = try APNsClientConfiguration(keyID: Fixture.kid, teamID: Fixture.team,
+                                                   key: try APNsSigningKey(pem: Fixture.key.pemPKCS8))
+        let error = try await Self.failure(port: port) { configuration in
+            // The defaults' backoff and deadline: before, the push waited out two reconnects.
+            configuration.pushTimeout = defaults.pushTimeout
+            configuration.connectTimeout = defaults.connectTimeout
+            configuration.backoffBase = defaults.backoffBase
+            configuration.backoffMax = defaults.backoffMax
+            configuration.tickInterval = defaults.tickInterval
+        }
+        #expect(error.code == .unavailable)
+        #expect(error.message.contains("connection refused"), "\(error.message)")
+        #expect(error.message.contains("no connection to APNs could be made yet"), "\(error.message)")
+    }
+}
+
+extension ConnectFailureTests {
+    /// The error a sandbox push ends with, the client made from `variables` (the library's names).
+    static func sandboxFailure(_ variables: [String: String]) async throws -> APNsError {
+        var base = [
+            "APNS_KEY": Fixture.key.pemPKCS8, "APNS_KEY_ID": Fixture.kid, "APNS_TEAM_ID": Fixture.team,
+            "APNS_TOPIC": Fixture.topic,
+        ]
+        base.merge(variables) { $1 }
+        var configuration = try APNsClientConfiguration(environment: base)
+        configuration.poolSize = 1
+        configuration.pushTimeout = .seconds(2)
+        configuration.connectTimeout = .milliseconds(500)
+        let client = try APNsClient(configuration: configuration)
+        let outcome: APNsError
+        do {
+            let response = try await client.send(try APNsAlertPayload(title: "hi").build(), to: Fixture.token("", 2).hex,
+                                                 options: APNsPushOptions(sandbox: true))
+            Issue.record("expected a failure to connect, got \(response.json)")
+            outcome = APNsError(code: .badConfiguration, message: "")
+        } catch {
+            outcome = error
+        }
+        await client.shutdown()
+        return outcome
+    }
+
+    @Test("APNS_HOST alone serves the sandbox too, and a refused connect names the variable that chose the host")
+    func hostVariableNamed() async throws {
+        let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: [Fixture.topic], teamID: Fixture.team, keys: [:]))
+        let port = server.port
+        server.stop()
+        let configuration = try APNsClientConfiguration(environment: [
+            "APNS_KEY": Fixture.key.pemPKCS8, "APNS_KEY_ID": Fixture.kid, "APNS_TEAM_ID": Fixture.team,
+            "APNS_HOST": "127.0.0.1:\(port)",
+        ])
+        #expect(configuration.sandbox == APNsEndpoint(host: "127.0.0.1", port: port))
+        let viaHost = try await Self.sandboxFailure(["APNS_HOST": "127.0.0.1:\(port)"])
+        #expect(viaHost.message.contains("connection refused by 127.0.0.1:\(port)"), "\(viaHost.message)")
+        #expect(viaHost.message.contains("check APNS_HOST"), "\(viaHost.message)")
+        let viaSandbox = try await Self.sandboxFailure(["APNS_HOST": "127.0.0.1:1", "APNS_SANDBOX_HOST": "127.0.0.1:\(port)"])
+        #expect(viaSandbox.message.contains("connection refused by 127.0.0.1:\(port)"), "\(viaSandbox.message)")
+        #expect(viaSandbox.message.contains("check APNS_SANDBOX_HOST"), "\(viaSandbox.message)")
+    }
+
+    @Test("a host nobody set is named as Apple's default")
+    func defaultHostNamed() {
+        let error = TransportError(.connectFailed, "connection refused")
+        let why = ConnectFailure.explain(error, endpoint: .sandbox, caSetting: nil, hostSetting: nil)
+        #expect(why.contains("the host is Apple's default"), "\(why)")
+        #expect(!why.contains("APNS_HOST"), "\(why)")
     }
 }
 

@@ -73,10 +73,27 @@ struct EnvironmentTests {
         (["APNS_HOST": "ftp://host"], "APNS_HOST=ftp://host is not"),
         (["APNS_HOST": "host:99999"], "APNS_HOST=host:99999 is not"),
         (["APNS_CA_FILE": "/no/such/ca.pem"], "APNS_CA_FILE (/no/such/ca.pem) is not a usable CA"),
+        (["APNS_TOPIC": "com example"], "APNS_TOPIC=com example is not a bundle id"),
+        (["APNS_HOST": "garbage host"], "APNS_HOST=garbage host is not"),
+        (["APNS_HOST": "user@127.0.0.1:43599"], "APNS_HOST=user@127.0.0.1:43599 is not"),
+        (["APNS_HOST": "127.0.0.1:+43599"], "APNS_HOST=127.0.0.1:+43599 is not"),
+        (["APNS_HOST": "::1"], "APNS_HOST=::1 is not"),
     ])
     func wrongVariable(overrides: [String: String?], says: String) throws {
         let error = try #require(failure(overrides))
         #expect(error.message.hasPrefix(says), "\(error.message)")
         #expect(!error.message.contains("\n"))
+    }
+
+    @Test("a refused bare IPv6 host points at the bracket form")
+    func ipv6Hint() throws {
+        let error = try #require(failure(["APNS_HOST": "::1"]))
+        #expect(error.message.hasSuffix("an IPv6 address goes in brackets, e.g. [::1]:443"), "\(error.message)")
+    }
+
+    @Test("a bad key is named once, without repeating what is wrong")
+    func keyMessageReadsOnce() throws {
+        let error = try #require(failure(["APNS_KEY": "not a key"]))
+        #expect(error.message.components(separatedBy: "not a usable .p8 key").count == 2, "\(error.message)")
     }
 }

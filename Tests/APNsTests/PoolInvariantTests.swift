@@ -140,6 +140,8 @@ private struct Owner {
             conns[c] = nil; closed.insert(c)
         case .scheduleReconnect(_, let delay):
             if delay < .zero || delay > .seconds(60) { problem("reconnect delay \(delay) outside 0...60 s") }
+        case .wakeUp(let delay):
+            if delay <= .zero { problem("a wake-up \(delay) from now") }
         case .handOff(let id, _, _):
             problem("handed \(id) off, though this pool is alone and may not")
         case .shutdownComplete:

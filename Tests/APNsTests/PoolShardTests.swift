@@ -143,7 +143,7 @@ struct PoolHandOffInvariantTests {
                 let adopted = PushID(nextLocal[other]); nextLocal[other] += 1
                 owners[other][adopted] = number
                 fire(other, .adopt(adopted, deadline: now + .seconds(2), retries: retries, tokenRetried: tokenRetried))
-            case .scheduleReconnect, .shutdownComplete:
+            case .scheduleReconnect, .wakeUp, .shutdownComplete:
                 break
             }
         }

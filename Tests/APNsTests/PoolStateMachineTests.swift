@@ -310,12 +310,31 @@ struct PoolStateMachineTests {
     @Test("when every connection is failing, queued pushes that cannot be sent in time fail as unavailable")
     func hopeless() {
         var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        _ = pool.handle(.start, now: at(-60))
+        // It connected once, long ago; its replacement is coming up when the pushes arrive.
+        _ = pool.handle(.connectionEstablished(c(1)), now: at(-60))
+        _ = pool.handle(.connectionFailed(c(1)), now: at(-1))
+        #expect(created(pool.handle(.timerFired, now: at(0))) == [c(2)])
+        _ = pool.handle(.enqueue(p(1), deadline: at(0.3)), now: at(0))
+        _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.connectionFailed(c(2)), now: at(0))
+        #expect(actions == [.scheduleReconnect(c(2), after: .seconds(1)), .failPush(p(1), .unavailable(""))])
+        #expect(pool.livePushCount == 1)
+    }
+
+    @Test("before any connection was ever made, a failed connect fails every waiting push at once")
+    func firstConnectFails() {
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
         _ = pool.handle(.start, now: at(0))
         _ = pool.handle(.enqueue(p(1), deadline: at(0.3)), now: at(0))
         _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))
         let actions = pool.handle(.connectionFailed(c(1)), now: at(0))
-        #expect(actions == [.scheduleReconnect(c(1), after: .milliseconds(500)), .failPush(p(1), .unavailable(""))])
-        #expect(pool.livePushCount == 1)
+        #expect(actions == [.scheduleReconnect(c(1), after: .milliseconds(500)), .failPush(p(1), .unavailable("")),
+                            .failPush(p(2), .unavailable(""))])
+        #expect(pool.livePushCount == 0)
+        // Once the reconnect is under way, pushes wait for it again.
+        #expect(created(pool.handle(.timerFired, now: at(0.5))) == [c(2)])
+        #expect(pool.handle(.enqueue(p(3), deadline: at(8)), now: at(0.5)) == [])
     }
 
     @Test("a push past its deadline fails with timeout, and its late answer is ignored")
@@ -436,7 +455,10 @@ struct PoolStateMachineTests {
     @Test("a push that arrives while every slot backs off past its deadline is answered unavailable at once")
     func hopelessAtEnqueue() {
         var pool = Pool(configuration: .init(poolSize: 2, backoffBase: .seconds(20)), random: ConstantRandom(value: 0))
-        for conn in created(pool.handle(.start, now: at(0))) { _ = pool.handle(.connectionFailed(conn), now: at(0)) }
+        // Both connected once (so the deadline decides, not the first-connect rule), then failed.
+        let conns = created(pool.handle(.start, now: at(-60)))
+        for conn in conns { _ = pool.handle(.connectionEstablished(conn), now: at(-60)) }
+        for conn in conns { _ = pool.handle(.connectionFailed(conn), now: at(0)) }
         // Both slots reconnect at 10 s.
         #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(1)) == [.failPush(p(1), .unavailable(""))])
         #expect(pool.handle(.enqueue(p(2), deadline: at(12)), now: at(1)) == [])

@@ -25,8 +25,18 @@ struct ResponseTests {
 
     @Test("only BadDeviceToken, Unregistered and ExpiredToken mean a dead token")
     func deadTokens() {
-        let dead = APNsReason.allKnown.filter(\.removeToken).map(\.rawValue).sorted()
+        let dead = APNsReason.allKnown.filter { $0.category == .tokenDead }.map(\.rawValue).sorted()
         #expect(dead == ["BadDeviceToken", "ExpiredToken", "Unregistered"])
+    }
+
+    @Test("a reason and a 400 answer with it agree on removing the token; DeviceTokenNotForTopic removes it")
+    func removeTokenHasOneRule() {
+        for reason in APNsReason.allKnown {
+            let response = APNsResponse(ok: false, status: 400, apnsID: "", device: "d", reason: reason)
+            #expect(reason.removeToken == response.removeToken, "\(reason.rawValue)")
+        }
+        let removed = APNsReason.allKnown.filter(\.removeToken).map(\.rawValue).sorted()
+        #expect(removed == ["BadDeviceToken", "DeviceTokenNotForTopic", "ExpiredToken", "Unregistered"])
     }
 
     @Test("topic, certificate and provider-token reasons are our configuration's fault", arguments: [
@@ -81,13 +91,13 @@ struct ResponseTests {
         #expect(r.json == #"{"ok":false,"status":410,"reason":"Unregistered","meaning":"The device token is no longer active for the topic.","remove_token":true,"gone_since_ms":1700000000123}"#)
     }
 
-    @Test("a 400 BadTopic keeps the token and reports null gone_since_ms")
+    @Test("a 400 BadTopic keeps the token and leaves gone_since_ms out")
     func parseBadTopic() throws {
         let r = APNsResponse.parse(status: 400, headers: [], body: Array(#"{"reason":"BadTopic"}"#.utf8),
                                    device: try DeviceToken(token64), sentID: "sent")
         #expect(r.apnsID == "sent")
         #expect(r.category == .configurationError && !r.removeToken)
-        #expect(r.json.hasSuffix(#""remove_token":false,"gone_since_ms":null}"#))
+        #expect(r.json.hasSuffix(#""remove_token":false}"#))
     }
 
     @Test("a garbled error body still yields a response decided by its status")
@@ -110,7 +120,7 @@ struct ResponseTests {
         ]
         let summary = SendManyResult(results: results)
         #expect(summary.sent == 1 && summary.failed == 5 && summary.remove == ["b", "d", "e"])
-        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false,"gone_since_ms":null}"#)
+        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false}"#)
     }
 
     @Test("errors compare by code and carry a message")

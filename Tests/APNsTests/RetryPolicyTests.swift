@@ -17,11 +17,11 @@ struct RetryPolicyTests {
         var pool = Self.libraryPool()
         let answer = response(503, .serviceUnavailable)
         let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
-        #expect(pool.handle(.streamCompleted(first, p(1), .classify(answer)), now: at(1)) == [])
+        #expect(pool.handle(.streamCompleted(first, p(1), .classify(answer)), now: at(1)) == [.wakeUp(after: .milliseconds(500))])
         #expect(sends(pool.handle(.timerFired, now: at(1.4))).isEmpty)
         let second = sends(pool.handle(.timerFired, now: at(1.5)))[p(1)]
         #expect(second != nil)
-        #expect(pool.handle(.streamCompleted(second!, p(1), .classify(answer)), now: at(2)) == [])
+        #expect(pool.handle(.streamCompleted(second!, p(1), .classify(answer)), now: at(2)) == [.wakeUp(after: .seconds(1))])
         #expect(sends(pool.handle(.timerFired, now: at(2.9))).isEmpty)
         let third = sends(pool.handle(.timerFired, now: at(3)))[p(1)]
         #expect(third != nil)
@@ -34,8 +34,19 @@ struct RetryPolicyTests {
     func tooManyRequestsRetried() {
         var pool = Self.libraryPool()
         let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
-        #expect(pool.handle(.streamCompleted(first, p(1), .classify(response(429, .tooManyRequests))), now: at(0)) == [])
+        #expect(pool.handle(.streamCompleted(first, p(1), .classify(response(429, .tooManyRequests))), now: at(0))
+                == [.wakeUp(after: .milliseconds(500))])
         #expect(sends(pool.handle(.timerFired, now: at(0.5)))[p(1)] != nil)
+    }
+
+    @Test("a delayed retry asks to be woken at its due time, so it never waits for a late tick")
+    func delayedRetryWakesOnTime() {
+        var pool = Self.libraryPool()
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(0.8)), now: at(0)))[p(1)]!
+        // Due at 0.6 s, deadline 0.8 s: a tick may come only after the deadline; the wake-up comes at 0.6 s.
+        let actions = pool.handle(.streamCompleted(first, p(1), .classify(response(503, .serviceUnavailable))), now: at(0.1))
+        #expect(actions == [.wakeUp(after: .milliseconds(500))])
+        #expect(sends(pool.handle(.timerFired, now: at(0.6)))[p(1)] != nil)
     }
 
     @Test("a retry whose delay would pass the deadline is not made")
