@@ -61,16 +61,16 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     /// Logs must never hold a token (it addresses a person's phone), yet lines about one
     /// device must be joinable: the first 8 hex digits of SHA-256 over the token's bytes.
+    /// Every push logged at `info` computes one, so the token is decoded into the hash's stack
+    /// buffer and the digits go into an 8-byte (inline, never allocated) string.
     public var fingerprint: String {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(hex.utf8.count / 2)
-        var high: UInt8 = 0
-        for (index, byte) in hex.utf8.enumerated() {
-            let nibble = byte <= UInt8(ascii: "9") ? byte - UInt8(ascii: "0") : byte - UInt8(ascii: "a") + 10
-            if index % 2 == 0 { high = nibble } else { bytes.append(high << 4 | nibble) }
+        let word = SHA256.firstWord(ofLowercaseHex: hex)
+        return String(unsafeUninitializedCapacity: 8) { out in
+            Hex.digits.withUnsafeBufferPointer { digits in
+                for i in 0..<8 { out[i] = digits[Int(truncatingIfNeeded: word >> UInt32(28 - 4 * i)) & 0x0f] }
+            }
+            return 8
         }
-        let digest = SHA256.hash(bytes)
-        return Hex.encode(digest.prefix(4))
     }
 
     /// The fingerprint, so a token printed by accident still does not leak.
@@ -91,55 +91,95 @@ enum SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    /// Runs when a log line names a device (`fingerprint`): at the default level, info, every
-    /// push writes one, so this can run once per push. The schedule and padding live in stack
-    /// buffers, and the state in locals.
+    /// The digest of `message`, 32 bytes.
     static func hash(_ message: [UInt8]) -> [UInt8] {
-        var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
-        var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19
-        let bitLength = UInt64(message.count) &* 8
-        // Message, 0x80, zeros up to 56 mod 64, then the 64-bit length.
-        let padded = (message.count + 9 + 63) / 64 * 64
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: padded) { data in
-            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-                k.withUnsafeBufferPointer { k in
-                    _ = data.initialize(fromContentsOf: message)
-                    data[message.count] = 0x80
-                    for i in (message.count + 1)..<(padded - 8) { data[i] = 0 }
-                    for j in 0..<8 { data[padded - 8 + j] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * j)) }
-                    for chunk in stride(from: 0, to: padded, by: 64) {
-                        for i in 0..<16 {
-                            let j = chunk + i * 4
-                            w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
-                        }
-                        for i in 16..<64 {
-                            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-                        }
-                        var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, hh = h7
-                        for i in 0..<64 {
-                            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                            let ch = (e & f) ^ (~e & g)
-                            let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
-                            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                            let maj = (a & b) ^ (a & c) ^ (b & c)
-                            let t2 = s0 &+ maj
-                            hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
-                        }
-                        h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d; h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= hh
-                    }
-                    data.deinitialize()
-                }
+        let state = digest(count: message.count) { data in
+            message.withUnsafeBufferPointer { message in
+                for i in 0..<message.count { data[i] = message[i] }
             }
         }
         var out = [UInt8]()
         out.reserveCapacity(32)
-        for word in [h0, h1, h2, h3, h4, h5, h6, h7] {
-            out.append(UInt8(truncatingIfNeeded: word >> 24)); out.append(UInt8(truncatingIfNeeded: word >> 16))
-            out.append(UInt8(truncatingIfNeeded: word >> 8)); out.append(UInt8(truncatingIfNeeded: word))
-        }
+        state.append(to: &out)
         return out
+    }
+
+    /// The digest's first 4 bytes, big-endian, of the bytes `hex` spells (lower-case digits,
+    /// even count, as `DeviceToken` keeps them): a token's fingerprint, with nothing allocated.
+    static func firstWord(ofLowercaseHex hex: String) -> UInt32 {
+        var hex = hex
+        return hex.withUTF8 { digits in
+            digest(count: digits.count / 2) { data in
+                for i in 0..<(digits.count / 2) {
+                    data[i] = nibble(digits[2 * i]) << 4 | nibble(digits[2 * i + 1])
+                }
+            }.h0
+        }
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8 {
+        digit <= UInt8(ascii: "9") ? digit &- UInt8(ascii: "0") : digit &- UInt8(ascii: "a") &+ 10
+    }
+
+    /// The eight working words between blocks (FIPS 180-4 H0…H7), kept in registers.
+    struct State {
+        var h0: UInt32 = 0x6a09e667, h1: UInt32 = 0xbb67ae85, h2: UInt32 = 0x3c6ef372, h3: UInt32 = 0xa54ff53a
+        var h4: UInt32 = 0x510e527f, h5: UInt32 = 0x9b05688c, h6: UInt32 = 0x1f83d9ab, h7: UInt32 = 0x5be0cd19
+
+        func append(to out: inout [UInt8]) {
+            func big(_ word: UInt32) {
+                out.append(UInt8(truncatingIfNeeded: word >> 24)); out.append(UInt8(truncatingIfNeeded: word >> 16))
+                out.append(UInt8(truncatingIfNeeded: word >> 8)); out.append(UInt8(truncatingIfNeeded: word))
+            }
+            big(h0); big(h1); big(h2); big(h3); big(h4); big(h5); big(h6); big(h7)
+        }
+    }
+
+    /// Hashes `count` bytes that `fill` writes at the start of a stack buffer; the padding
+    /// (0x80, zeros up to 56 mod 64, the 64-bit bit length) and the schedule live on the stack too.
+    private static func digest(count: Int, fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) -> State {
+        let bitLength = UInt64(count) &* 8
+        let padded = (count + 9 + 63) / 64 * 64
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: padded) { data in
+            fill(data)
+            data[count] = 0x80
+            for i in (count + 1)..<(padded - 8) { data[i] = 0 }
+            for j in 0..<8 { data[padded - 8 + j] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * j)) }
+            return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                k.withUnsafeBufferPointer { k in
+                    var state = State()
+                    for chunk in stride(from: 0, to: padded, by: 64) {
+                        compress(data, at: chunk, into: &state, schedule: w, k: k)
+                    }
+                    return state
+                }
+            }
+        }
+    }
+
+    private static func compress(_ data: UnsafeMutableBufferPointer<UInt8>, at chunk: Int, into state: inout State,
+                                 schedule w: UnsafeMutableBufferPointer<UInt32>, k: UnsafeBufferPointer<UInt32>) {
+        for i in 0..<16 {
+            let j = chunk + i * 4
+            w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+        }
+        for i in 16..<64 {
+            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var a = state.h0, b = state.h1, c = state.h2, d = state.h3, e = state.h4, f = state.h5, g = state.h6, hh = state.h7
+        for i in 0..<64 {
+            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+            let ch = (e & f) ^ (~e & g)
+            let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
+            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+            let maj = (a & b) ^ (a & c) ^ (b & c)
+            let t2 = s0 &+ maj
+            hh = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
+        }
+        state.h0 &+= a; state.h1 &+= b; state.h2 &+= c; state.h3 &+= d
+        state.h4 &+= e; state.h5 &+= f; state.h6 &+= g; state.h7 &+= hh
     }
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }

@@ -27,6 +27,13 @@ package enum JSONString {
         }
     }
 
+    /// False for every byte `escape` passes through without a look at its neighbours: all but
+    /// control characters, `"`, `\`, DEL and 0xE2 (the lead byte of U+2028/2029).
+    @inline(__always)
+    private static func mayNeedEscape(_ b: UInt8) -> Bool {
+        b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b == 0x7F || b == 0xE2
+    }
+
     /// Bytes `s` takes between the quotes once escaped.
     package static func escapedCount(_ s: String) -> Int {
         var s = s
@@ -49,7 +56,9 @@ package enum JSONString {
             var runStart = 0
             var i = 0
             while i < bytes.count {
-                guard let found = escape(bytes, at: i) else { i += 1; continue }
+                // Most bytes of a log line or payload are plain: skip them with one cheap test
+                // each, and look closer only at a byte that may need an escape.
+                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i += 1; continue }
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart ..< i]))
                 if found.text.utf8CodeUnitCount > 0 {
                     found.text.withUTF8Buffer { out.append(contentsOf: $0) }

@@ -157,39 +157,41 @@ class SessionCore {
     /// nghttp2 deep-copies them during `submit`, so nothing outlives the call.
     func withPackedHeaders<R>(_ fields: [HTTP2Header],
                               _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
-        var storage: [UInt8] = []
-        storage.reserveCapacity(fields.reduce(1) { $0 + $1.name.utf8.count + $1.value.utf8.count })
-        var lengths: [(name: Int, value: Int)] = []
-        lengths.reserveCapacity(fields.count)
-        for field in fields {
-            let nameStart = storage.count
-            storage.append(contentsOf: field.name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: field.value.utf8)
-            lengths.append((valueStart - nameStart, storage.count - valueStart))
-        }
-        storage.append(0)  // never an empty buffer, so baseAddress exists
-        return try storage.withUnsafeMutableBufferPointer { raw -> R in
-            let base = raw.baseAddress!
-            var nvs: [nghttp2_nv] = []
-            nvs.reserveCapacity(fields.count)
-            var offset = 0
-            for (index, field) in fields.enumerated() {
-                let (nameLength, valueLength) = lengths[index]
-                let name = base + offset
-                let value = base + offset + nameLength
-                offset += nameLength + valueLength
-                let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
-                if !pseudo && nghttp2_check_header_name(name, nameLength) == 0 {
-                    throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: field.name)) is not a valid lower-case HTTP/2 token; rename it")
+        // Every request packs its headers, so the bytes and the nghttp2_nv list live in
+        // temporary (stack, when small) buffers: no array is allocated per request.
+        var byteCount = 1
+        for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
+            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, fields.count)) { nvs in
+                let base = storage.baseAddress!
+                var offset = 0
+                for (index, field) in fields.enumerated() {
+                    let name = base + offset
+                    offset += Self.copy(field.name, to: base + offset)
+                    let value = base + offset
+                    offset += Self.copy(field.value, to: base + offset)
+                    let nameLength = value - name, valueLength = base + offset - value
+                    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
+                    if !pseudo && nghttp2_check_header_name(name, nameLength) == 0 {
+                        throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: field.name)) is not a valid lower-case HTTP/2 token; rename it")
+                    }
+                    if nghttp2_check_header_value(value, valueLength) == 0 {
+                        throw HTTP2Error(code: .invalidHeader, message: "header \(field.name) has a value with a forbidden character (CR, LF or NUL); remove it")
+                    }
+                    let flags = field.neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                    (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: flags))
                 }
-                if nghttp2_check_header_value(value, valueLength) == 0 {
-                    throw HTTP2Error(code: .invalidHeader, message: "header \(field.name) has a value with a forbidden character (CR, LF or NUL); remove it")
-                }
-                let flags = field.neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                nvs.append(nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: flags))
+                return body(UnsafePointer(nvs.baseAddress!), fields.count)
             }
-            return nvs.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+
+    /// Copies `text`'s UTF-8 to `destination`; returns how many bytes it wrote.
+    private static func copy(_ text: String, to destination: UnsafeMutablePointer<UInt8>) -> Int {
+        var text = text
+        return text.withUTF8 { bytes in
+            if let source = bytes.baseAddress { destination.update(from: source, count: bytes.count) }
+            return bytes.count
         }
     }
 

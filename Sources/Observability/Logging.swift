@@ -262,7 +262,7 @@ package struct JSONLogSink: LogSink {
             case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
             case .double(let d):
                 // JSON has no NaN or infinity; a string keeps the line parseable.
-                if d.isFinite { out.append(contentsOf: String(d).utf8) } else { JSONString.appendQuoted(String(d), to: &out) }
+                if d.isFinite { appendDouble(d, to: &out) } else { JSONString.appendQuoted(String(d), to: &out) }
             }
         }
         out.append(UInt8(ascii: "}"))
@@ -521,6 +521,27 @@ func appendTimestamp(_ date: Date, to out: inout [UInt8]) {
     digits(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
     digits(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
     digits(millis, 3); out.append(UInt8(ascii: "Z"))
+}
+
+/// `d` as `String(d)` spells it, without making a String when it has at most 3 decimals and
+/// fewer than 10 integer digits (every push's `latency_ms`): then the shortest decimal that reads
+/// back as `d` is its thousandths with the trailing zeros cut, keeping one (`12.0`, `0.05`).
+func appendDouble(_ d: Double, to out: inout [UInt8]) {
+    let thousandths = (d * 1000).rounded()
+    guard d.isFinite, thousandths.magnitude < 1e12, thousandths / 1000 == d else {
+        out.append(contentsOf: String(d).utf8)
+        return
+    }
+    if d.sign == .minus { out.append(UInt8(ascii: "-")) }
+    let whole = Int(thousandths.magnitude)
+    appendUnsigned(UInt(whole / 1000), to: &out)
+    out.append(UInt8(ascii: "."))
+    var fraction = whole % 1000
+    var width = 3
+    while width > 1 && fraction % 10 == 0 { fraction /= 10; width -= 1 }
+    if width >= 3 { out.append(UInt8(ascii: "0") + UInt8(fraction / 100)) }
+    if width >= 2 { out.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10)) }
+    out.append(UInt8(ascii: "0") + UInt8(fraction % 10))
 }
 
 /// An integer in decimal, without making a String.

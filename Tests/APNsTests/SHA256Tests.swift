@@ -25,4 +25,27 @@ struct SHA256Tests {
         // SHA-256 of 32 zero bytes starts 66687aad.
         #expect(token.fingerprint == "66687aad")
     }
+
+    @Test("tokens that pad into a second block keep their fingerprints", arguments: [
+        (55, "e7313d33"), (56, "4324d65f"), (64, "39e3d7b6"), (100, "5a2cda23"),
+    ])
+    func longTokens(bytes: Int, fingerprint: String) throws {
+        // Bytes 3, 10, 17, … (7i + 3 mod 256); the expected digits are from an independent SHA-256.
+        let raw = (0..<bytes).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) }
+        let hex = Hex.encode(raw)
+        if hex.utf8.count >= DeviceToken.minDigits {
+            #expect(try DeviceToken(hex).fingerprint == fingerprint)
+            #expect(try DeviceToken(hex.uppercased()).fingerprint == fingerprint)
+        }
+        #expect(String(Hex.encode(SHA256.hash(raw)).prefix(8)) == fingerprint)
+    }
+
+    @Test("a fingerprint is the first 8 digits of the token's full digest, at every length Apple may use")
+    func everyLength() throws {
+        for bytes in 32...100 {
+            let raw = (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ bytes) }
+            let token = try DeviceToken(Hex.encode(raw))
+            #expect(token.fingerprint == String(Hex.encode(SHA256.hash(raw)).prefix(8)), "\(bytes) bytes")
+        }
+    }
 }

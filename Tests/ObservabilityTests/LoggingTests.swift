@@ -116,6 +116,23 @@ struct JSONLogSinkTests {
         #expect(object["metadata.msg"] as? String == "sneaky")
     }
 
+    @Test("numbers are written exactly as Swift prints them, latencies of every millisecond fraction included")
+    func doubles() {
+        func written(_ d: Double) -> String {
+            var out: [UInt8] = []
+            appendDouble(d, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        for thousandths in 0..<120_000 {
+            let latency = Double(thousandths) / 1000
+            #expect(written(latency) == String(latency))
+            if written(latency) != String(latency) { return }
+        }
+        for d in [-0.0, -2.5, -0.001, 0.0001, 0.1234, 1e-7, 999_999_999.999, 1e9, 1e12, 1e300, 123_456.7891] {
+            #expect(written(d) == String(d))
+        }
+    }
+
     @Test("non-finite numbers become strings so the line stays valid JSON")
     func nonFinite() throws {
         let line = JSONLogSink().format(record(metadata: ["x": .double(.nan), "y": .double(.infinity)]))
