@@ -24,6 +24,14 @@ struct SharedNothingTests {
     func staysOnItsLoop() async throws {
         let harness = try ClientHarness(poolSize: 2, loops: 2)
         #expect(harness.waitUntilReady())
+        // Ready means one connection is up; a loop whose own one is still connecting hands its
+        // push to the other loop, as it should. So wait until every loop has its own.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while harness.group.loops.map({ harness.client.readyConnections(on: $0) }) != [1, 1]
+                && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(harness.group.loops.map { harness.client.readyConnections(on: $0) } == [1, 1])
         var emulatorConnections: [Set<Int>] = []
         for (k, loop) in harness.group.loops.enumerated() {
             var used = Set<Int>()
