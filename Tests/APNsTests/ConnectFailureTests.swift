@@ -24,11 +24,15 @@ struct ConnectFailureTests {
         configuration.backoffMax = .milliseconds(200)
         configuration.tickInterval = .milliseconds(50)
         configure(&configuration)
-        let client = try APNsClient(configuration: configuration)
-        let alert = try APNsAlertPayload(title: "hi").build()
+        return try await failure(of: APNsClient(configuration: configuration), token: 1)
+    }
+
+    /// The error one push ends with, the client shut down after it.
+    static func failure(of client: APNsClient, token: Int, options: APNsPushOptions = APNsPushOptions()) async throws -> APNsError {
         let outcome: APNsError
         do {
-            let response = try await client.send(alert, to: Fixture.token("", 1).hex)
+            let response = try await client.send(try APNsAlertPayload(title: "hi").build(), to: Fixture.token("", token).hex,
+                                                 options: options)
             Issue.record("expected a failure to connect, got \(response.json)")
             outcome = APNsError(code: .badConfiguration, message: "")
         } catch {
@@ -164,18 +168,7 @@ extension ConnectFailureTests {
         configuration.poolSize = 1
         configuration.pushTimeout = .seconds(2)
         configuration.connectTimeout = .milliseconds(500)
-        let client = try APNsClient(configuration: configuration)
-        let outcome: APNsError
-        do {
-            let response = try await client.send(try APNsAlertPayload(title: "hi").build(), to: Fixture.token("", 2).hex,
-                                                 options: APNsPushOptions(sandbox: true))
-            Issue.record("expected a failure to connect, got \(response.json)")
-            outcome = APNsError(code: .badConfiguration, message: "")
-        } catch {
-            outcome = error
-        }
-        await client.shutdown()
-        return outcome
+        return try await failure(of: APNsClient(configuration: configuration), token: 2, options: APNsPushOptions(sandbox: true))
     }
 
     @Test("APNS_HOST alone serves the sandbox too, and a refused connect names the variable that chose the host")
