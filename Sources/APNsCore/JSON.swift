@@ -104,3 +104,88 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "]"))
     }
 }
+
+extension APNsJSON {
+    /// Reads one JSON text (RFC 8259) into a value, with the leniencies Foundation's `JSONDecoder`
+    /// had when it read these values: a leading UTF-8 byte order mark, a trailing comma in an
+    /// array or object, nesting at most 512 deep; a duplicate key keeps its first value. A number
+    /// that is a whole value and fits `Int` is `.int` (`1.0`, `1e2`), another `.double`; one
+    /// beyond `Double`'s range (`1e400`) makes the text not JSON. Nil when it is not JSON.
+    package static func parse(_ bytes: [UInt8]) -> APNsJSON? {
+        if !bytes.allSatisfy({ $0 < 0x80 }) {
+            guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        }
+        return bytes.withUnsafeBufferPointer { p -> APNsJSON? in
+            var scanner = JSONCheck.Scanner(p: p)
+            if p.count >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF { scanner.i = 3 }
+            do {
+                scanner.skipSpace()
+                let value = try scanner.parsedValue(depth: 0)
+                scanner.skipSpace()
+                return scanner.i == p.count ? value : nil
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    /// `parse` of a string's UTF-8.
+    package static func parse(_ text: String) -> APNsJSON? { parse(Array(text.utf8)) }
+}
+
+extension JSONCheck.Scanner {
+    /// The value at `i`, built; the same grammar as `value(depth:)`, which only skips.
+    mutating func parsedValue(depth: Int) throws(JSONCheck.Failure) -> APNsJSON {
+        guard depth < JSONCheck.maxDepth, i < p.count else { throw JSONCheck.Failure() }
+        switch p[i] {
+        case UInt8(ascii: "{"):
+            i += 1
+            var members: [String: APNsJSON] = [:]
+            skipSpace()
+            if peek() == UInt8(ascii: "}") { i += 1; return .object(members) }
+            while true {
+                skipSpace()
+                let name = try key()
+                skipSpace()
+                try expect(UInt8(ascii: ":"))
+                skipSpace()
+                let member = try parsedValue(depth: depth + 1)
+                if members[name] == nil { members[name] = member }
+                skipSpace()
+                if try comma(before: UInt8(ascii: "}")) { continue }
+                return .object(members)
+            }
+        case UInt8(ascii: "["):
+            i += 1
+            var items: [APNsJSON] = []
+            skipSpace()
+            if peek() == UInt8(ascii: "]") { i += 1; return .array(items) }
+            while true {
+                skipSpace()
+                items.append(try parsedValue(depth: depth + 1))
+                skipSpace()
+                if try comma(before: UInt8(ascii: "]")) { continue }
+                return .array(items)
+            }
+        case UInt8(ascii: "\""):
+            return .string(try key())
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
+        default:
+            let start = i
+            try number()
+            let text = String(decoding: UnsafeBufferPointer(rebasing: p[start..<i]), as: UTF8.self)
+            if let whole = Int(text) { return .int(whole) }
+            guard let value = Double(text), value.isFinite else { throw JSONCheck.Failure() }
+            if let whole = Int(exactly: value) { return .int(whole) }
+            return .double(value)
+        }
+    }
+}
