@@ -110,7 +110,8 @@ extension APNsJSON {
     /// had when it read these values: a leading UTF-8 byte order mark, a trailing comma in an
     /// array or object, nesting at most 512 deep; a duplicate key keeps its first value. A number
     /// that is a whole value and fits `Int` is `.int` (`1.0`, `1e2`), another `.double`; one
-    /// beyond `Double`'s range (`1e400`) makes the text not JSON. Nil when it is not JSON.
+    /// beyond `Double`'s range (`1e400`) makes the text not JSON; digits alone too many for `Int`
+    /// are `.double`. Nil when it is not JSON.
     package static func parse(_ bytes: [UInt8]) -> APNsJSON? {
         if !bytes.allSatisfy({ $0 < 0x80 }) {
             guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
@@ -122,7 +123,8 @@ extension APNsJSON {
                 scanner.skipSpace()
                 let value = try scanner.parsedValue(depth: 0)
                 scanner.skipSpace()
-                return scanner.i == p.count ? value : nil
+                guard scanner.i == p.count else { return Optional<APNsJSON>.none }
+                return value
             } catch {
                 return nil
             }
@@ -181,11 +183,15 @@ extension JSONCheck.Scanner {
         default:
             let start = i
             try number()
-            let text = String(decoding: UnsafeBufferPointer(rebasing: p[start..<i]), as: UTF8.self)
-            if let whole = Int(text) { return .int(whole) }
+            let digits = UnsafeBufferPointer(rebasing: p[start..<i])
+            let text = String(decoding: digits, as: UTF8.self)
             guard let value = Double(text), value.isFinite else { throw JSONCheck.Failure() }
-            if let whole = Int(exactly: value) { return .int(whole) }
-            return .double(value)
+            // Digits alone are an int when they fit; with a fraction or exponent, when the value is whole.
+            let plainInteger = !digits.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+            if plainInteger { return Int(text).map(APNsJSON.int) ?? .double(value) }
+            // Below 2^63 in magnitude, as JSONDecoder had it (so -2^63 written with a fraction stays a double).
+            guard value.magnitude < 0x1p63, let whole = Int(exactly: value) else { return .double(value) }
+            return .int(whole)
         }
     }
 }
