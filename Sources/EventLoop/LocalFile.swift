@@ -38,11 +38,13 @@ package enum LocalFile {
         }
     }
 
-    /// The file's text; nil when it cannot be read or is not valid UTF-8 (as
-    /// `String(contentsOfFile:encoding: .utf8)` refused it).
+    /// The file's text without a leading UTF-8 byte order mark (an editor's, before an env file's
+    /// first variable); nil when it cannot be read or is not valid UTF-8. As
+    /// `String(contentsOfFile:encoding: .utf8)` read it.
     package static func text(atPath path: String) -> String? {
         guard let bytes = try? bytes(atPath: path) else { return nil }
-        return String(validating: bytes, as: UTF8.self)
+        let hasBOM = bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF
+        return String(validating: bytes[(hasBOM ? 3 : 0)...], as: UTF8.self)
     }
 
     /// True when this process may open the file for reading (access(2) with R_OK).

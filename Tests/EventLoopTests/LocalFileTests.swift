@@ -69,6 +69,17 @@ struct LocalFileTests {
         }
     }
 
+    @Test("a UTF-8 byte order mark is not part of the text, as Foundation dropped it")
+    func byteOrderMark() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/relay.env"
+        try Data([0xEF, 0xBB, 0xBF] + Array("PORT=3000\n".utf8)).write(to: URL(fileURLWithPath: path))
+        #expect(LocalFile.text(atPath: path) == "PORT=3000\n")
+        #expect(LocalFile.text(atPath: path) == (try String(contentsOfFile: path, encoding: .utf8)))
+        #expect(try LocalFile.bytes(atPath: path).count == 13)
+    }
+
     @Test("bytes that are not UTF-8 are no text")
     func notUTF8() throws {
         let directory = try scratchDirectory()
