@@ -34,11 +34,6 @@ package struct WallTime: Sendable, Hashable, Comparable {
     /// Whole microseconds since 1970, to the nearest one.
     package var unixMicroseconds: Int64 { floorDivide(nanosecondsSince1970 + 500, 1000) }
 
-    /// The instant `seconds` later.
-    package func adding(seconds: Int64) -> WallTime {
-        WallTime(nanosecondsSince1970: nanosecondsSince1970 + seconds * 1_000_000_000)
-    }
-
     package static func < (lhs: WallTime, rhs: WallTime) -> Bool { lhs.nanosecondsSince1970 < rhs.nanosecondsSince1970 }
 
     /// Seconds since 1970 now: the `iat` of a provider token, the emulator's clock.
