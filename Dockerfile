@@ -18,7 +18,7 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
-# --static-swift-stdlib links the Swift runtime and FoundationEssentials into the binary, so
+# --static-swift-stdlib links the Swift runtime into the binary (the relay imports no Foundation), so
 # the runtime image needs no Swift toolchain; --strip-all drops the symbols (~26 MB → ~15 MB).
 # The build cache lives in a cache mount, so the binary is copied out in the same step.
 RUN --mount=type=cache,target=/src/.build \

@@ -4,11 +4,11 @@ import PackageDescription
 // Arrows point down only (each target's list below is exactly what its files import; the
 // PackageGraphTests suite reads this file one target per line, so keep each target on one line):
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
-//   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop}
+//   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop, Encoders}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
-//   Encoders (base64url, hex, JSON strings, UUIDs) is the leaf every layer may import; it imports
+//   Encoders (base64url, hex, JSON strings, UUIDs, the wall clock) is the leaf every layer may import; it imports
 //   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Encoders: it keeps its own
 //   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
 // Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2 and EventLoop import the C
@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "CryptoSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
         .target(name: "CertificateSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
         .target(name: "APNsCore", dependencies: ["Encoders"]),
-        .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2"]),
+        .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Encoders"]),
         .target(name: "WebPush", dependencies: ["Encoders"]),
         .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Encoders"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "Encoders"]),
@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
 
         .testTarget(name: "EncodersTests", dependencies: ["Encoders"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Encoders"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

@@ -1,13 +1,9 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
 import EventLoop
+internal import Encoders
 
 /// Sends pushes to Apple over a small pool of long-lived HTTP/2 connections per environment.
 ///
@@ -43,7 +39,7 @@ public final class APNsClient: APNsSending, Sendable {
     ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
     package convenience init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
-                 unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws(APNsError) {
+                 unixTime: @escaping @Sendable () -> Int64 = { WallTime.unixSecondsNow }) throws(APNsError) {
         try self.init(configuration: configuration, group: group, ownsGroup: false, observer: observer, unixTime: unixTime)
     }
 
@@ -58,7 +54,7 @@ public final class APNsClient: APNsSending, Sendable {
         }
         do {
             try self.init(configuration: configuration, group: group, ownsGroup: true, observer: observer,
-                          unixTime: { Int64(Date().timeIntervalSince1970) })
+                          unixTime: { WallTime.unixSecondsNow })
         } catch {
             group.shutdown()
             throw error

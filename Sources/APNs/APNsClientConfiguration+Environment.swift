@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import EventLoop
 
 extension APNsClientConfiguration {
     /// The variables the library and `apns-relay send` read, by name.
@@ -28,7 +24,7 @@ extension APNsClientConfiguration {
     /// the process's environment.
     /// - Throws: `APNsError.badConfiguration` or `.badKey`, one line naming the variable that is wrong.
     public init(environment variables: [String: String]? = nil) throws(APNsError) {
-        let variables = variables ?? ProcessInfo.processInfo.environment
+        let variables = variables ?? ProcessEnvironment.variables
         func value(_ name: String) -> String? {
             guard let raw = variables[name] else { return nil }
             let trimmed = String(raw.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())

@@ -1,9 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import OpenSSLSupport
+import EventLoop
 
 /// Lets the OpenSSL key sign provider tokens directly; the model only knows the protocol.
 extension ES256PrivateKey: ProviderTokenSigner {}
@@ -32,7 +28,7 @@ public struct APNsSigningKey: ProviderTokenSigner {
     public init(file path: String) throws(APNsError) { try self.init(file: path, named: "the key file \(path)") }
 
     package init(file path: String, named: String) throws(APNsError) {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = LocalFile.text(atPath: path) else {
             throw APNsError(code: .badKey, message: "\(named) cannot be read; check the path and permissions")
         }
         try self.init(pem: text, named: named)

@@ -1,9 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Synchronization
+internal import Encoders
 
 /// The key id, team id and key that sign provider tokens, replaceable while the client runs.
 ///
@@ -34,7 +30,12 @@ public final class APNsCredentials: Sendable {
 
     /// Swaps in a new identity once it has signed a token; a key that cannot sign leaves the
     /// old identity in place and throws `badKey`.
-    public func replace(with new: Identity, unixTime: Int64 = Int64(Date().timeIntervalSince1970)) throws(APNsError) {
+    public func replace(with new: Identity) throws(APNsError) {
+        try replace(with: new, unixTime: WallTime.unixSecondsNow)
+    }
+
+    /// `replace(with:)` signing at `unixTime` (Unix seconds), for tests with their own clock.
+    public func replace(with new: Identity, unixTime: Int64) throws(APNsError) {
         _ = try ProviderToken(keyID: new.keyID, teamID: new.teamID, issuedAt: unixTime, signer: new.signer)
         identity.withLock { $0 = new }
     }

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// Where a pool connects. Custom hosts point the client at the emulator in tests and the demo.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {

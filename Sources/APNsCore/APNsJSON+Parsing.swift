@@ -1,9 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
+/// Decodable for callers with their own decoder; the library itself reads JSON with `parse`.
 extension APNsJSON: Decodable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -19,7 +14,7 @@ extension APNsJSON: Decodable {
     /// Reads a JSON object's text (the app's keys for `data`, given on a command line).
     /// - Throws: `invalidNotification` when it is not JSON or not an object.
     public static func object(parsing text: String) throws(APNsError) -> [String: APNsJSON] {
-        guard let value = try? JSONDecoder().decode(APNsJSON.self, from: Data(text.utf8)) else {
+        guard let value = APNsJSON.parse(text) else {
             throw .invalid("data is not valid JSON: \(text.prefix(80))")
         }
         guard case .object(let members) = value else { throw .invalid("data must be a JSON object, {\"key\": value, …}") }

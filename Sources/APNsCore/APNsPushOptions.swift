@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// What a push carries besides its payload and device: the same for `send` and `sendMany`.
 public struct APNsPushOptions: Sendable, Hashable {
@@ -17,14 +12,14 @@ public struct APNsPushOptions: Sendable, Hashable {
     /// Pushes with the same id (at most 64 bytes) replace each other on the device.
     public var collapseID: String?
     /// The `apns-id`; generated when nil (with `sendMany`, each push gets its own).
-    public var apnsID: UUID?
+    public var apnsID: APNsID?
     /// The sandbox service, for debug builds of the app.
     public var sandbox: Bool
     /// How long to wait for Apple's answer, retries included; nil = the client's `pushTimeout`.
     public var timeout: Duration?
 
     public init(topic: String? = nil, pushType: APNsPushType? = nil, priority: Int? = nil, expiration: Int? = nil,
-                collapseID: String? = nil, apnsID: UUID? = nil, sandbox: Bool = false, timeout: Duration? = nil) {
+                collapseID: String? = nil, apnsID: APNsID? = nil, sandbox: Bool = false, timeout: Duration? = nil) {
         self.topic = topic; self.pushType = pushType; self.priority = priority; self.expiration = expiration
         self.collapseID = collapseID; self.apnsID = apnsID; self.sandbox = sandbox; self.timeout = timeout
     }

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 internal import Encoders
 
 /// An APNs device token, checked once so nothing malformed reaches Apple.

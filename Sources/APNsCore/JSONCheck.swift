@@ -30,9 +30,11 @@ enum JSONCheck {
         }
     }
 
-    private struct Failure: Error {}
+    /// The scanner's one error: the bytes are not JSON (where and why is never needed).
+    struct Failure: Error {}
 
-    private struct Scanner {
+    /// The lexical rules, shared with `APNsJSON.parse`, which builds values with them.
+    struct Scanner {
         let p: UnsafeBufferPointer<UInt8>
         var i = 0
 

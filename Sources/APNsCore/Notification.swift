@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 internal import Encoders
 
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
@@ -39,7 +34,7 @@ public struct APNsNotification: Sendable {
     public init(
         token: DeviceToken, topic: String, payload: APNsPayload,
         pushType: APNsPushType? = nil, priority: Int? = nil,
-        expiration: Int? = nil, collapseID: String? = nil, apnsID: UUID? = nil
+        expiration: Int? = nil, collapseID: String? = nil, apnsID: APNsID? = nil
     ) throws(APNsError) {
         let type = pushType ?? (payload.isBackgroundOnly ? .background : .alert)
 
@@ -78,7 +73,7 @@ public struct APNsNotification: Sendable {
         self.priority = prio
         self.expiration = expiration
         self.collapseID = collapseID
-        self.apnsID = UUIDText.lowercase(apnsID ?? UUIDText.random())
+        self.apnsID = apnsID?.description ?? UUIDText.randomLowercase()
         self.payload = payload.bytes
         self.path = "/3/device/" + token.hex
 

@@ -1,11 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Apple's answer to one push, with what it means for the subscription.
 public struct APNsResponse: Sendable, Hashable {
@@ -112,29 +104,28 @@ public struct APNsResponse: Sendable, Hashable {
         if status == 200 {
             return APNsResponse(ok: true, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device)
         }
-        var reason: APNsReason?
-        var gone: Int64?
-        if !body.isEmpty, let object = try? JSONDecoder().decode(ErrorBody.self, from: Data(body)) {
-            reason = object.reason.map(APNsReason.init)
-            gone = object.timestamp
-        }
+        let body = body.isEmpty ? ErrorBody() : ErrorBody(body)
         return APNsResponse(ok: false, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device,
-                            reason: reason, goneSinceMs: gone)
+                            reason: body.reason.map(APNsReason.init), goneSinceMs: body.timestamp)
     }
 
     /// Apple's error body, `{"reason":"BadDeviceToken","timestamp":1700000000000}`; a field of
-    /// another type is skipped rather than losing the other.
-    struct ErrorBody: Decodable {
+    /// another type is skipped rather than losing the other, and a body that is not a JSON
+    /// object gives neither.
+    struct ErrorBody: Equatable {
         var reason: String?
         var timestamp: Int64?
 
-        enum CodingKeys: String, CodingKey { case reason, timestamp }
+        init(reason: String? = nil, timestamp: Int64? = nil) { self.reason = reason; self.timestamp = timestamp }
 
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            reason = try? container.decode(String.self, forKey: .reason)
-            timestamp = (try? container.decode(Int64.self, forKey: .timestamp))
-                ?? (try? container.decode(Double.self, forKey: .timestamp)).flatMap { $0.isFinite && abs($0) < 9e18 ? Int64($0) : nil }
+        init(_ body: [UInt8]) {
+            guard case .object(let members)? = APNsJSON.parse(body) else { return }
+            if case .string(let text)? = members["reason"] { reason = text }
+            switch members["timestamp"] {
+            case .int(let ms)?: timestamp = Int64(ms)
+            case .double(let ms)? where ms.isFinite && abs(ms) < 9e18: timestamp = Int64(ms)
+            default: break
+            }
         }
     }
 

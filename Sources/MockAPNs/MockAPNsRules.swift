@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,7 +56,7 @@ public final class MockAPNsRules: Sendable {
     public init(
         configuration: MockAPNsConfiguration,
         recordCapacity: Int = 10_000,
-        makeID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+        makeID: @escaping @Sendable () -> String = { MockAPNsRules.randomUUID() }
     ) {
         self.configuration = configuration
         self.faultState = Mutex(configuration.faults)
@@ -362,6 +357,24 @@ public final class MockAPNsRules: Sendable {
 
     static func isHexDigit(_ c: UInt8) -> Bool {
         isDigit(c) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+    }
+
+    /// A random (version 4) UUID in lower case, the emulator's default `apns-id` /
+    /// `apns-unique-id`: its own code, like the emulator's decoders, not the client's.
+    public static func randomUUID() -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (i, b) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(b >> 4)])
+            text.append(digits[Int(b & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// 8-4-4-4-12 hex digits, either case, as Apple accepts in `apns-id`.

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,7 +69,7 @@ public final class MockAPNsServer: Sendable {
         certificates: TestCertificates? = nil,
         loopCount: Int = 1,
         recordCapacity: Int = 10_000,
-        unixTime: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) },
         onRecord: (@Sendable (MockRecord) -> Void)? = nil
     ) throws -> MockAPNsServer {
         let certificates = try certificates ?? TestCertificates.make()

@@ -1,15 +1,10 @@
 // Logging shaped like swift-log: a `Logger` value is passed in (never a global), it carries
 // its own metadata, and where the lines go is a `LogSink` chosen once at start-up.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import Synchronization
-internal import Encoders
+package import Encoders
 
 /// How serious a log line is; ordered so a logger can drop everything below its threshold.
 package enum LogLevel: String, Sendable, Comparable, CaseIterable {
@@ -70,7 +65,7 @@ package struct LogField: Sendable, Equatable {
 
 /// One log line before formatting; sinks receive it whole so a line is never split across writes.
 package struct LogRecord: Sendable, Equatable {
-    package var timestamp: Date
+    package var timestamp: WallTime
     package var level: LogLevel
     package var label: String
     package var message: String
@@ -84,7 +79,7 @@ package struct LogRecord: Sendable, Equatable {
         set { fields = newValue.map { LogField($0.key, $0.value) }.sorted { $0.key < $1.key } }
     }
 
-    package init(timestamp: Date, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
+    package init(timestamp: WallTime, level: LogLevel, label: String, message: String, metadata: [String: LogValue]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
@@ -94,7 +89,7 @@ package struct LogRecord: Sendable, Equatable {
 
     /// `fields` in any order; sorted here unless they already are (a caller that writes them in
     /// key order pays one comparison per field). Of two equal keys the later one is kept.
-    package init(timestamp: Date, level: LogLevel, label: String, message: String, fields: [LogField]) {
+    package init(timestamp: WallTime, level: LogLevel, label: String, message: String, fields: [LogField]) {
         self.timestamp = timestamp
         self.level = level
         self.label = label
@@ -148,7 +143,7 @@ package struct Logger: Sendable {
     /// The message is an autoclosure so a disabled debug line costs no string building.
     package func log(
         _ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil,
-        at timestamp: Date? = nil
+        at timestamp: WallTime? = nil
     ) {
         guard level >= self.level else { return }
         let merged: [String: LogValue]
@@ -161,7 +156,7 @@ package struct Logger: Sendable {
             if let metadata { for (key, value) in metadata { all[key] = value } }
             merged = all
         }
-        sink.write(LogRecord(timestamp: timestamp ?? Date(), level: level, label: label, message: message(), metadata: merged))
+        sink.write(LogRecord(timestamp: timestamp ?? .now, level: level, label: label, message: message(), metadata: merged))
     }
 
     /// `log` with the metadata as a list, best written in key order: the push's line, which has
@@ -173,7 +168,7 @@ package struct Logger: Sendable {
             // The logger's context first, so the call's value wins on a clash.
             all = self.metadata.map { LogField($0.key, .string($0.value)) } + fields
         }
-        sink.write(LogRecord(timestamp: Date(), level: level, label: label, message: message(), fields: all))
+        sink.write(LogRecord(timestamp: .now, level: level, label: label, message: message(), fields: all))
     }
 
     package func trace(_ message: @autoclosure () -> String, _ metadata: [String: LogValue]? = nil) {
@@ -489,15 +484,15 @@ package enum LogBatching {
 
 /// ISO 8601 UTC with milliseconds, built by hand: a shared `DateFormatter` is slow and not
 /// safe to share across threads.
-func formatTimestamp(_ date: Date) -> String {
+func formatTimestamp(_ date: WallTime) -> String {
     var out: [UInt8] = []
     appendTimestamp(date, to: &out)
     return String(decoding: out, as: UTF8.self)
 }
 
-func appendTimestamp(_ date: Date, to out: inout [UInt8]) {
-    // Whole microseconds first, so 1.007 s (stored as 1.00699999…) still prints .007.
-    let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+func appendTimestamp(_ date: WallTime, to out: inout [UInt8]) {
+    // Whole microseconds first (rounded, as when the clock was read as a Double), then milliseconds.
+    let micros = date.unixMicroseconds
     let totalMillis = micros >= 0 ? micros / 1000 : (micros - 999) / 1000
     var seconds = time_t(totalMillis >= 0 ? totalMillis / 1000 : (totalMillis - 999) / 1000)
     let millis = Int(totalMillis - Int64(seconds) * 1000)

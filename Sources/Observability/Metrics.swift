@@ -1,10 +1,5 @@
 // Metrics shaped like swift-metrics: metric objects are created once, cached by the registry and
 // kept by their owner, so the hot path is one atomic add with no lookup and no lock.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif

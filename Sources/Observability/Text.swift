@@ -1,5 +1,5 @@
-// Small text rules every module's parsing shares; FoundationEssentials (what the relay links,
-// to stay small) has no `trimmingCharacters(in:)`.
+// Small text rules every module's parsing shares; the standard library has no
+// `trimmingCharacters(in:)`, and the relay links no Foundation, to stay small.
 
 extension StringProtocol {
     /// The text without leading and trailing whitespace (spaces, tabs, newlines).

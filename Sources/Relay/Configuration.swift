@@ -1,16 +1,12 @@
 // The relay's settings, read once at start-up from the environment (and optionally an env file).
 // Variable names follow metatext-apns, so an existing deployment switches by changing its image.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import APNs
 import WebPush
 import Observability
+import EventLoop
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.
@@ -203,7 +199,7 @@ extension RelayConfiguration {
     /// Reads and validates every setting.
     ///
     /// - Parameters:
-    ///   - environment: usually `ProcessInfo.processInfo.environment`.
+    ///   - environment: usually `ProcessEnvironment.variables`.
     ///   - envFile: the path given with `--env-file`. Its `KEY=VALUE` lines fill in only the
     ///     variables the real environment leaves unset, so an operator can override one
     ///     setting of a shared file with `VAR=… apns-relay --env-file …`, as with Docker and systemd.
@@ -269,10 +265,7 @@ extension RelayConfiguration {
     }
 
     static func parseEnvFile(at path: String) throws(ConfigurationError) -> [String: String] {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
+        guard let text = LocalFile.text(atPath: path) else {
             throw ConfigurationError(
                 .unreadableFile, path, "--env-file must name a readable UTF-8 file of KEY=VALUE lines, could not read \(quoted(path))")
         }
@@ -370,12 +363,11 @@ private struct Reader {
             text = t
             source = inlineName
         case (nil, let p?):
-            do {
-                text = try String(contentsOfFile: p, encoding: .utf8)
-            } catch {
+            guard let read = LocalFile.text(atPath: p) else {
                 throw ConfigurationError(
                     .unreadableFile, pathName, "\(pathName) must name a readable .p8 file, could not read \(quoted(p))")
             }
+            text = read
             source = pathName
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
@@ -415,7 +407,7 @@ private struct Reader {
         let sandboxHost = try endpoint(Variable.apnsSandboxHost, default: RelayConfiguration.defaultAPNsSandboxHost)
 
         let caFile = value(Variable.caFile)
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+        if let caFile, !LocalFile.isReadable(atPath: caFile) {
             throw ConfigurationError(
                 .unreadableFile, Variable.caFile, "\(Variable.caFile) must name a readable PEM file of CA certificates, could not read \(quoted(caFile))")
         }

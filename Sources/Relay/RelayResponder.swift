@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +53,7 @@ package final class RelayResponder: HTTPResponder {
     private let sender: any APNsSending
     private let logger: Logger
     private let readiness: ReadinessCheck
-    private let now: @Sendable () -> Date
+    private let now: @Sendable () -> WallTime
     /// Run before each `/metrics` render, to copy live values (open connections) into gauges;
     /// set after start-up because the server exists only once it has its responder.
     private let scrapeHooks = Mutex<[@Sendable () -> Void]>([])
@@ -66,7 +61,7 @@ package final class RelayResponder: HTTPResponder {
     /// - Parameters:
     ///   - now: the wall clock, injectable so `apns-expiration` and 410 timestamps are exact in tests.
     package init(settings: Settings, sender: any APNsSending, logger: Logger, metrics: RelayMetrics = RelayMetrics(),
-                readiness: @escaping ReadinessCheck = { nil }, now: @escaping @Sendable () -> Date = { Date() }) {
+                readiness: @escaping ReadinessCheck = { nil }, now: @escaping @Sendable () -> WallTime = { .now }) {
         self.settings = settings
         self.sender = sender
         self.logger = logger

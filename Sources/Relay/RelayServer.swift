@@ -1,12 +1,8 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import APNs
+import Encoders
 import EventLoop
 import HTTPServer
 import Observability
@@ -35,7 +31,7 @@ package final class RelayServer: Sendable {
         /// Final adjustments to the client configuration, applied last.
         package var tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)?
         /// The wall clock for payload expirations and 410 timestamps.
-        package var now: @Sendable () -> Date = { Date() }
+        package var now: @Sendable () -> WallTime = { .now }
 
         package init(extraCAPEM: String? = nil) { self.extraCAPEM = extraCAPEM }
     }

@@ -1,9 +1,4 @@
 // WebPush — RFC 8030 / 8188 / 8291 request parsing (and the legacy aesgcm draft). No I/O.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif

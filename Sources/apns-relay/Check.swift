@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,6 +5,7 @@ import Dispatch
 import APNs
 import EventLoop
 import Relay
+import Encoders
 
 /// `check`: everything `serve` would refuse to start with, found before a deploy.
 enum Check {
@@ -33,7 +29,7 @@ enum Check {
         let token: ProviderToken
         do {
             token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
-                                      issuedAt: Int64(Date().timeIntervalSince1970), signer: clientConfiguration.signer)
+                                      issuedAt: WallTime.unixSecondsNow, signer: clientConfiguration.signer)
         } catch {
             fail("APNS_AUTH_KEY cannot sign a provider token: \(error.message)")
         }
@@ -83,7 +79,7 @@ enum Check {
 enum Healthcheck {
     static func run(_ arguments: inout Arguments) -> Never {
         var port = 3000
-        if let text = ProcessInfo.processInfo.environment["PORT"], let p = Int(text) { port = p }
+        if let text = ProcessEnvironment.variables["PORT"], let p = Int(text) { port = p }
         while let flag = arguments.next() {
             switch flag {
             case "--port":

@@ -1,12 +1,8 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import APNs
+import EventLoop
 
 /// A configuration mistake: one line naming the variable or flag, then exit status 2.
 struct CommandError: Error {
@@ -27,7 +23,7 @@ enum CommandEnvironment {
     ]
 
     static var variables: [String: String] {
-        var variables = ProcessInfo.processInfo.environment
+        var variables = ProcessEnvironment.variables
         for (name, relayName) in relayNames where (variables[name] ?? "").isEmpty {
             if let value = variables[relayName], !value.isEmpty { variables[name] = value }
         }

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,6 +7,7 @@ import MockAPNs
 import Observability
 import OpenSSLSupport
 import Relay
+import EventLoop
 
 /// The relay with an in-process APNs emulator and a throw-away key: `make run` shows the whole
 /// path (WebPush in, APNs request out) with nothing to configure.
@@ -37,7 +33,7 @@ enum Demo {
             }
         }
         var port = 3000
-        if let text = ProcessInfo.processInfo.environment["PORT"], !text.isEmpty {
+        if let text = ProcessEnvironment.variables["PORT"], !text.isEmpty {
             guard let p = Int(text), (0...65535).contains(p) else { fail("PORT must be a port number from 0 to 65535, got \"\(text)\"") }
             port = p
         }

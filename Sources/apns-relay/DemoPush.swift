@@ -1,12 +1,8 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import Relay
+import APNs
 import WebPushCrypto
 import Encoders
 
@@ -67,10 +63,7 @@ struct DemoPush: Sendable {
     /// What the app's extension would show: the payload's `m`/`s`/`k`/`e` (or, on `/relay-to`,
     /// the Z85 `p`/`k`/`s`) decrypted with the subscription key, or why it could not.
     func decrypt(payload: [UInt8]) -> String {
-        struct Fields: Decodable { var m: String?; var p: String?; var s: String?; var k: String?; var e: String? }
-        guard let object = try? JSONDecoder().decode(Fields.self, from: Data(payload)) else {
-            return "(the payload is not a JSON object)"
-        }
+        guard let object = Fields(payload) else { return "(the payload is not a JSON object)" }
         do {
             let plain: [UInt8]
             if let m = object.m {
@@ -83,6 +76,25 @@ struct DemoPush: Sendable {
             return String(decoding: plain, as: UTF8.self)
         } catch {
             return "(the device could not decrypt it: \(error))"
+        }
+    }
+
+    /// The payload's string fields the device reads; nil when the payload is not a JSON object
+    /// or one of them is there but not a string.
+    private struct Fields {
+        var m: String?, p: String?, s: String?, k: String?, e: String?
+
+        init?(_ payload: [UInt8]) {
+            guard case .object(let members)? = APNsJSON.parse(payload) else { return nil }
+            func field(_ name: String) -> String?? {
+                switch members[name] {
+                case nil, .null?: return .some(nil)
+                case .string(let text)?: return .some(text)
+                default: return nil
+                }
+            }
+            guard let m = field("m"), let p = field("p"), let s = field("s"), let k = field("k"), let e = field("e") else { return nil }
+            self.m = m; self.p = p; self.s = s; self.k = k; self.e = e
         }
     }
 
@@ -102,11 +114,22 @@ struct DemoPush: Sendable {
 
     /// A command a user can paste: the body travels as base64 so no file is needed.
     func curl(port: Int) -> String {
-        var lines = ["echo '\(Data(body).base64EncodedString())' | base64 -d | \\",
+        var lines = ["echo '\(Self.base64(body))' | base64 -d | \\",
                      "  curl -sS -i -X POST --data-binary @- \\"]
         for (name, value) in headers { lines.append("  -H '\(name): \(value)' \\") }
         lines.append("  'http://127.0.0.1:\(port)\(target)'")
         return lines.joined(separator: "\n")
+    }
+
+    /// Standard base64 with padding (RFC 4648 §4), what `base64 -d` reads: base64url's two
+    /// extra characters swapped back.
+    static func base64(_ bytes: [UInt8]) -> String {
+        var text: [UInt8] = []
+        Base64URL.append(bytes, padded: true, to: &text)
+        for i in text.indices {
+            if text[i] == UInt8(ascii: "-") { text[i] = UInt8(ascii: "+") } else if text[i] == UInt8(ascii: "_") { text[i] = UInt8(ascii: "/") }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func randomBytes(_ count: Int) -> [UInt8] {

@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,7 +75,7 @@ enum PlainHTTP {
         guard let end = (0...max(0, input.count - 4)).first(where: { input.count >= $0 + 4 && Array(input[$0..<$0 + 4]) == separator })
         else { throw Failure(description: "the answer is not HTTP (no end of head)") }
         let headText = String(decoding: input[..<end], as: UTF8.self)
-        var lines = headText.components(separatedBy: "\r\n")
+        var lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
         let statusLine = lines.removeFirst().split(separator: " ")
         guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
             throw Failure(description: "the answer has no status line")

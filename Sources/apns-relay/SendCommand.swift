@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,6 +5,7 @@ import Dispatch
 import Synchronization
 import APNs
 import Encoders
+import EventLoop
 
 /// `apns-relay send`, `send-many` and `clean-token`: the APNs library on the command line.
 ///
@@ -54,7 +50,7 @@ enum SendCommand {
         func list(_ flag: String) throws -> [String] {
             let text = try next(flag)
             if text.hasPrefix("[") {
-                guard case .array(let items)? = try? JSONDecoder().decode(APNsJSON.self, from: Data(text.utf8)) else {
+                guard case .array(let items)? = APNsJSON.parse(text) else {
                     throw CommandError("\(flag) must be a JSON array of strings or a comma-separated list")
                 }
                 return try items.map { item in
@@ -81,7 +77,7 @@ enum SendCommand {
             // send-many gives each push its own apns-id (one id for all would look like one push).
             case "--apns-id" where !many:
                 let text = try next(flag)
-                guard let id = UUID(uuidString: text) else { throw CommandError("--apns-id must be a UUID; got \(text)") }
+                guard let id = APNsID(text) else { throw CommandError("--apns-id must be a UUID; got \(text)") }
                 o.push.apnsID = id
             case "--sandbox": o.push.sandbox = true
             case "--host": o.host = try next(flag)
@@ -194,7 +190,7 @@ enum SendCommand {
                 while let line = readLine() { lines.append(line) }
                 text = lines.joined(separator: "\n")
             } else {
-                guard let read = try? String(contentsOfFile: file, encoding: .utf8) else {
+                guard let read = LocalFile.text(atPath: file) else {
                     throw CommandError("--tokens-file: cannot read \(file); check the path and permissions")
                 }
                 text = read

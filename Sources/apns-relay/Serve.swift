@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,7 +45,7 @@ enum Serve {
     }
 
     static func readConfiguration(envFile: String?) throws(ConfigurationError) -> RelayConfiguration {
-        try RelayConfiguration.load(environment: ProcessInfo.processInfo.environment, envFile: envFile)
+        try RelayConfiguration.load(environment: ProcessEnvironment.variables, envFile: envFile)
     }
 
     /// The settings, or one line naming the variable at fault and exit 1.

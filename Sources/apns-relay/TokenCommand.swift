@@ -1,12 +1,8 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
 import APNs
+import Encoders
 
 /// `apns-relay token`: prints a provider token, to try the key with curl or compare with Apple's docs.
 enum TokenCommand {
@@ -15,7 +11,7 @@ enum TokenCommand {
             guard arguments.isEmpty else { throw CommandError("token takes no arguments; it reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID") }
             let configuration = try APNsClientConfiguration(environment: CommandEnvironment.variables)
             let token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
-                                          issuedAt: Int64(Date().timeIntervalSince1970), signer: configuration.signer)
+                                          issuedAt: WallTime.unixSecondsNow, signer: configuration.signer)
             print(token.jwt)
             return 0
         } catch {

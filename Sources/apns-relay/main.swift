@@ -1,10 +1,5 @@
 // apns-relay: the WebPush-to-APNs relay. `serve` runs it; `demo` runs it against an embedded
 // APNs emulator; `check` and `healthcheck` are for deployments.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -154,10 +154,32 @@ struct HeaderRuleTests {
         #expect(throws: APNsError.self) { try make(collapseID: String(repeating: "é", count: 33)) }
     }
 
+    @Test("an APNsID reads a UUID's text in either case and spells it in lower case, with its bytes in order")
+    func apnsIDText() throws {
+        let id = try #require(APNsID("2B4E5B8A-0C1D-4E2F-9A3B-4C5D6E7F8091"))
+        #expect(id.description == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        #expect("\(id)" == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        #expect(id.bytes == [0x2b, 0x4e, 0x5b, 0x8a, 0x0c, 0x1d, 0x4e, 0x2f, 0x9a, 0x3b, 0x4c, 0x5d, 0x6e, 0x7f, 0x80, 0x91])
+        #expect(APNsID(bytes: id.bytes) == id)
+        #expect(APNsID(id.description) == id)
+        #expect(APNsID("2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091") == APNsID("2B4E5B8A-0C1D-4E2F-9A3B-4C5D6E7F8091"))
+        #expect(APNsID("not-a-uuid") == nil)
+        #expect(APNsID("2b4e5b8a0c1d4e2f9a3b4c5d6e7f8091") == nil)
+        #expect(APNsID(bytes: [1, 2, 3]) == nil)
+        // Foundation's spelling of the same bytes, for every random one.
+        for _ in 0..<50 {
+            let random = APNsID.random()
+            let uuid = try #require(UUID(uuidString: random.description))
+            #expect(uuid.uuidString.lowercased() == random.description)
+            #expect(random.bytes[6] >> 4 == 4 && random.bytes[8] >> 6 == 0b10)
+        }
+    }
+
     @Test("the apns-id is a lower-case UUID, generated when not given")
     func apnsID() throws {
         let given = UUID()
-        let n = try APNsNotification(token: DeviceToken(token64), topic: "t", payload: alertPayload(), apnsID: given)
+        let id = try #require(APNsID(given.uuidString))
+        let n = try APNsNotification(token: DeviceToken(token64), topic: "t", payload: alertPayload(), apnsID: id)
         #expect(n.apnsID == given.uuidString.lowercased())
         let generated = try make()
         #expect(generated.apnsID == generated.apnsID.lowercased())

@@ -129,8 +129,34 @@ struct HexAndUUIDTests {
     func lowercase() {
         for _ in 0 ..< 20 {
             let uuid = UUID()
-            #expect(UUIDText.lowercase(uuid) == uuid.uuidString.lowercased())
+            let ours = withUnsafeBytes(of: uuid.uuid) { $0.load(as: UUIDText.Bytes.self) }
+            #expect(UUIDText.lowercase(ours) == uuid.uuidString.lowercased())
         }
+    }
+
+    @Test("a UUID's text reads back to the same bytes, in order, from either case")
+    func parseKnownStrings() throws {
+        let bytes = try #require(UUIDText.parse("2B4E5B8A-0C1D-4E2F-9A3B-4C5D6E7F8091"))
+        #expect(withUnsafeBytes(of: bytes) { Array($0) } == [0x2b, 0x4e, 0x5b, 0x8a, 0x0c, 0x1d, 0x4e, 0x2f,
+                                                              0x9a, 0x3b, 0x4c, 0x5d, 0x6e, 0x7f, 0x80, 0x91])
+        #expect(UUIDText.lowercase(bytes) == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        let zero = try #require(UUIDText.parse("00000000-0000-0000-0000-000000000000"))
+        #expect(zero == (0, 0))
+        let ones = try #require(UUIDText.parse("ffffffff-FFFF-ffff-FFFF-ffffffffffff"))
+        #expect(ones == (.max, .max))
+        #expect(UUIDText.lowercase(ones) == "ffffffff-ffff-ffff-ffff-ffffffffffff")
+    }
+
+    @Test("what is not a UUID's text is refused, as Foundation refused it", arguments: [
+        "", "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f809", "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f80911",
+        "2b4e5b8a0c1d-4e2f-9a3b-4c5d6e7f80911", "2b4e5b8a-0c1d-4e2f-9a3b_4c5d6e7f8091",
+        "2b4e5b8g-0c1d-4e2f-9a3b-4c5d6e7f8091", "{2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091}",
+        " 2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091", "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f809\u{e9}",
+        "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f809é",
+    ])
+    func parseRefuses(text: String) {
+        #expect(UUIDText.parse(text) == nil)
+        #expect(UUID(uuidString: text) == nil)
     }
 
     @Test("random UUIDs are version 4, RFC 4122 variant, and do not repeat")

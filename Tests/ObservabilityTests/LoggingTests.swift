@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 @testable import Observability
+import Encoders
 
 /// 2024-02-29T12:34:56.789Z
-private let fixedDate = Date(timeIntervalSince1970: 1_709_210_096.789)
+private let fixedDate = WallTime(timeIntervalSince1970: 1_709_210_096.789)
 
 private func record(
     _ message: String = "hello", level: LogLevel = .info, metadata: [String: LogValue] = [:]
@@ -143,10 +144,33 @@ struct JSONLogSinkTests {
 
     @Test("timestamps are UTC with milliseconds, zero-padded, also before 1970")
     func timestamps() {
-        #expect(formatTimestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
-        #expect(formatTimestamp(Date(timeIntervalSince1970: 1.007)) == "1970-01-01T00:00:01.007Z")
-        #expect(formatTimestamp(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
+        #expect(formatTimestamp(WallTime(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(formatTimestamp(WallTime(timeIntervalSince1970: 1.007)) == "1970-01-01T00:00:01.007Z")
+        #expect(formatTimestamp(WallTime(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
         #expect(formatTimestamp(fixedDate) == "2024-02-29T12:34:56.789Z")
+    }
+
+    @Test("a clock reading in nanoseconds prints its milliseconds, rounded to the microsecond first as a Date was")
+    func nanosecondTimestamps() {
+        // 2024-02-29T12:34:56 and a fraction: below the microsecond boundary it rounds up, above it stays.
+        let second: Int64 = 1_709_210_096 * 1_000_000_000
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: second + 789_999_600)) == "2024-02-29T12:34:56.790Z")
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: second + 789_999_400)) == "2024-02-29T12:34:56.789Z")
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: second + 999_999_700)) == "2024-02-29T12:34:57.000Z")
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: -1)) == "1970-01-01T00:00:00.000Z")
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: -1_000_600)) == "1969-12-31T23:59:59.998Z")
+        // The last day of a leap century and the first of the next year.
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: 951_782_400 * 1_000_000_000)) == "2000-02-29T00:00:00.000Z")
+        #expect(formatTimestamp(WallTime(nanosecondsSince1970: 1_767_225_599_999_000_000)) == "2025-12-31T23:59:59.999Z")
+    }
+
+    @Test("the wall clock reads what time(2) reads, to the second")
+    func wallClockIsRealTime() {
+        let before = Int64(time(nil))
+        let now = WallTime.now
+        let after = Int64(time(nil))
+        #expect(now.unixSeconds >= before && now.unixSeconds <= after)
+        #expect(now.timeIntervalSince1970 >= Double(before) && now.timeIntervalSince1970 < Double(after + 1))
     }
 
     @Test("lines written from many threads never interleave")

@@ -110,6 +110,44 @@ enum ImportGraph {
         return found
     }
 
+    /// The targets a product is made of, from its `.executable(` or `.library(` line of the manifest.
+    static func productTargets(manifest: String, product: String) -> [String] {
+        for rawLine in manifest.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = rawLine.drop(while: { $0 == " " })
+            guard line.hasPrefix(".executable(") || line.hasPrefix(".library("),
+                  quoted(after: "name:", in: line) == product,
+                  let open = line.range(of: "targets: [") else { continue }
+            return line[open.upperBound...].prefix(while: { $0 != "]" })
+                .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        }
+        return []
+    }
+
+    /// `roots` and every target they depend on, directly or not: what is linked into a product.
+    static func closure(of roots: [String], in targets: [DeclaredTarget]) -> [DeclaredTarget] {
+        let byName = Dictionary(targets.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var seen: Set<String> = []
+        var pending = roots
+        while let name = pending.popLast() {
+            guard seen.insert(name).inserted, let target = byName[name] else { continue }
+            pending.append(contentsOf: target.dependencies)
+        }
+        return targets.filter { seen.contains($0.name) }
+    }
+
+    /// The toolchain's Foundation modules: the relay's binary links none of them.
+    static let foundationModules: Set<String> = [
+        "Foundation", "FoundationEssentials", "FoundationInternationalization", "FoundationNetworking",
+    ]
+
+    /// One line per target of `targets` that imports a Foundation module.
+    static func foundationImports(in targets: [DeclaredTarget], importsOf: (DeclaredTarget) -> Set<ImportLine>?) -> [String] {
+        targets.flatMap { target in
+            let modules = Set((importsOf(target) ?? []).map(\.module)).intersection(foundationModules)
+            return modules.sorted().map { "\(target.name) imports \($0)" }
+        }
+    }
+
     /// One line per arrow that is imported but not declared, declared but never imported, or a
     /// C module imported without `internal`. `importsOf` gives the union of a target's Swift
     /// imports (nil for a target without Swift sources, whose declarations are not checked).

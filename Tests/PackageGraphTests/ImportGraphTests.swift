@@ -54,6 +54,43 @@ struct ImportGraphTests {
         #expect(mock.dependencies.isDisjoint(with: ["APNs", "APNsCore", "Encoders"]))
     }
 
+    @Test("no module linked into the apns-relay executable imports Foundation: the standard library and Glibc do")
+    func relayBinaryHasNoFoundation() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targets = ImportGraph.targets(manifest: manifest)
+        let roots = ImportGraph.productTargets(manifest: manifest, product: "apns-relay")
+        #expect(roots == ["apns-relay"])
+        let linked = ImportGraph.closure(of: roots, in: targets)
+        // The relay, the emulator it embeds for `demo`, the client, and the C targets below them.
+        #expect(Set(linked.map(\.name)).isSuperset(of: ["apns-relay", "Relay", "MockAPNs", "APNs", "APNsCore", "Encoders",
+                                                        "Observability", "WebPush", "HTTPServer", "EventLoop", "CNghttp2"]))
+        #expect(!linked.contains { $0.name == "BenchSupport" || $0.directory.hasPrefix("Tests/") })
+        let problems = ImportGraph.foundationImports(in: linked) { Self.swiftImports(under: $0.directory) }
+        #expect(problems.isEmpty, Comment(rawValue: "\n" + problems.joined(separator: "\n")))
+    }
+
+    @Test("a Foundation import anywhere below a product is reported, one beside it is not")
+    func foundationBelowAProductIsFound() {
+        let manifest = """
+            .executable(name: "tool", targets: ["Tool"]),
+            .target(name: "Leaf"),
+            .target(name: "Mid", dependencies: ["Leaf"]),
+            .target(name: "Beside"),
+            .executableTarget(name: "Tool", dependencies: ["Mid"]),
+        """
+        let targets = ImportGraph.targets(manifest: manifest)
+        let sources: [String: String] = [
+            "Leaf": "#if canImport(FoundationEssentials)\nimport FoundationEssentials\n#else\nimport Foundation\n#endif\n",
+            "Mid": "import Leaf\n// import FoundationInternationalization\n",
+            "Beside": "import Foundation\n",
+            "Tool": "import Mid\nimport Glibc\n",
+        ]
+        let linked = ImportGraph.closure(of: ImportGraph.productTargets(manifest: manifest, product: "tool"), in: targets)
+        #expect(linked.map(\.name).sorted() == ["Leaf", "Mid", "Tool"])
+        let problems = ImportGraph.foundationImports(in: linked) { ImportGraph.imports(source: sources[$0.name]!) }
+        #expect(problems == ["Leaf imports Foundation", "Leaf imports FoundationEssentials"])
+    }
+
     @Test("an undeclared import and an unused declaration are both reported")
     func mismatchesAreFoundBothWays() {
         let manifest = """

@@ -3,6 +3,7 @@ import Testing
 import APNs
 import MockAPNs
 import Observability
+import Encoders
 import OpenSSLSupport
 @testable import Relay
 import CertificateSupport
@@ -138,7 +139,7 @@ final class RelayHarness: Sendable {
     let relay: RelayServer
     let logs = InMemoryLogSink()
     /// The relay's wall clock, fixed to a whole second so `apns-expiration` is exact.
-    let now: Date
+    let now: WallTime
 
     /// - Parameters:
     ///   - emulator: changes both emulators' configuration (token max age, faults).
@@ -156,7 +157,7 @@ final class RelayHarness: Sendable {
         }
         apple = try emulator(sandbox: false)
         sandbox = try emulator(sandbox: true)
-        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let now = WallTime(nanosecondsSince1970: WallTime.now.unixSeconds * 1_000_000_000)
         self.now = now
         let configuration = RelayConfiguration(
             authKey: Self.key.pemPKCS8, keyID: Self.keyID, teamID: Self.teamID, topic: topic,

@@ -4,6 +4,7 @@ import Testing
 import APNs
 import HTTPServer
 import Observability
+import Encoders
 @testable import Relay
 
 /// Stands in for the APNs client: keeps what it was asked to send, answers as scripted.
@@ -49,7 +50,7 @@ private func make(_ sender: FakeSender = FakeSender(), readiness: @escaping Rela
     let sink = InMemoryLogSink()
     let responder = RelayResponder(settings: .init(topic: "com.example.app"), sender: sender,
                                    logger: Logger(label: "test", level: .debug, sink: sink), readiness: readiness,
-                                   now: { Date(timeIntervalSince1970: 1_700_000_000) })
+                                   now: { WallTime(timeIntervalSince1970: 1_700_000_000) })
     return (responder, sink)
 }
 

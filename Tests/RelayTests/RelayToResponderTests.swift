@@ -3,6 +3,7 @@ import Testing
 import APNs
 import HTTPServer
 import Observability
+import Encoders
 @testable import Relay
 
 private func make(_ sender: FakeSender = FakeSender(), relayToTopic: String? = "com.example.toot")
@@ -12,7 +13,7 @@ private func make(_ sender: FakeSender = FakeSender(), relayToTopic: String? = "
     let settings = RelayResponder.Settings(topic: "com.example.app", relayToTopic: relayToTopic, relayToAlert: "New post")
     let responder = RelayResponder(settings: settings, sender: sender,
                                    logger: Logger(label: "test", level: .debug, sink: sink),
-                                   now: { Date(timeIntervalSince1970: 1_700_000_000) })
+                                   now: { WallTime(timeIntervalSince1970: 1_700_000_000) })
     return (responder, sink)
 }
 
