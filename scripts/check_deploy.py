@@ -311,9 +311,13 @@ def check_dockerfile():
     check("EXPOSE 3000" in instructions, "the image exposes 3000")
     check("STOPSIGNAL SIGTERM" in instructions, "the image stops with SIGTERM")
     check(any(l.startswith("HEALTHCHECK") and '"healthcheck"' in l for l in instructions), "the image has a HEALTHCHECK")
-    runtime = text[text.rfind("\nFROM "):]
-    for package in ["libnghttp2-14", "libssl3", "ca-certificates"]:
-        check(package in runtime, f"the runtime image installs {package}")
+    runtime = [l for l in instructions[[i for i, l in enumerate(instructions) if l.upper().startswith("FROM ")][-1]:]
+               if l.upper().startswith("RUN ")]
+    installs = " ".join(runtime).split()
+    check("ca-certificates" in installs, "the runtime image installs ca-certificates (the trust store for Apple)")
+    # OpenSSL, nghttp2 and libstdc++ are linked into the binary (image-smoke checks ldd).
+    for package in ["libnghttp2-14", "libssl3", "libstdc++6"]:
+        check(package not in installs, f"the runtime image does not install {package}: the binary has it linked in")
     check(os.path.exists(os.path.join(ROOT, ".dockerignore")), ".dockerignore exists")
 
 
