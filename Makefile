@@ -38,10 +38,10 @@ mock: deps
 # Benchmark (the binary as it ships, built by scripts/ship-build.sh as in the Dockerfile; loopback
 # only, bounded): Mastodon-shaped pushes through `apns-relay serve` to the in-process APNs emulator
 # with LOG_LEVEL=info and then warning, then the same load straight to the emulator over HTTP/2 as
-# the ceiling. BENCH_SECONDS (20) of load per phase,
-# BENCH_CONNECTIONS (64), BENCH_POOL (2), BENCH_LOG_LEVELS (info,warning). RSS is reported whole
-# (VmRSS, VmHWM) and split: anonymous pages (what the relay allocates) apart from file pages (the
-# binary's and shared libraries' read-only pages, shared with every process that maps them).
+# the ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2),
+# BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
+# pages (what the relay allocates) apart from file pages (the binary's and shared libraries'
+# read-only pages, shared with every process that maps them).
 bench: deps
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay relay-bench
 	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
