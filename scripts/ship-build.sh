@@ -6,10 +6,22 @@
 #   scripts/ship-build.sh --flags      prints the flags
 # The flags, and why (figures from make bench; README's performance section has them):
 #   -c release --static-swift-stdlib   the Swift runtime linked in: no toolchain at run time
+#   --scratch-path .build/ship         objects of their own: the Swift driver does not recompile
+#                                      when only -Xfrontend flags change, and `-c release`
+#                                      builds (make soak) no longer alternate with these ones
+#                                      (after changing a flag here, rm -rf .build/ship)
 #   --pkg-config-path DIR              OpenSSL, nghttp2 and libstdc++ from Debian's static archives
 #                                      (DIR is made below), so only the objects the relay uses are
 #                                      in the binary, and it loads only libc, libm and libgcc_s
-#   -use-ld=lld                        the toolchain's lld rather than gold, for the next flag
+#   -function-sections                 each Swift function in a section of its own, so the linker
+#                                      can drop unused ones and order the rest (next two flags)
+#   -use-ld=lld                        the toolchain's lld rather than gold, for the next two flags
+#   --symbol-ordering-file             the functions the relay runs, packed together at the start
+#                                      of the code in the order they first run (the list is
+#                                      scripts/ship-symbol-order.txt, written by
+#                                      scripts/symbol-order.sh): the kernel maps up to 64 KiB
+#                                      around each page touched, so scattered code kept 8-9 MiB
+#                                      of the binary resident, packed about 5 MiB
 #   -z pack-relative-relocs            the PIE's relative relocations as DT_RELR (glibc 2.36 and
 #                                      later, Debian 12): 14 KB instead of 1.4 MB of .rela.dyn,
 #                                      which the loader read at every start
@@ -60,7 +72,9 @@ Cflags: $(pkg-config --cflags libnghttp2)
 PC
 }
 
-FLAGS=(-c release --static-swift-stdlib --pkg-config-path "$static_libs" -Xswiftc -use-ld=lld
+FLAGS=(-c release --scratch-path "$PWD/.build/ship" --static-swift-stdlib --pkg-config-path "$static_libs"
+       -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld
+       -Xlinker --symbol-ordering-file="$PWD/scripts/ship-symbol-order.txt" -Xlinker --no-warn-symbol-ordering
        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --strip-all)
 
 case "${1:-}" in
@@ -68,5 +82,10 @@ case "${1:-}" in
   --flags) echo "${FLAGS[*]}";;
   --bin-path) "$SWIFT" build "${FLAGS[@]}" --show-bin-path;;
   *) make_static_libs
-     for product in "$@"; do "$SWIFT" build "${FLAGS[@]}" --product "$product"; done;;
+     bin=$("$SWIFT" build "${FLAGS[@]}" --show-bin-path)
+     for product in "$@"; do
+       # SwiftPM knows nothing of the order file: a binary older than it is linked again.
+       [ "scripts/ship-symbol-order.txt" -nt "$bin/$product" ] && rm -f "$bin/$product"
+       "$SWIFT" build "${FLAGS[@]}" --product "$product"
+     done;;
 esac
