@@ -25,11 +25,13 @@ fi
 SWIFT=${SWIFT:-swift}
 bash scripts/ship-build.sh apns-mock
 MOCK="$(bash scripts/ship-build.sh --bin-path)/apns-mock"
-# The shipped flags, with the symbol table kept (DWARF dropped: valgrind cannot read Swift 6.3's).
+# The shipped flags, with the symbol table kept (DWARF dropped: valgrind cannot read Swift 6.3's)
+# and objects of their own.
 read -ra flags <<<"$(bash scripts/ship-build.sh --flags)"
 flags=("${flags[@]/--strip-all/--strip-debug}")
-"$SWIFT" build "${flags[@]}" --scratch-path .build/symbol-order --product apns-relay
-RELAY="$("$SWIFT" build "${flags[@]}" --scratch-path .build/symbol-order --show-bin-path)/apns-relay"
+flags=("${flags[@]/%\/.build\/ship/\/.build\/symbol-order}")
+"$SWIFT" build "${flags[@]}" --product apns-relay
+RELAY="$("$SWIFT" build "${flags[@]}" --show-bin-path)/apns-relay"
 
 work=$(mktemp -d)
 pids=()
