@@ -1,14 +1,16 @@
 # apns-relay container image.
 #   docker build -t apns-relay .
 #   docker run --env-file config/apns-relay.env -p 3000:3000 apns-relay
-# Two stages: the toolchain image compiles a binary with the Swift runtime linked in
-# statically, and a slim Debian image runs it with only the C libraries it still needs.
+# Two stages: the toolchain image compiles a binary with the Swift runtime, OpenSSL, nghttp2
+# and libstdc++ linked in statically, and a slim Debian image runs it with libc and the CA bundle.
 
 ARG SWIFT_VERSION=6.3
 ARG DEBIAN_RELEASE=bookworm
 
 # ---- build -------------------------------------------------------------------
 FROM swift:${SWIFT_VERSION}-${DEBIAN_RELEASE} AS build
+# The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a) the binary
+# links; the toolchain image already has libstdc++-12-dev (libstdc++.a).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libnghttp2-dev libssl-dev pkg-config \
@@ -16,25 +18,33 @@ RUN apt-get update \
 WORKDIR /src
 # The manifest first, so a source-only change does not re-run dependency resolution.
 COPY Package.swift ./
+COPY scripts/ship-build.sh scripts/ship-symbol-order.txt ./scripts/
 COPY Sources ./Sources
 COPY Tests ./Tests
-# --static-swift-stdlib links the Swift runtime into the binary (the relay imports no Foundation), so
-# the runtime image needs no Swift toolchain; --strip-all drops the symbols (~26 MB → ~15 MB).
+# scripts/ship-build.sh holds the flags (make bench and make image-smoke build the same binary):
+# --static-swift-stdlib links the Swift runtime in (the relay imports no Foundation); Debian's static
+# OpenSSL, nghttp2 and libstdc++ follow, so only the objects the relay uses are in the binary;
+# lld puts the functions the relay runs together (scripts/ship-symbol-order.txt), packs the
+# relocations (DT_RELR, glibc 2.36+), and --strip-all drops the symbols. The result loads only
+# libc, libm and libgcc_s (measured with Swift 6.3 on Debian 12).
 # The build cache lives in a cache mount, so the binary is copied out in the same step.
 RUN --mount=type=cache,target=/src/.build \
-    swift build -c release --static-swift-stdlib -Xlinker --strip-all --product apns-relay \
- && install -D -m 0755 "$(swift build -c release --static-swift-stdlib -Xlinker --strip-all --show-bin-path)/apns-relay" /out/apns-relay
+    bash scripts/ship-build.sh apns-relay \
+ && install -D -m 0755 "$(bash scripts/ship-build.sh --bin-path)/apns-relay" /out/apns-relay
 
 # ---- runtime -----------------------------------------------------------------
 FROM debian:${DEBIAN_RELEASE}-slim
-# What `ldd` shows a --static-swift-stdlib binary still loads (measured on Debian 12 with Swift 6.3):
-#   libnghttp2.so.14, libssl.so.3 + libcrypto.so.3 (our C dependencies),
-#   libstdc++.so.6 and libgcc_s.so.1 (the static Swift runtime is C++ underneath),
-#   libc/libm (always present). ca-certificates is the system trust store used to verify Apple.
+# What `ldd` shows the binary still loads (measured on Debian 12 with Swift 6.3): libc, libm
+# and libgcc_s.so.1 (the unwinder glibc and the Swift runtime share; libc6 depends on it, so
+# the base image has it). No libssl3, libnghttp2-14 or libstdc++6: they are linked in, so
+# Debian's security updates to them reach the relay only when this image is rebuilt.
+# ca-certificates is the trust store used to verify Apple; the linked-in OpenSSL reads it, and
+# its configuration, from Debian's /usr/lib/ssl as the shared library would. (ca-certificates
+# depends on the openssl package, which brings libssl3 along; the relay does not load it.)
 # No tzdata: the relay only ever formats UTC.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libnghttp2-14 libssl3 libstdc++6 libgcc-s1 ca-certificates \
+      libgcc-s1 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 apns-relay \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

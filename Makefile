@@ -1,9 +1,10 @@
 # apns-relay — every target installs what it needs on a fresh Debian machine (as root).
 SHELL := /bin/bash
 SWIFT ?= swift
-APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config ca-certificates
+# libssl-dev, libnghttp2-dev and libstdc++-12-dev also hold the static archives the shipped binary links.
+APT_PACKAGES := libnghttp2-dev libssl-dev libstdc++-12-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test
+.PHONY: deps test run mock bench symbol-order soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -34,20 +35,23 @@ run: deps
 mock: deps
 	$(SWIFT) run apns-mock
 
-# The flags of the binary that ships (Dockerfile, image-smoke): the Swift runtime linked in, no symbols.
-SHIP_FLAGS := -c release --static-swift-stdlib -Xlinker --strip-all
-
-# Benchmark (the shipped build, loopback only, bounded): Mastodon-shaped pushes through `apns-relay
-# serve` to the in-process APNs emulator with LOG_LEVEL=info and then warning, then the same load
-# straight to the emulator over HTTP/2 as the ceiling. BENCH_SECONDS (20) of load per phase,
-# BENCH_CONNECTIONS (64), BENCH_POOL (2), BENCH_LOG_LEVELS (info,warning). RSS is reported whole
-# (VmRSS, VmHWM) and split: anonymous pages (what the relay allocates) apart from file pages (the
-# binary's and shared libraries' read-only pages, shared with every process that maps them).
-# SwiftPM builds only the last --product given, hence one build per product.
+# Benchmark (the binary as it ships, built by scripts/ship-build.sh as in the Dockerfile; loopback
+# only, bounded): Mastodon-shaped pushes through `apns-relay serve` to the in-process APNs emulator
+# with LOG_LEVEL=info and then warning, then the same load straight to the emulator over HTTP/2 as
+# the ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2),
+# BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
+# pages (what the relay allocates) apart from file pages (the binary's and shared libraries'
+# read-only pages, shared with every process that maps them).
 bench: deps
-	$(SWIFT) build $(SHIP_FLAGS) --product apns-relay
-	$(SWIFT) build $(SHIP_FLAGS) --product relay-bench
-	RELAY_BINARY="$$($(SWIFT) build $(SHIP_FLAGS) --show-bin-path)/apns-relay" "$$($(SWIFT) build $(SHIP_FLAGS) --show-bin-path)/relay-bench"
+	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay relay-bench
+	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
+
+# Rewrites scripts/ship-symbol-order.txt, the order the shipped binary's functions are laid out in
+# (the ones the relay runs, packed together): a callgrind run of the relay against the emulator
+# on 127.0.0.1 (start, 200 pushes, SIGTERM). Installs valgrind when missing. Re-run it after
+# changes that rename or add much code; a stale list costs memory, never correctness.
+symbol-order: deps
+	SWIFT=$(SWIFT) bash scripts/symbol-order.sh
 
 # Soak and chaos run (release build, loopback only, bounded): `apns-relay serve` against the
 # in-process APNs emulator for SOAK_SECONDS (300) of mixed pushes (normal, dead, slow, never
