@@ -508,10 +508,13 @@ struct PoolStateMachine {
         push.state = .inFlight(c)
         pushes[id] = push
         queuedCount -= 1
-        connections[c]!.streams[id] = push.deadline
-        connections[c]!.streamsOpened += 1
+        // One lookup, and the connection changed where it is stored (see `streamCompleted`).
+        let index = connections.index(forKey: c)!
+        connections.values[index].streams[id] = push.deadline
+        connections.values[index].streamsOpened += 1
+        let streamsOpened = connections.values[index].streamsOpened
         actions.append(.send(id, on: c))
-        if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
+        if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so
             // not a young death even when a low budget makes it short-lived.
             retire(c, failed: false, planned: true, now: now, into: &actions)
@@ -580,23 +583,27 @@ struct PoolStateMachine {
     private mutating func streamCompleted(_ c: ConnectionID, _ id: PushID, _ outcome: StreamOutcome,
                                           now: Instant, into actions: inout [Action]) {
         if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
-        guard var connection = connections[c], connection.streams.removeValue(forKey: id) != nil else { return }
+        // Changed where it is stored: a copy taken out and written back shared its `streams`
+        // with the stored one, so removing the stream copied the whole table, once per answer.
+        guard let index = connections.index(forKey: c),
+              connections.values[index].streams.removeValue(forKey: id) != nil else { return }
         switch outcome {
         case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
-            connection.answered = true
+            connections.values[index].answered = true
         case .retryableAnswer:
-            connection.answered = true
+            connections.values[index].answered = true
         case .retryable, .notSent:
             break
         }
+        let openedAt = connections.values[index].openedAt, slot = connections.values[index].slot
+        let tokenIssuedAt = connections.values[index].tokenIssuedAt
         // An answer proves the slot healthy only from a connection past its young age: one that
         // answers and then dies at once (a GOAWAY after every request) must keep backing off.
-        let grownUp = now - connection.openedAt >= configuration.youngConnectionAge
-        if grownUp, let slot = connection.slot {
+        let grownUp = now - openedAt >= configuration.youngConnectionAge
+        if grownUp, let slot {
             if case .success = outcome { slots[slot].failures = 0 }
             if case .final = outcome { slots[slot].failures = 0 }
         }
-        connections[c] = connection
 
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
         if let push = pushes[id], push.state == .inFlight(c) {
@@ -634,7 +641,7 @@ struct PoolStateMachine {
             // Every other connection whose token is as old would be refused the same way: they
             // are replaced too, rather than each failing one push first.
             retire(c, failed: false, now: now, into: &actions)
-            if let refused = connection.tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
+            if let refused = tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:

@@ -289,12 +289,54 @@ struct HTTPParserMalformedTests {
         #expect(parser.bufferedByteCount == 0)
     }
 
+    @Test("the framing fields are found in any case, and the first fault of Content-Length in order is the one named",
+          arguments: FramingCase.all)
+    func framingFields(_ c: FramingCase) throws {
+        var parser = HTTPParser()
+        let events = parser.feed(bytes("POST /p HTTP/1.1\r\n\(c.head)\r\nabc"))
+        switch try #require(events.first) {
+        case .request(let request):
+            #expect(c.reason == nil)
+            #expect(request.keepAlive == c.keepAlive)
+            #expect(request.body == bytes("abc"))
+        case .error(let error):
+            #expect(error.status == c.status)
+            #expect(error.reason == c.reason)
+        case .expectContinue:
+            Issue.record("unexpected 100-continue")
+        }
+    }
+
     @Test("a body over the limit is refused before any of it is read")
     func bodyRefusedEarly() {
         var parser = HTTPParser()
         let events = parser.feed(bytes("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n"))
         #expect(events.map(status) == [413])
     }
+}
+
+struct FramingCase: Sendable, CustomTestStringConvertible {
+    let head: String
+    /// The error's status and reason; nil reason: the request is read, its body `abc`.
+    var status = 0
+    var reason: String?
+    var keepAlive = true
+    var testDescription: String { head.debugDescription }
+
+    static let all: [FramingCase] = [
+        FramingCase(head: "content-length: 3\r\n"),
+        FramingCase(head: "CONTENT-LENGTH: 3\r\ncontent-length: 3, 3\r\n"),
+        FramingCase(head: "Content-Length: 3\r\nCONNECTION: close\r\n", keepAlive: false),
+        FramingCase(head: "Content-Length: 5, 6, x\r\n", status: 400, reason: "conflicting Content-Length values"),
+        FramingCase(head: "Content-Length: x, 5, 6\r\n", status: 400, reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: 5\r\nContent-Length: x\r\nContent-Length: 6\r\n", status: 400,
+                    reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: 5,\r\n", status: 400, reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: x\r\ntransfer-encoding: chunked\r\n", status: 400,
+                    reason: "both Content-Length and Transfer-Encoding; send only one"),
+        FramingCase(head: "HOST: a\r\nhost: b\r\nContent-Length: x\r\n", status: 400, reason: "more than one Host header"),
+        FramingCase(head: "Content-Length: 3\r\nexpect: 200-ok\r\n", status: 417, reason: "unsupported Expect: 200-ok"),
+    ]
 }
 
 struct KeepAliveCase: Sendable, CustomTestStringConvertible {
