@@ -232,14 +232,15 @@ final class APNsPoolShard: @unchecked Sendable {
         var queued: Int { queuedCount.load(ordering: .relaxed) }
 
         fileprivate func store(_ machine: PoolStateMachine, shutDown: Bool) {
+            let summary = machine.summary
             var value = 0
-            if machine.canTakeNow { value |= Flag.canTakeNow }
-            if machine.hasLiveConnection || !machine.isStarted { value |= Flag.live }
-            if machine.canSendNow { value |= Flag.ready }
+            if summary.canTakeNow { value |= Flag.canTakeNow }
+            if summary.hasLiveConnection || !machine.isStarted { value |= Flag.live }
+            if summary.canSendNow { value |= Flag.ready }
             if shutDown { value |= Flag.shutDown }
             // Stores only when something changed: the normal path then writes nothing shared.
             if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
-            Self.update(openCount, machine.readyConnectionCount)
+            Self.update(openCount, summary.readyConnectionCount)
             Self.update(inFlightCount, machine.inFlightCount)
             Self.update(queuedCount, machine.queuedCount)
         }

@@ -297,6 +297,33 @@ struct PoolStateMachine {
     /// Pushes handed to a connection and not yet ended.
     var inFlightCount: Int { pushes.count - queuedCount }
 
+    /// What an owner publishes after every event, found in one pass over the connections: each
+    /// property on its own walks them all, and the owner asked for four of them twice per push.
+    struct Summary: Equatable {
+        var canTakeNow = false
+        var hasLiveConnection = false
+        var canSendNow = false
+        var readyConnectionCount = 0
+    }
+
+    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once.
+    var summary: Summary {
+        var summary = Summary()
+        var anyFree = false
+        for connection in connections.values {
+            if connection.free > 0 { anyFree = true }
+            if connection.state != .draining { summary.hasLiveConnection = true }
+            if connection.state == .ready {
+                summary.readyConnectionCount += 1
+                if connection.limit > 0 { summary.canSendNow = true }
+            }
+        }
+        summary.canSendNow = summary.canSendNow && !isShuttingDown
+        // `bestConnection(for: nil)` finds a connection exactly when one has a free stream.
+        summary.canTakeNow = started && !isShuttingDown && queuedCount == 0 && anyFree
+        return summary
+    }
+
     // MARK: Events
 
     mutating func handle(_ event: Event, now: Instant) -> [Action] {

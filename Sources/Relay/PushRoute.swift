@@ -49,13 +49,13 @@ package struct PushRoute: Sendable, Equatable {
         guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
         // Two segments found by index, not by `split`: this runs for every push, and the array of
         // slices `split` builds was an allocation per push for two values.
+        // The slashes are looked for in the contiguous bytes: stepping a UTF8View's indices cost
+        // more than the rest of the match.
         let utf8 = path.utf8
-        let rest = utf8.dropFirst(prefix.utf8.count)
-        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return .notFound }
-        let tokenBytes = rest[..<slash]
-        var idBytes = rest[utf8.index(after: slash)...]
-        if idBytes.last == UInt8(ascii: "/") { idBytes = idBytes.dropLast() }
-        guard !tokenBytes.isEmpty, !idBytes.isEmpty, !idBytes.contains(UInt8(ascii: "/")) else { return .notFound }
+        let start = prefix.utf8.count
+        guard let (slash, idEnd) = segmentEnds(utf8, from: start) else { return .notFound }
+        let tokenBytes = utf8[utf8.index(utf8.startIndex, offsetBy: start) ..< utf8.index(utf8.startIndex, offsetBy: slash)]
+        let idBytes = utf8[utf8.index(utf8.startIndex, offsetBy: slash + 1) ..< utf8.index(utf8.startIndex, offsetBy: idEnd)]
 
         let token = String(Substring(tokenBytes))
         let device: DeviceToken
@@ -85,6 +85,31 @@ package struct PushRoute: Sendable, Equatable {
             }
         }
         return .push(PushRoute(deviceToken: token, device: device, id: id, sandbox: sandbox))
+    }
+
+    /// Where `{token}/{id}[/]` from byte `start` splits: the offsets of the slash after the token
+    /// and of the id's end; nil unless both are non-empty and nothing follows but one slash.
+    static func segmentEnds(_ utf8: String.UTF8View, from start: Int) -> (slash: Int, idEnd: Int)? {
+        func find(_ p: UnsafeBufferPointer<UInt8>) -> (slash: Int, idEnd: Int)? {
+            var slash = -1
+            var i = start
+            while i < p.count {
+                if p[i] == UInt8(ascii: "/") {
+                    if slash < 0 {
+                        slash = i
+                    } else {
+                        // A second slash is only the optional trailing one.
+                        guard i == p.count - 1 else { return nil }
+                        break
+                    }
+                }
+                i += 1
+            }
+            guard slash > start, i > slash + 1 else { return nil }
+            return (slash, i)
+        }
+        if let found = utf8.withContiguousStorageIfAvailable(find) { return found }
+        return Array(utf8).withUnsafeBufferPointer(find)
     }
 
     /// A token from a path as APNs takes it, or why it can never work.
