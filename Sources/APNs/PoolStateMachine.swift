@@ -328,6 +328,13 @@ struct PoolStateMachine {
 
     mutating func handle(_ event: Event, now: Instant) -> [Action] {
         var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// `handle` appending its actions to `actions`, so an owner can hand the same storage back
+    /// for every event instead of a new list each time.
+    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
         switch event {
         case .start:
             guard !started, !isShuttingDown else { break }
@@ -378,7 +385,6 @@ struct PoolStateMachine {
             shutdownReported = true
             actions.append(.shutdownComplete)
         }
-        return actions
     }
 
     // MARK: Pushes

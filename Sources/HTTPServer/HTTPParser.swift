@@ -350,6 +350,8 @@ package struct HTTPParser: Sendable {
                 // method), so only CR, LF, tab, control bytes and the method go the long way.
                 if kind != .requestLine || sawSpace {
                     let stop = min(n, withinLimit)
+                    // Eight at a time while all eight are printable ASCII, then byte by byte.
+                    while i &+ 8 <= stop, allPrintableASCII(p, at: i) { i &+= 8 }
                     while i < stop {
                         let b = p[i]
                         if b < 0x20 || b >= 0x7F { break }
@@ -656,6 +658,19 @@ package struct HTTPParser: Sendable {
 }
 
 // MARK: - byte helpers
+
+/// True when the 8 bytes at `i` are all in 0x20...0x7E, the bytes the line scan passes without
+/// a closer look (SWAR: a high bit, a byte below 0x20 or a 0x7F anywhere makes it false; each
+/// "any byte" test is exact for the whole word, a borrow spreading only from a real hit).
+@inline(__always)
+private func allPrintableASCII(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
+    let w = UnsafeRawPointer(p.baseAddress! + i).loadUnaligned(as: UInt64.self)
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    let below20 = (w &- ones &* 0x20) & ~w & highs
+    let del = w ^ (ones &* 0x7F)
+    let isDel = (del &- ones) & ~del & highs
+    return (below20 | isDel | (w & highs)) == 0
+}
 
 @inline(__always)
 private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }

@@ -328,6 +328,7 @@ package final class RelayResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         metrics.pushDuration.observe(elapsed)
         var headers = HTTPHeaders()
+        headers.reserveCapacity(4)  // one allocation for the answer's fields (and a JSON body's type), not one per field
         headers.add("X-Request-ID", log.requestID)
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }

@@ -307,6 +307,28 @@ struct HTTPParserMalformedTests {
         }
     }
 
+    @Test("a control byte is refused wherever it falls in a header, and tab and non-ASCII bytes pass")
+    func controlBytesAnywhere() {
+        for byte: UInt8 in [0x00, 0x01, 0x08, 0x0B, 0x1F, 0x7F, 0x09, 0x20, 0x7E, 0x80, 0xC3, 0xFF] {
+            let refused = (byte < 0x20 && byte != 0x09) || byte == 0x7F
+            for position in 0..<20 {
+                var value = [UInt8](repeating: UInt8(ascii: "v"), count: 20)
+                value[position] = byte
+                let head = bytes("GET / HTTP/1.1\r\nX-Long-Header-Name: ") + value + bytes("\r\n\r\n")
+                var parser = HTTPParser()
+                let events = parser.feed(head)
+                if refused {
+                    #expect(events.map(status) == [400], "byte 0x\(String(byte, radix: 16)) at \(position)")
+                } else if case .request(let request) = events.first {
+                    #expect(events.count == 1)
+                    #expect(Array((request.headers["X-Long-Header-Name"] ?? "").utf8).count > 0)
+                } else {
+                    Issue.record("byte 0x\(String(byte, radix: 16)) at \(position): \(events)")
+                }
+            }
+        }
+    }
+
     @Test("a body over the limit is refused before any of it is read")
     func bodyRefusedEarly() {
         var parser = HTTPParser()
