@@ -455,7 +455,8 @@ package struct HTTPParser: Sendable {
             var vs = colon + 1, ve = range.upperBound
             while vs < ve && isOWS(p[vs]) { vs += 1 }
             while ve > vs && isOWS(p[ve - 1]) { ve -= 1 }
-            return .success((string(p, range.lowerBound..<colon), string(p, vs..<ve)))
+            let name = commonFieldName(p, range.lowerBound..<colon) ?? string(p, range.lowerBound..<colon)
+            return .success((name, string(p, vs..<ve)))
         }
         switch result {
         case .failure(let error):
@@ -695,6 +696,31 @@ private func firstIndex(of byte: UInt8, in p: UnsafeBufferPointer<UInt8>, _ rang
     while i < range.upperBound {
         if p[i] == byte { return i }
         i += 1
+    }
+    return nil
+}
+
+/// The field names a WebPush sender (Mastodon's http.rb) writes in every push, by length, in
+/// the spelling it uses.
+private let commonFieldNames: [[String]] = {
+    let names = ["Host", "TTL", "Date", "Topic", "Accept", "Urgency", "Encryption", "Crypto-Key", "Connection",
+                 "User-Agent", "X-Real-IP", "Content-Type", "X-Request-ID", "Authorization", "Content-Length",
+                 "Accept-Encoding", "X-Forwarded-For", "Content-Encoding"]
+    var table = [[String]](repeating: [], count: 17)
+    for name in names { table[name.utf8.count].append(name) }
+    return table
+}()
+
+/// The name as one of `commonFieldNames` when its bytes are exactly one of them (same case):
+/// those are most of a push's head, and a literal costs no String to make and check.
+private func commonFieldName(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
+    guard range.count < commonFieldNames.count else { return nil }
+    for name in commonFieldNames[range.count] {
+        let same = name.utf8.withContiguousStorageIfAvailable { known -> Bool in
+            for i in 0..<known.count where known[i] != p[range.lowerBound + i] { return false }
+            return true
+        }
+        if same == true { return name }
     }
     return nil
 }

@@ -329,6 +329,23 @@ struct HTTPParserMalformedTests {
         }
     }
 
+    @Test("field names keep the spelling they were sent in, common or not")
+    func nameSpelling() throws {
+        let names = ["host", "Hosts", "Hos", "Content-Type", "content-type", "Content-TypE",
+                     "Content-Encoding", "Content-Encodinh", "TTL", "ttl", "Crypto-Key", "Crypto_Key", "X-Request-ID",
+                     "X-Request-Id", "Accept-Encoding", "Content-Encoding-Extra", "X"]
+        var head = "GET / HTTP/1.1\r\n"
+        for (i, name) in names.enumerated() { head += "\(name): v\(i)\r\n" }
+        var parser = HTTPParser(limits: HTTPParserLimits(maxHeaderCount: 100))
+        let events = parser.feed(bytes(head + "\r\n"))
+        guard case .request(let request) = try #require(events.first) else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(request.headers.map(\.name) == names)
+        #expect(request.headers.map(\.value) == names.indices.map { "v\($0)" })
+    }
+
     @Test("a body over the limit is refused before any of it is read")
     func bodyRefusedEarly() {
         var parser = HTTPParser()
