@@ -700,29 +700,37 @@ private func firstIndex(of byte: UInt8, in p: UnsafeBufferPointer<UInt8>, _ rang
     return nil
 }
 
-/// The field names a WebPush sender (Mastodon's http.rb) writes in every push, by length, in
-/// the spelling it uses.
-private let commonFieldNames: [[String]] = {
-    let names = ["Host", "TTL", "Date", "Topic", "Accept", "Urgency", "Encryption", "Crypto-Key", "Connection",
-                 "User-Agent", "X-Real-IP", "Content-Type", "X-Request-ID", "Authorization", "Content-Length",
-                 "Accept-Encoding", "X-Forwarded-For", "Content-Encoding"]
-    var table = [[String]](repeating: [], count: 17)
-    for name in names { table[name.utf8.count].append(name) }
-    return table
-}()
-
-/// The name as one of `commonFieldNames` when its bytes are exactly one of them (same case):
-/// those are most of a push's head, and a literal costs no String to make and check.
+/// The name as a literal when its bytes are exactly (same case) one that a WebPush sender
+/// (Mastodon's http.rb) writes in every push: those are most of a push's head, and a literal
+/// costs no String to make and check. Chosen by length, then compared byte by byte.
 private func commonFieldName(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
-    guard range.count < commonFieldNames.count else { return nil }
-    for name in commonFieldNames[range.count] {
-        let same = name.utf8.withContiguousStorageIfAvailable { known -> Bool in
-            for i in 0..<known.count where known[i] != p[range.lowerBound + i] { return false }
+    let start = range.lowerBound
+    @inline(__always) func equals(_ known: StaticString) -> Bool {
+        known.withUTF8Buffer { k in
+            for i in 0..<k.count where k[i] != p[start &+ i] { return false }
             return true
         }
-        if same == true { return name }
     }
-    return nil
+    switch range.count {
+    case 3: return equals("TTL") ? "TTL" : nil
+    case 4: return equals("Host") ? "Host" : nil
+    case 5: return equals("Topic") ? "Topic" : nil
+    case 6: return equals("Accept") ? "Accept" : nil
+    case 7: return equals("Urgency") ? "Urgency" : nil
+    case 10:
+        if equals("Encryption") { return "Encryption" }
+        if equals("Crypto-Key") { return "Crypto-Key" }
+        if equals("User-Agent") { return "User-Agent" }
+        return equals("Connection") ? "Connection" : nil
+    case 12:
+        if equals("Content-Type") { return "Content-Type" }
+        return equals("X-Request-ID") ? "X-Request-ID" : nil
+    case 13: return equals("Authorization") ? "Authorization" : nil
+    case 14: return equals("Content-Length") ? "Content-Length" : nil
+    case 15: return equals("X-Forwarded-For") ? "X-Forwarded-For" : nil
+    case 16: return equals("Content-Encoding") ? "Content-Encoding" : nil
+    default: return nil
+    }
 }
 
 private func string(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
