@@ -149,11 +149,33 @@ package struct LogFieldWriter {
 
     init() {}
 
-    /// Adds one field; keys must come in increasing order (the order the line is written in).
-    package mutating func add(_ key: String, _ value: LogValue) {
+    /// Adds one field whose key is written in the code (the usual case); keys must come in
+    /// increasing order (the order the line is written in). A plain key is copied as it is.
+    package mutating func add(_ key: StaticString, _ value: LogValue) {
+        guard formats else { return add(name: key.description, value) }
         #if DEBUG
-        assert(lastKey.map { $0 < key } ?? true, "log fields out of key order: \(key) after \(lastKey!)")
-        lastKey = key
+        checkOrder(key.description)
+        #endif
+        let copied = key.withUTF8Buffer { k -> Bool in
+            guard JSONLogSink.isPlainKey(k) else { return false }
+            bytes.append(UInt8(ascii: ","))
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: k)
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(UInt8(ascii: ":"))
+            return true
+        }
+        if copied {
+            JSONLogSink.appendValue(value, to: &bytes)
+        } else {
+            JSONLogSink.appendField(key.description, value, to: &bytes)
+        }
+    }
+
+    /// Adds one field whose key is made at run time; keys must come in increasing order.
+    package mutating func add(name key: String, _ value: LogValue) {
+        #if DEBUG
+        checkOrder(key)
         #endif
         if formats {
             JSONLogSink.appendField(key, value, to: &bytes)
@@ -161,6 +183,13 @@ package struct LogFieldWriter {
             fields.append(LogField(key, value))
         }
     }
+
+    #if DEBUG
+    private mutating func checkOrder(_ key: String) {
+        assert(lastKey.map { $0 < key } ?? true, "log fields out of key order: \(key) after \(lastKey!)")
+        lastKey = key
+    }
+    #endif
 }
 
 /// A cheap value to copy and pass down: each layer adds its own context with `with(_:_:)`
@@ -347,6 +376,22 @@ package struct JSONLogSink: LogSink {
         // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
         if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
         out.append(UInt8(ascii: ":"))
+        appendValue(value, to: &out)
+    }
+
+    /// True when `appendField` would write `key` as it is between quotes: no byte to escape
+    /// (printable ASCII but `"` and `\`) and not a fixed field's name.
+    static func isPlainKey(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        for b in key where b < 0x20 || b >= 0x7F || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+        if key.count <= 5 {
+            let text = String(decoding: key, as: UTF8.self)
+            if isReserved(text) { return false }
+        }
+        return true
+    }
+
+    /// A field's value as JSON.
+    static func appendValue(_ value: LogValue, to out: inout [UInt8]) {
         switch value {
         case .string(let s): JSONString.appendQuoted(s, to: &out)
         case .int(let i): appendDecimal(i, to: &out)

@@ -151,12 +151,29 @@ struct JSONLogSinkTests {
         ]
         let sink = JSONLogSink()
         let direct = sink.format(timestamp: fixedDate, level: .warning, label: "relay", message: nasty) { line in
-            for field in fields { line.add(field.key, field.value) }
+            for field in fields { line.add(name: field.key, field.value) }
         }
         let viaRecord = sink.format(LogRecord(timestamp: fixedDate, level: .warning, label: "relay", message: nasty, fields: fields))
         #expect(direct == viaRecord)
         #expect(direct.hasPrefix(#"{"ts":"2024-02-29T12:34:56.789Z","level":"warning","label":"relay","msg":"#))
         #expect(direct.hasSuffix(#","route":"push"}"#))
+
+        // Keys written in the code take the copy-as-is path when plain, the escaping one when not.
+        let staticKeys = sink.format(timestamp: fixedDate, level: .warning, label: "relay", message: nasty) { line in
+            line.add("apns.id", .string("8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b"))
+            line.add("degraded", true)
+            line.add("http.status", 201)
+            line.add("k\"ey", .string(nasty))
+            line.add("latency_ms", .double(12.5))
+            line.add("level", "shadow")
+            line.add("nan", .double(.nan))
+            line.add("route", "push")
+            line.add("é", "accent")
+        }
+        let viaRecordToo = sink.format(LogRecord(timestamp: fixedDate, level: .warning, label: "relay", message: nasty,
+                                                 fields: fields + [LogField("é", "accent")]))
+        #expect(staticKeys == viaRecordToo)
+        #expect(staticKeys.contains(#","metadata.level":"shadow","#))
     }
 
     @Test("a line given field by field reaches any sink as a record, with the logger's context merged in")
