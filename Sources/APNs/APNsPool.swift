@@ -208,6 +208,8 @@ final class APNsPoolShard: @unchecked Sendable {
     /// Nested `handle` calls: a send is submitted directly only from a caller's outermost one,
     /// never from a connection's or a completion's (we may be inside nghttp2).
     private var depth = 0
+    /// An empty action list whose storage `handle` reuses, one allocation fewer per event.
+    private var spareActions: [PoolStateMachine.Action] = []
 
     /// What other threads may read of a shard: written on its loop after every event.
     final class Published: Sendable {
@@ -227,14 +229,15 @@ final class APNsPoolShard: @unchecked Sendable {
         var queued: Int { queuedCount.load(ordering: .relaxed) }
 
         fileprivate func store(_ machine: PoolStateMachine, shutDown: Bool) {
+            let summary = machine.summary
             var value = 0
-            if machine.canTakeNow { value |= Flag.canTakeNow }
-            if machine.hasLiveConnection || !machine.isStarted { value |= Flag.live }
-            if machine.canSendNow { value |= Flag.ready }
+            if summary.canTakeNow { value |= Flag.canTakeNow }
+            if summary.hasLiveConnection || !machine.isStarted { value |= Flag.live }
+            if summary.canSendNow { value |= Flag.ready }
             if shutDown { value |= Flag.shutDown }
             // Stores only when something changed: the normal path then writes nothing shared.
             if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
-            Self.update(openCount, machine.readyConnectionCount)
+            Self.update(openCount, summary.readyConnectionCount)
             Self.update(inFlightCount, machine.inFlightCount)
             Self.update(queuedCount, machine.queuedCount)
         }
@@ -328,7 +331,17 @@ final class APNsPoolShard: @unchecked Sendable {
         default:
             break
         }
-        let actions = machine.handle(event, now: now)
+        // The spare list's storage is reused (an event nested in `perform` finds none and makes its own).
+        var actions = spareActions
+        spareActions = []
+        machine.handle(event, now: now, into: &actions)
+        defer {
+            // Kept only while small: a burst (a shutdown failing every push) must not pin its list.
+            if actions.capacity <= 64 {
+                actions.removeAll(keepingCapacity: true)
+                spareActions = actions
+            }
+        }
         var shutdownDone = false
         if actions.contains(.shutdownComplete) { shutdownDone = true }
         published.store(machine, shutDown: shutdownDone || published.shutDown)

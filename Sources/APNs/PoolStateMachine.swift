@@ -297,10 +297,44 @@ struct PoolStateMachine {
     /// Pushes handed to a connection and not yet ended.
     var inFlightCount: Int { pushes.count - queuedCount }
 
+    /// What an owner publishes after every event, found in one pass over the connections: each
+    /// property on its own walks them all, and the owner asked for four of them twice per push.
+    struct Summary: Equatable {
+        var canTakeNow = false
+        var hasLiveConnection = false
+        var canSendNow = false
+        var readyConnectionCount = 0
+    }
+
+    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once.
+    var summary: Summary {
+        var summary = Summary()
+        var anyFree = false
+        for connection in connections.values {
+            if connection.free > 0 { anyFree = true }
+            if connection.state != .draining { summary.hasLiveConnection = true }
+            if connection.state == .ready {
+                summary.readyConnectionCount += 1
+                if connection.limit > 0 { summary.canSendNow = true }
+            }
+        }
+        summary.canSendNow = summary.canSendNow && !isShuttingDown
+        // `bestConnection(for: nil)` finds a connection exactly when one has a free stream.
+        summary.canTakeNow = started && !isShuttingDown && queuedCount == 0 && anyFree
+        return summary
+    }
+
     // MARK: Events
 
     mutating func handle(_ event: Event, now: Instant) -> [Action] {
         var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// `handle` appending its actions to `actions`, so an owner can hand the same storage back
+    /// for every event instead of a new list each time.
+    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
         switch event {
         case .start:
             guard !started, !isShuttingDown else { break }
@@ -351,7 +385,6 @@ struct PoolStateMachine {
             shutdownReported = true
             actions.append(.shutdownComplete)
         }
-        return actions
     }
 
     // MARK: Pushes
@@ -508,10 +541,13 @@ struct PoolStateMachine {
         push.state = .inFlight(c)
         pushes[id] = push
         queuedCount -= 1
-        connections[c]!.streams[id] = push.deadline
-        connections[c]!.streamsOpened += 1
+        // One lookup, and the connection changed where it is stored (see `streamCompleted`).
+        let index = connections.index(forKey: c)!
+        connections.values[index].streams[id] = push.deadline
+        connections.values[index].streamsOpened += 1
+        let streamsOpened = connections.values[index].streamsOpened
         actions.append(.send(id, on: c))
-        if connections[c]!.streamsOpened >= configuration.maxStreamsPerConnection {
+        if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so
             // not a young death even when a low budget makes it short-lived.
             retire(c, failed: false, planned: true, now: now, into: &actions)
@@ -580,23 +616,27 @@ struct PoolStateMachine {
     private mutating func streamCompleted(_ c: ConnectionID, _ id: PushID, _ outcome: StreamOutcome,
                                           now: Instant, into actions: inout [Action]) {
         if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
-        guard var connection = connections[c], connection.streams.removeValue(forKey: id) != nil else { return }
+        // Changed where it is stored: a copy taken out and written back shared its `streams`
+        // with the stored one, so removing the stream copied the whole table, once per answer.
+        guard let index = connections.index(forKey: c),
+              connections.values[index].streams.removeValue(forKey: id) != nil else { return }
         switch outcome {
         case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
-            connection.answered = true
+            connections.values[index].answered = true
         case .retryableAnswer:
-            connection.answered = true
+            connections.values[index].answered = true
         case .retryable, .notSent:
             break
         }
+        let openedAt = connections.values[index].openedAt, slot = connections.values[index].slot
+        let tokenIssuedAt = connections.values[index].tokenIssuedAt
         // An answer proves the slot healthy only from a connection past its young age: one that
         // answers and then dies at once (a GOAWAY after every request) must keep backing off.
-        let grownUp = now - connection.openedAt >= configuration.youngConnectionAge
-        if grownUp, let slot = connection.slot {
+        let grownUp = now - openedAt >= configuration.youngConnectionAge
+        if grownUp, let slot {
             if case .success = outcome { slots[slot].failures = 0 }
             if case .final = outcome { slots[slot].failures = 0 }
         }
-        connections[c] = connection
 
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
         if let push = pushes[id], push.state == .inFlight(c) {
@@ -634,7 +674,7 @@ struct PoolStateMachine {
             // Every other connection whose token is as old would be refused the same way: they
             // are replaced too, rather than each failing one push first.
             retire(c, failed: false, now: now, into: &actions)
-            if let refused = connection.tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
+            if let refused = tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:

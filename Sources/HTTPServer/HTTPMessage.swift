@@ -55,6 +55,14 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
         fields.contains { asciiCaseInsensitiveEquals($0.name, name) }
     }
 
+    /// The fields in arrival order, as stored: for a reader that walks them all once.
+    package var list: [Element] { fields }
+
+    /// Room for `count` fields, so a head's fields are stored without growing one by one.
+    package mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
     /// Appends a field, keeping any earlier one of the same name (repeats are legal).
     package mutating func add(_ name: String, _ value: String) {
         fields.append((name: name, value: value))
@@ -118,7 +126,7 @@ package struct HTTPRequest: Sendable, Equatable {
         self.method = method
         self.target = target
         let origin = Self.originForm(target)
-        if let q = origin.utf8.firstIndex(of: UInt8(ascii: "?")) {
+        if let q = firstByteIndex(of: UInt8(ascii: "?"), in: origin) {
             self.path = String(origin[..<q])
             self.query = String(origin[origin.index(after: q)...])
         } else {
@@ -137,6 +145,8 @@ package struct HTTPRequest: Sendable, Equatable {
     /// `http://host:port/p?q` → `/p?q` (`/` when the path is empty); anything else as is.
     static func originForm(_ target: String) -> Substring {
         let t = target[...]
+        // Origin form, what every client but a proxy sends: nothing to reduce.
+        if target.utf8.first == UInt8(ascii: "/") { return t }
         for scheme in ["http://", "https://"] where t.utf8.count > scheme.utf8.count {
             let head = t.prefix(scheme.count)
             guard head.lowercased() == scheme else { continue }
@@ -238,11 +248,36 @@ func asciiLower(_ b: UInt8) -> UInt8 {
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
     let au = a.utf8, bu = b.utf8
     guard au.count == bu.count else { return false }
-    return zip(au, bu).allSatisfy { asciiLower($0) == asciiLower($1) }
+    // Over the contiguous bytes (every native or small String has them): every header lookup
+    // compares names, and walking two UTF8Views through `zip` cost more than the comparison.
+    let fast = au.withContiguousStorageIfAvailable { pa in
+        bu.withContiguousStorageIfAvailable { pb in
+            for i in 0..<pa.count where asciiLower(pa[i]) != asciiLower(pb[i]) { return false }
+            return true
+        }
+    }
+    if let fast, let result = fast { return result }
+    var i = au.startIndex, j = bu.startIndex
+    while i != au.endIndex {
+        if asciiLower(au[i]) != asciiLower(bu[j]) { return false }
+        au.formIndex(after: &i)
+        bu.formIndex(after: &j)
+    }
+    return true
 }
 
 @inline(__always)
 func isOWS(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+
+/// Where `byte` first is in `s`, found over its contiguous bytes: stepping a UTF8View's indices
+/// one by one cost several times the search, once per request for the target's `?`.
+func firstByteIndex(of byte: UInt8, in s: Substring) -> Substring.Index? {
+    let utf8 = s.utf8
+    if let offset = utf8.withContiguousStorageIfAvailable({ $0.firstIndex(of: byte) }) {
+        return offset.map { utf8.index(utf8.startIndex, offsetBy: $0) }
+    }
+    return utf8.firstIndex(of: byte)
+}
 
 /// The first element of a comma-separated list, trimmed; nil when it is empty.
 func firstListElement(_ value: String) -> String? {

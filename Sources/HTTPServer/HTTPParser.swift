@@ -350,6 +350,8 @@ package struct HTTPParser: Sendable {
                 // method), so only CR, LF, tab, control bytes and the method go the long way.
                 if kind != .requestLine || sawSpace {
                     let stop = min(n, withinLimit)
+                    // Eight at a time while all eight are printable ASCII, then byte by byte.
+                    while i &+ 8 <= stop, allPrintableASCII(p, at: i) { i &+= 8 }
                     while i < stop {
                         let b = p[i]
                         if b < 0x20 || b >= 0x7F { break }
@@ -453,7 +455,8 @@ package struct HTTPParser: Sendable {
             var vs = colon + 1, ve = range.upperBound
             while vs < ve && isOWS(p[vs]) { vs += 1 }
             while ve > vs && isOWS(p[ve - 1]) { ve -= 1 }
-            return .success((string(p, range.lowerBound..<colon), string(p, vs..<ve)))
+            let name = commonFieldName(p, range.lowerBound..<colon) ?? string(p, range.lowerBound..<colon)
+            return .success((name, string(p, vs..<ve)))
         }
         switch result {
         case .failure(let error):
@@ -467,6 +470,8 @@ package struct HTTPParser: Sendable {
             if headers.count >= limits.maxHeaderCount {
                 return HTTPParseError(status: 431, reason: "more than \(limits.maxHeaderCount) header fields")
             }
+            // Room for a usual head at once, rather than a copy at each doubling.
+            if headers.isEmpty { headers.reserveCapacity(16) }
             headers.add(name, value)
             return nil
         }
@@ -474,10 +479,41 @@ package struct HTTPParser: Sendable {
 
     /// Decides the body framing once the head is in, and whether the client waits for 100.
     private mutating func headComplete() -> HTTPParserEvent? {
-        if headers.values("Host").count > 1 {
+        // The fields that decide the framing, found in one pass over the head (five lookups of
+        // every field by name cost more than the rest of the decision). Content-Length is read
+        // as it is found; its first error is kept and reported below, where the order of the
+        // checks says, so the answer is the same as when each field was looked up in turn.
+        var hostCount = 0
+        var connectionValues: [String] = []
+        var transferEncodings: [String] = []
+        var expectations: [String] = []
+        var contentLengthCount = 0
+        var contentLength: Int?
+        var contentLengthError: String?
+        for field in headers {
+            let name = field.name
+            switch name.utf8.count {
+            case 4 where asciiCaseInsensitiveEquals(name, "Host"):
+                hostCount += 1
+            case 6 where asciiCaseInsensitiveEquals(name, "Expect"):
+                expectations.append(field.value)
+            case 10 where asciiCaseInsensitiveEquals(name, "Connection"):
+                connectionValues.append(field.value)
+            case 14 where asciiCaseInsensitiveEquals(name, "Content-Length"):
+                contentLengthCount += 1
+                if contentLengthError == nil {
+                    contentLengthError = readContentLength(field.value, into: &contentLength)
+                }
+            case 17 where asciiCaseInsensitiveEquals(name, "Transfer-Encoding"):
+                transferEncodings.append(field.value)
+            default:
+                break
+            }
+        }
+        if hostCount > 1 {
             return fail(400, "more than one Host header")
         }
-        let connection = listElements(headers.values("Connection"))
+        let connection = listElements(connectionValues)
         let close = connection.contains { asciiCaseInsensitiveEquals(String($0), "close") }
         if version == .http11 {
             keepAlive = !close
@@ -485,15 +521,13 @@ package struct HTTPParser: Sendable {
             keepAlive = !close && connection.contains { asciiCaseInsensitiveEquals(String($0), "keep-alive") }
         }
 
-        let transferEncodings = headers.values("Transfer-Encoding")
-        let contentLengths = headers.values("Content-Length")
         var chunked = false
         var length = 0
         if !transferEncodings.isEmpty {
             if version == .http10 {
                 return fail(400, "Transfer-Encoding in an HTTP/1.0 request; send Content-Length")
             }
-            if !contentLengths.isEmpty {
+            if contentLengthCount > 0 {
                 return fail(400, "both Content-Length and Transfer-Encoding; send only one")
             }
             let codings = listElements(transferEncodings)
@@ -510,25 +544,15 @@ package struct HTTPParser: Sendable {
                 return fail(501, "transfer coding \(codings[0]) not supported; send chunked or Content-Length")
             }
             chunked = true
-        } else if !contentLengths.isEmpty {
-            var value: Int?
-            for element in contentLengths.flatMap({ $0.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) }) {
-                guard let n = parseDecimal(trimOWS(element)) else {
-                    return fail(400, "invalid Content-Length; send a decimal byte count")
-                }
-                if let v = value, v != n {
-                    return fail(400, "conflicting Content-Length values")
-                }
-                value = n
-            }
-            length = value ?? 0
+        } else if contentLengthCount > 0 {
+            if let contentLengthError { return fail(400, contentLengthError) }
+            length = contentLength ?? 0
             if length > limits.maxBodyBytes {
                 return fail(413, "body of \(length) bytes is over the \(limits.maxBodyBytes)-byte limit")
             }
         }
 
         var expectsContinue = false
-        let expectations = headers.values("Expect")
         if version == .http11 && !expectations.isEmpty {  // RFC 9110 §10.1.1: ignored in 1.0
             let elements = listElements(expectations)
             for expectation in elements where !asciiCaseInsensitiveEquals(String(expectation), "100-continue") {
@@ -547,6 +571,24 @@ package struct HTTPParser: Sendable {
             return emitRequest()
         }
         return expectsContinue && bodyAbsent ? .expectContinue : nil
+    }
+
+    /// Reads one Content-Length field (a comma-separated list of equal decimals is allowed, as
+    /// RFC 9110 §8.6 says) into `value`, which holds what earlier fields said; returns why it
+    /// is refused, or nil.
+    private func readContentLength(_ field: String, into value: inout Int?) -> String? {
+        let utf8 = field.utf8
+        var start = utf8.startIndex
+        while true {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
+            guard let n = parseDecimal(trimOWS(utf8[start..<end])) else {
+                return "invalid Content-Length; send a decimal byte count"
+            }
+            if let v = value, v != n { return "conflicting Content-Length values" }
+            value = n
+            if end == utf8.endIndex { return nil }
+            start = utf8.index(after: end)
+        }
     }
 
     private mutating func parseChunkSize(_ range: Range<Int>) -> HTTPParseError? {
@@ -618,6 +660,19 @@ package struct HTTPParser: Sendable {
 
 // MARK: - byte helpers
 
+/// True when the 8 bytes at `i` are all in 0x20...0x7E, the bytes the line scan passes without
+/// a closer look (SWAR: a high bit, a byte below 0x20 or a 0x7F anywhere makes it false; each
+/// "any byte" test is exact for the whole word, a borrow spreading only from a real hit).
+@inline(__always)
+private func allPrintableASCII(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
+    let w = UnsafeRawPointer(p.baseAddress! + i).loadUnaligned(as: UInt64.self)
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    let below20 = (w &- ones &* 0x20) & ~w & highs
+    let del = w ^ (ones &* 0x7F)
+    let isDel = (del &- ones) & ~del & highs
+    return (below20 | isDel | (w & highs)) == 0
+}
+
 @inline(__always)
 private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 
@@ -643,6 +698,39 @@ private func firstIndex(of byte: UInt8, in p: UnsafeBufferPointer<UInt8>, _ rang
         i += 1
     }
     return nil
+}
+
+/// The name as a literal when its bytes are exactly (same case) one that a WebPush sender
+/// (Mastodon's http.rb) writes in every push: those are most of a push's head, and a literal
+/// costs no String to make and check. Chosen by length, then compared byte by byte.
+private func commonFieldName(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
+    let start = range.lowerBound
+    @inline(__always) func equals(_ known: StaticString) -> Bool {
+        known.withUTF8Buffer { k in
+            for i in 0..<k.count where k[i] != p[start &+ i] { return false }
+            return true
+        }
+    }
+    switch range.count {
+    case 3: return equals("TTL") ? "TTL" : nil
+    case 4: return equals("Host") ? "Host" : nil
+    case 5: return equals("Topic") ? "Topic" : nil
+    case 6: return equals("Accept") ? "Accept" : nil
+    case 7: return equals("Urgency") ? "Urgency" : nil
+    case 10:
+        if equals("Encryption") { return "Encryption" }
+        if equals("Crypto-Key") { return "Crypto-Key" }
+        if equals("User-Agent") { return "User-Agent" }
+        return equals("Connection") ? "Connection" : nil
+    case 12:
+        if equals("Content-Type") { return "Content-Type" }
+        return equals("X-Request-ID") ? "X-Request-ID" : nil
+    case 13: return equals("Authorization") ? "Authorization" : nil
+    case 14: return equals("Content-Length") ? "Content-Length" : nil
+    case 15: return equals("X-Forwarded-For") ? "X-Forwarded-For" : nil
+    case 16: return equals("Content-Encoding") ? "Content-Encoding" : nil
+    default: return nil
+    }
 }
 
 private func string(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {

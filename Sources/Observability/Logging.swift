@@ -113,6 +113,78 @@ package struct LogRecord: Sendable, Equatable {
 /// safe to call from any thread and must never interleave two lines.
 package protocol LogSink: Sendable {
     func write(_ record: LogRecord)
+
+    /// A line whose fields `fields` adds in key order, each key once: a sink that formats
+    /// bytes writes them as they come, with no list and no record made for the line. The
+    /// default collects them into a `LogRecord` for `write(_:)`.
+    func write(timestamp: Date, level: LogLevel, label: String, message: String,
+               fields: (inout LogFieldWriter) -> Void)
+}
+
+extension LogSink {
+    package func write(timestamp: Date, level: LogLevel, label: String, message: String,
+                       fields: (inout LogFieldWriter) -> Void) {
+        var writer = LogFieldWriter()
+        fields(&writer)
+        write(LogRecord(timestamp: timestamp, level: level, label: label, message: message, fields: writer.fields))
+    }
+}
+
+/// Takes a line's fields in key order: into a list for a record, or (`JSONLogSink`) straight
+/// into the line's bytes, formatted exactly as the record's fields would be.
+package struct LogFieldWriter {
+    /// The fields so far, when they are collected for a record.
+    fileprivate(set) var fields: [LogField] = []
+    /// The line's bytes, when the fields are formatted as they come.
+    fileprivate var bytes: [UInt8] = []
+    fileprivate var formats = false
+    #if DEBUG
+    private var lastKey: String?
+    #endif
+
+    init() {}
+
+    /// Adds one field whose key is written in the code (the usual case); keys must come in
+    /// increasing order (the order the line is written in). A plain key is copied as it is.
+    package mutating func add(_ key: StaticString, _ value: LogValue) {
+        guard formats else { return add(name: key.description, value) }
+        #if DEBUG
+        checkOrder(key.description)
+        #endif
+        let copied = key.withUTF8Buffer { k -> Bool in
+            guard JSONLogSink.isPlainKey(k) else { return false }
+            bytes.append(UInt8(ascii: ","))
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: k)
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(UInt8(ascii: ":"))
+            return true
+        }
+        if copied {
+            JSONLogSink.appendValue(value, to: &bytes)
+        } else {
+            JSONLogSink.appendField(key.description, value, to: &bytes)
+        }
+    }
+
+    /// Adds one field whose key is made at run time; keys must come in increasing order.
+    package mutating func add(name key: String, _ value: LogValue) {
+        #if DEBUG
+        checkOrder(key)
+        #endif
+        if formats {
+            JSONLogSink.appendField(key, value, to: &bytes)
+        } else {
+            fields.append(LogField(key, value))
+        }
+    }
+
+    #if DEBUG
+    private mutating func checkOrder(_ key: String) {
+        assert(lastKey.map { $0 < key } ?? true, "log fields out of key order: \(key) after \(lastKey!)")
+        lastKey = key
+    }
+    #endif
 }
 
 /// A cheap value to copy and pass down: each layer adds its own context with `with(_:_:)`
@@ -157,6 +229,20 @@ package struct Logger: Sendable {
             merged = all
         }
         sink.write(LogRecord(timestamp: timestamp ?? .now, level: level, label: label, message: message(), metadata: merged))
+    }
+
+    /// `log` with the fields added by `fields` in key order, each key once: the push's line. A
+    /// JSON sink formats them straight into the line, without a list or a record; the logger's
+    /// own context, when it has some, is merged the way `log(_:_:fields:)` does.
+    package func log(_ level: LogLevel, _ message: @autoclosure () -> String,
+                     inKeyOrder fields: (inout LogFieldWriter) -> Void) {
+        guard level >= self.level else { return }
+        if !self.metadata.isEmpty {
+            var writer = LogFieldWriter()
+            fields(&writer)
+            return log(level, message(), fields: writer.fields)
+        }
+        sink.write(timestamp: Date(), level: level, label: label, message: message(), fields: fields)
     }
 
     /// `log` with the metadata as a list, best written in key order: the push's line, which has
@@ -235,32 +321,80 @@ package struct JSONLogSink: LogSink {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The line's fields as they come, in the buffer of the loop's batch: the push's line.
+    package func write(timestamp: Date, level: LogLevel, label: String, message: String,
+                       fields: (inout LogFieldWriter) -> Void) {
+        output.writeLine { Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &$0) }
+    }
+
+    /// `format` for a line written with `write(timestamp:level:label:message:fields:)`.
+    package func format(timestamp: Date, level: LogLevel, label: String, message: String,
+                        fields: (inout LogFieldWriter) -> Void) -> String {
+        var out: [UInt8] = []
+        Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Writes the line as bytes straight into the writer's buffer: no intermediate strings.
     static func append(_ record: LogRecord, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"ts":""#.utf8)
-        appendTimestamp(record.timestamp, to: &out)
-        out.append(contentsOf: #"","level":""#.utf8)
-        out.append(contentsOf: record.level.rawValue.utf8)
-        out.append(contentsOf: #"","label":"#.utf8)
-        JSONString.appendQuoted(record.label, to: &out)
-        out.append(contentsOf: #","msg":"#.utf8)
-        JSONString.appendQuoted(record.message, to: &out)
-        for field in record.fields {
-            let key = field.key, value = field.value
-            out.append(UInt8(ascii: ","))
-            // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-            if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
-            out.append(UInt8(ascii: ":"))
-            switch value {
-            case .string(let s): JSONString.appendQuoted(s, to: &out)
-            case .int(let i): appendDecimal(i, to: &out)
-            case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-            case .double(let d):
-                // JSON has no NaN or infinity; a string keeps the line parseable.
-                if d.isFinite { appendDouble(d, to: &out) } else { JSONString.appendQuoted(String(d), to: &out) }
-            }
-        }
+        appendHead(timestamp: record.timestamp, level: record.level, label: record.label, message: record.message, to: &out)
+        for field in record.fields { appendField(field.key, field.value, to: &out) }
         out.append(UInt8(ascii: "}"))
+    }
+
+    static func append(timestamp: Date, level: LogLevel, label: String, message: String,
+                       fields: (inout LogFieldWriter) -> Void, to out: inout [UInt8]) {
+        appendHead(timestamp: timestamp, level: level, label: label, message: message, to: &out)
+        // The buffer is lent to the writer and taken back: moved, not copied.
+        var writer = LogFieldWriter()
+        writer.formats = true
+        swap(&writer.bytes, &out)
+        fields(&writer)
+        swap(&writer.bytes, &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func appendHead(timestamp: Date, level: LogLevel, label: String, message: String, to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"ts":""#.utf8)
+        appendTimestamp(timestamp, to: &out)
+        out.append(contentsOf: #"","level":""#.utf8)
+        out.append(contentsOf: level.rawValue.utf8)
+        out.append(contentsOf: #"","label":"#.utf8)
+        JSONString.appendQuoted(label, to: &out)
+        out.append(contentsOf: #","msg":"#.utf8)
+        JSONString.appendQuoted(message, to: &out)
+    }
+
+    /// `,"key":value`, the one way a field is written, whether from a record or as it comes.
+    static func appendField(_ key: String, _ value: LogValue, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
+        // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
+        if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
+        out.append(UInt8(ascii: ":"))
+        appendValue(value, to: &out)
+    }
+
+    /// True when `appendField` would write `key` as it is between quotes: no byte to escape
+    /// (printable ASCII but `"` and `\`) and not a fixed field's name.
+    static func isPlainKey(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        for b in key where b < 0x20 || b >= 0x7F || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+        if key.count <= 5 {
+            let text = String(decoding: key, as: UTF8.self)
+            if isReserved(text) { return false }
+        }
+        return true
+    }
+
+    /// A field's value as JSON.
+    static func appendValue(_ value: LogValue, to out: inout [UInt8]) {
+        switch value {
+        case .string(let s): JSONString.appendQuoted(s, to: &out)
+        case .int(let i): appendDecimal(i, to: &out)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .double(let d):
+            // JSON has no NaN or infinity; a string keeps the line parseable.
+            if d.isFinite { appendDouble(d, to: &out) } else { JSONString.appendQuoted(String(d), to: &out) }
+        }
     }
 
     /// The fixed fields' names; compared directly, cheaper than hashing every key into a set.

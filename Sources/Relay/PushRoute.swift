@@ -42,12 +42,17 @@ package struct PushRoute: Sendable, Equatable {
     package static func match(path: String, query: String?) -> RouteMatch {
         let prefix = "/push/"
         guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
-        let rest = path.utf8.dropFirst(prefix.utf8.count)
-        var segments = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        if segments.count == 3, segments[2].isEmpty { segments.removeLast() }
-        guard segments.count == 2, !segments[0].isEmpty, !segments[1].isEmpty else { return .notFound }
+        // Two segments found by index, not by `split`: this runs for every push, and the array of
+        // slices `split` builds was an allocation per push for two values.
+        // The slashes are looked for in the contiguous bytes: stepping a UTF8View's indices cost
+        // more than the rest of the match.
+        let utf8 = path.utf8
+        let start = prefix.utf8.count
+        guard let (slash, idEnd) = segmentEnds(utf8, from: start) else { return .notFound }
+        let tokenBytes = utf8[utf8.index(utf8.startIndex, offsetBy: start) ..< utf8.index(utf8.startIndex, offsetBy: slash)]
+        let idBytes = utf8[utf8.index(utf8.startIndex, offsetBy: slash + 1) ..< utf8.index(utf8.startIndex, offsetBy: idEnd)]
 
-        let token = String(decoding: segments[0], as: UTF8.self)
+        let token = String(Substring(tokenBytes))
         let device: DeviceToken
         switch checkedToken(token) {
         case .success(let checked): device = checked
@@ -55,20 +60,51 @@ package struct PushRoute: Sendable, Equatable {
         }
 
         let id: String
-        switch decodedPathText(segments[1], what: "push id") {
+        switch decodedPathText(idBytes, what: "push id") {
         case .success(let text): id = text
         case .failure(let refusal): return .badRequest(reason: refusal.reason)
         }
 
         var sandbox = false
         if let query {
-            for pair in query.utf8.split(separator: UInt8(ascii: "&")) {
+            // Pair by pair, by index (no array of pairs); an empty pair (`&&`) matches nothing.
+            let utf8 = query.utf8
+            var start = utf8.startIndex
+            while start < utf8.endIndex {
+                let end = utf8[start...].firstIndex(of: UInt8(ascii: "&")) ?? utf8.endIndex
+                let pair = utf8[start..<end]
+                start = end < utf8.endIndex ? utf8.index(after: end) : end
                 let eq = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
                 guard pair[..<eq].elementsEqual("sandbox".utf8) else { continue }
                 sandbox = eq < pair.endIndex && pair[pair.index(after: eq)...].elementsEqual("true".utf8)
             }
         }
         return .push(PushRoute(deviceToken: token, device: device, id: id, sandbox: sandbox))
+    }
+
+    /// Where `{token}/{id}[/]` from byte `start` splits: the offsets of the slash after the token
+    /// and of the id's end; nil unless both are non-empty and nothing follows but one slash.
+    static func segmentEnds(_ utf8: String.UTF8View, from start: Int) -> (slash: Int, idEnd: Int)? {
+        func find(_ p: UnsafeBufferPointer<UInt8>) -> (slash: Int, idEnd: Int)? {
+            var slash = -1
+            var i = start
+            while i < p.count {
+                if p[i] == UInt8(ascii: "/") {
+                    if slash < 0 {
+                        slash = i
+                    } else {
+                        // A second slash is only the optional trailing one.
+                        guard i == p.count - 1 else { return nil }
+                        break
+                    }
+                }
+                i += 1
+            }
+            guard slash > start, i > slash + 1 else { return nil }
+            return (slash, i)
+        }
+        if let found = utf8.withContiguousStorageIfAvailable(find) { return found }
+        return Array(utf8).withUnsafeBufferPointer(find)
     }
 
     /// A token from a path as APNs takes it, or why it can never work.
@@ -89,6 +125,14 @@ package struct PushRoute: Sendable, Equatable {
     /// A percent-decoded path value (the push id, relay-to's extra path) that the app gets back
     /// in its payload: UTF-8 and at most `maxIDBytes` decoded, so the degraded payload fits.
     static func decodedPathText(_ raw: Substring.UTF8View.SubSequence, what: String) -> Result<String, PathRefusal> {
+        // The usual id has no escape: its bytes are already the text (a String's bytes are UTF-8),
+        // so it is taken as is, without the byte array and the UTF-8 check.
+        if !raw.contains(UInt8(ascii: "%")) {
+            guard raw.count <= maxIDBytes else {
+                return .failure(PathRefusal(reason: "\(what) is \(raw.count) bytes, over the \(maxIDBytes)-byte limit"))
+            }
+            return .success(String(Substring(raw)))
+        }
         guard let decoded = percentDecode(raw) else {
             return .failure(PathRefusal(reason: "\(what) has a malformed percent-escape"))
         }

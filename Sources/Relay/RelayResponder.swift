@@ -87,15 +87,27 @@ package final class RelayResponder: HTTPResponder {
     /// cannot take the push). No Task and no hop through the cooperative pool, which cost
     /// several thread wake-ups per push.
     package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
-        route(request) { route, response in
-            self.metrics.countRequest(route: route, status: response.status)
+        switch route(request) {
+        case .answer(let route, let response):
+            metrics.countRequest(route: route, status: response.status)
             completion(response)
+        case .push(let target):
+            // The push counts its own answer (`deliver`): no closure wrapped around `completion`
+            // per layer, each an allocation per push.
+            push(request, target: target, completion: completion)
         }
     }
 
     // MARK: Routing
 
-    private func route(_ request: HTTPRequest, done: @escaping @Sendable (String, HTTPResponse) -> Void) {
+    /// What routing decided: an answer now (with the route's label), or a push to relay.
+    private enum Routed {
+        case answer(String, HTTPResponse)
+        case push(PushTarget)
+    }
+
+    private func route(_ request: HTTPRequest) -> Routed {
+        func done(_ route: String, _ response: HTTPResponse) -> Routed { .answer(route, response) }
         switch request.path {
         case "/":
             // metatext-apns's health check, kept so existing probes keep working.
@@ -123,7 +135,7 @@ package final class RelayResponder: HTTPResponder {
         case .relayTo(let route): target = .relayTo(route)
         }
         if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
-        push(request, target: target) { done(label, $0) }
+        return .push(target)
     }
 
     /// What the two push routes differ in: the app family's payload, its topic, the label.
@@ -212,18 +224,16 @@ package final class RelayResponder: HTTPResponder {
     private func push(_ request: HTTPRequest, target: PushTarget, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
-        let completion: @Sendable (HTTPResponse) -> Void = { [metrics] response in
-            metrics.pushesInFlight.decrement()
-            completion(response)
-        }
+        let label = target.label
+        func reply(_ response: HTTPResponse) { deliver(response, route: label, to: completion) }
         var log = PushLog(requestID: Self.requestID(request), route: target.label, sandbox: target.sandbox,
                           peer: request.forwardedFor ?? request.peerAddress)
 
         let message: WebPushMessage
         do {
-            message = try WebPushParser.parse(headers: request.headers, body: request.body, maxBodyBytes: settings.maxBodyBytes)
+            message = try WebPushParser.parse(headers: request.headers.list, body: request.body, maxBodyBytes: settings.maxBodyBytes)
         } catch {
-            return completion(finish(log, status: error.status, reason: error.reason, started: started))
+            return reply(finish(log, status: error.status, reason: error.reason, started: started))
         }
         let token: DeviceToken
         if let checked = target.device {
@@ -232,7 +242,7 @@ package final class RelayResponder: HTTPResponder {
             do {
                 token = try DeviceToken(target.deviceToken)
             } catch {
-                return completion(finish(log, status: 400, reason: error.message, started: started))
+                return reply(finish(log, status: 400, reason: error.message, started: started))
             }
         }
         log.device = token
@@ -261,14 +271,21 @@ package final class RelayResponder: HTTPResponder {
             // The request was fine; what we built from it was not (topic, loc-key, alert): our fault.
             let answer = RelayAnswer(status: 502, reason: "The relay is misconfigured: \(error.message)", misconfiguration: true)
             metrics.countMisconfiguration(reason: "InvalidNotification")
-            return completion(finish(log, answer: answer, started: started))
+            return reply(finish(log, answer: answer, started: started))
         }
         log.apnsID = notification.apnsID
 
         let pending = log
         sender.send(notification, environment: target.sandbox ? .sandbox : .production) { result in
-            completion(self.answered(result, log: pending, started: started))
+            self.deliver(self.answered(result, log: pending, started: started), route: label, to: completion)
         }
+    }
+
+    /// A push's answer leaves: out of the in-flight gauge (what a drain waits for), counted, sent.
+    private func deliver(_ response: HTTPResponse, route: String, to completion: @Sendable (HTTPResponse) -> Void) {
+        metrics.pushesInFlight.decrement()
+        metrics.countRequest(route: route, status: response.status)
+        completion(response)
     }
 
     /// Apple's answer (or why there was none) turned into the sender's answer, counted and logged.
@@ -306,6 +323,7 @@ package final class RelayResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         metrics.pushDuration.observe(elapsed)
         var headers = HTTPHeaders()
+        headers.reserveCapacity(4)  // one allocation for the answer's fields (and a JSON body's type), not one per field
         headers.add("X-Request-ID", log.requestID)
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
@@ -325,26 +343,26 @@ package final class RelayResponder: HTTPResponder {
     }
 
     private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
-        // In key order, so the line is written as listed (no dictionary, no sort).
-        var fields: [LogField] = []
-        fields.reserveCapacity(14)
-        fields.append(LogField("apns.environment", .string(log.sandbox ? "sandbox" : "production")))
-        if let error = log.apnsError { fields.append(LogField("apns.error", .string(error))) }
-        if let id = log.apnsID { fields.append(LogField("apns.id", .string(id))) }
-        if let reason = log.apnsReason { fields.append(LogField("apns.reason", .string(reason))) }
-        if let status = log.apnsStatus { fields.append(LogField("apns.status", .int(status))) }
-        if let device = log.device { fields.append(LogField("device", .string(device.fingerprint))) }
-        fields.append(LogField("http.status", .int(answer.status)))
-        fields.append(LogField("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000)))
-        if let why = log.degraded {
-            fields.append(LogField("payload.degraded", true))
-            fields.append(LogField("payload.degraded_reason", .string(why)))
-        }
-        if let peer = log.peer { fields.append(LogField("peer", .string(peer))) }
-        if let reason = answer.reason, answer.status != 201 { fields.append(LogField("reason", .string(reason))) }
-        fields.append(LogField("request.id", .string(log.requestID)))
-        fields.append(LogField("route", .string(log.route)))
-        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", fields: fields)
+        // In key order, so the line is written as listed (no dictionary, no sort, and no list:
+        // a JSON sink formats each field as it is added).
+        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
+            line.add("apns.environment", .string(log.sandbox ? "sandbox" : "production"))
+            if let error = log.apnsError { line.add("apns.error", .string(error)) }
+            if let id = log.apnsID { line.add("apns.id", .string(id)) }
+            if let reason = log.apnsReason { line.add("apns.reason", .string(reason)) }
+            if let status = log.apnsStatus { line.add("apns.status", .int(status)) }
+            if let device = log.device { line.add("device", .string(device.fingerprint)) }
+            line.add("http.status", .int(answer.status))
+            line.add("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000))
+            if let why = log.degraded {
+                line.add("payload.degraded", true)
+                line.add("payload.degraded_reason", .string(why))
+            }
+            if let peer = log.peer { line.add("peer", .string(peer)) }
+            if let reason = answer.reason, answer.status != 201 { line.add("reason", .string(reason)) }
+            line.add("request.id", .string(log.requestID))
+            line.add("route", .string(log.route))
+        })
     }
 
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as

@@ -40,6 +40,16 @@ package enum WebPushParser {
         body: [UInt8],
         maxBodyBytes: Int = defaultMaxBodyBytes
     ) throws(WebPushError) -> WebPushMessage {
+        try parse(headers: Array(headers), body: body, maxBodyBytes: maxBodyBytes)
+    }
+
+    /// `parse` over the fields as a server holds them: a list walked directly, where a generic
+    /// sequence from another module is walked through its witnesses, field by field.
+    package static func parse(
+        headers: [(name: String, value: String)],
+        body: [UInt8],
+        maxBodyBytes: Int = defaultMaxBodyBytes
+    ) throws(WebPushError) -> WebPushMessage {
         var contentEncoding: String?
         var encryption: String?
         var cryptoKey: String?
@@ -250,11 +260,28 @@ package enum WebPushParser {
     /// `asciiEqualsLowercase` for bytes.
     private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: String) -> Bool {
         guard bytes.count == lower.utf8.count else { return false }
+        if let equal = lower.utf8.withContiguousStorageIfAvailable({ asciiEqualsLowercase(bytes, $0) }) { return equal }
         return zip(bytes, lower.utf8).allSatisfy { x, y in ((x >= 0x41 && x <= 0x5A) ? x | 0x20 : x) == y }
+    }
+
+    /// `asciiEqualsLowercase` for two byte buffers, the second already lower-case.
+    private static func asciiEqualsLowercase(_ a: UnsafeBufferPointer<UInt8>, _ lower: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == lower.count else { return false }
+        for i in 0..<a.count {
+            let x = a[i]
+            if ((x >= 0x41 && x <= 0x5A) ? x | 0x20 : x) != lower[i] { return false }
+        }
+        return true
     }
 
     /// ASCII case-insensitive equality against an already lower-case literal, without allocating.
     static func asciiEqualsLowercase<S: StringProtocol>(_ s: S, _ lower: String) -> Bool {
+        // Over contiguous bytes (every native or small String and its slices): each header name
+        // is compared this way, and stepping two iterators cost several times the comparison.
+        let fast = s.utf8.withContiguousStorageIfAvailable { a in
+            lower.utf8.withContiguousStorageIfAvailable { b in asciiEqualsLowercase(a, b) }
+        }
+        if let fast, let equal = fast { return equal }
         var a = s.utf8.makeIterator()
         var b = lower.utf8.makeIterator()
         while true {

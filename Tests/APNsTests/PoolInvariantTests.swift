@@ -94,6 +94,9 @@ private struct Owner {
         let inFlight = conns.values.reduce(0) { $0 + $1.streams.count }
         if pool.queuedCount > capacity + inFlight + 3 * 16 { problem("queue grew to \(pool.queuedCount)") }
         if pool.livePushCount != live.count { problem("pool tracks \(pool.livePushCount) pushes, owner \(live.count) after \(event)") }
+        let expected = Pool.Summary(canTakeNow: pool.canTakeNow, hasLiveConnection: pool.hasLiveConnection,
+                                    canSendNow: pool.canSendNow, readyConnectionCount: pool.readyConnectionCount)
+        if pool.summary != expected { problem("summary \(pool.summary), properties \(expected) after \(event)") }
     }
 
     mutating func perform(_ action: Pool.Action, after event: Pool.Event) {

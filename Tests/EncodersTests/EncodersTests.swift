@@ -95,6 +95,46 @@ struct JSONStringTests {
         #expect(JSONString.escapedCount(text) == out.count)
     }
 
+    @Test("an escape is found wherever it falls in a long value, inside or across every 8-byte block")
+    func escapesInLongValues() {
+        // The rule written out scalar by scalar, to hold the byte-block scan against.
+        func reference(_ s: String) -> String {
+            var out = ""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{08}": out += "\\b"
+                case "\u{0C}": out += "\\f"
+                case "\u{2028}": out += "\\u2028"
+                case "\u{2029}": out += "\\u2029"
+                default:
+                    if scalar.value < 0x20 || scalar.value == 0x7F {
+                        let hex = String(scalar.value, radix: 16)
+                        out += "\\u00" + (hex.count == 1 ? "0" + hex : hex)
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out
+        }
+        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1F}", "\u{7F}", "\u{2028}", "\u{2029}", "\u{2027}", "\u{E2}",
+                        "é", "😀", " ", "~", "\"\u{2028}\\"]
+        for special in specials {
+            for position in 0...24 {
+                let text = String(repeating: "a", count: position) + special + String(repeating: "b", count: 24 - position)
+                var out: [UInt8] = []
+                JSONString.appendEscaped(text, to: &out)
+                #expect(String(decoding: out, as: UTF8.self) == reference(text), "\(special.debugDescription) at \(position)")
+                #expect(JSONString.escapedCount(text) == out.count, "\(special.debugDescription) at \(position)")
+            }
+        }
+    }
+
     @Test("whatever is written parses back to the same string")
     func roundTrips() throws {
         let nasty = "a\"b\\c\nd\re\tf\u{01}g\u{7F}h\u{2028}é🙂\u{0}"

@@ -289,12 +289,93 @@ struct HTTPParserMalformedTests {
         #expect(parser.bufferedByteCount == 0)
     }
 
+    @Test("the framing fields are found in any case, and the first fault of Content-Length in order is the one named",
+          arguments: FramingCase.all)
+    func framingFields(_ c: FramingCase) throws {
+        var parser = HTTPParser()
+        let events = parser.feed(bytes("POST /p HTTP/1.1\r\n\(c.head)\r\nabc"))
+        switch try #require(events.first) {
+        case .request(let request):
+            #expect(c.reason == nil)
+            #expect(request.keepAlive == c.keepAlive)
+            #expect(request.body == bytes("abc"))
+        case .error(let error):
+            #expect(error.status == c.status)
+            #expect(error.reason == c.reason)
+        case .expectContinue:
+            Issue.record("unexpected 100-continue")
+        }
+    }
+
+    @Test("a control byte is refused wherever it falls in a header, and tab and non-ASCII bytes pass")
+    func controlBytesAnywhere() {
+        for byte: UInt8 in [0x00, 0x01, 0x08, 0x0B, 0x1F, 0x7F, 0x09, 0x20, 0x7E, 0x80, 0xC3, 0xFF] {
+            let refused = (byte < 0x20 && byte != 0x09) || byte == 0x7F
+            for position in 0..<20 {
+                var value = [UInt8](repeating: UInt8(ascii: "v"), count: 20)
+                value[position] = byte
+                let head = bytes("GET / HTTP/1.1\r\nX-Long-Header-Name: ") + value + bytes("\r\n\r\n")
+                var parser = HTTPParser()
+                let events = parser.feed(head)
+                if refused {
+                    #expect(events.map(status) == [400], "byte 0x\(String(byte, radix: 16)) at \(position)")
+                } else if case .request(let request) = events.first {
+                    #expect(events.count == 1)
+                    #expect(Array((request.headers["X-Long-Header-Name"] ?? "").utf8).count > 0)
+                } else {
+                    Issue.record("byte 0x\(String(byte, radix: 16)) at \(position): \(events)")
+                }
+            }
+        }
+    }
+
+    @Test("field names keep the spelling they were sent in, common or not")
+    func nameSpelling() throws {
+        let names = ["host", "Hosts", "Hos", "Content-Type", "content-type", "Content-TypE",
+                     "Content-Encoding", "Content-Encodinh", "TTL", "ttl", "Crypto-Key", "Crypto_Key", "X-Request-ID",
+                     "X-Request-Id", "Accept-Encoding", "Content-Encoding-Extra", "X"]
+        var head = "GET / HTTP/1.1\r\n"
+        for (i, name) in names.enumerated() { head += "\(name): v\(i)\r\n" }
+        var parser = HTTPParser(limits: HTTPParserLimits(maxHeaderCount: 100))
+        let events = parser.feed(bytes(head + "\r\n"))
+        guard case .request(let request) = try #require(events.first) else {
+            Issue.record("\(events)")
+            return
+        }
+        #expect(request.headers.map(\.name) == names)
+        #expect(request.headers.map(\.value) == names.indices.map { "v\($0)" })
+    }
+
     @Test("a body over the limit is refused before any of it is read")
     func bodyRefusedEarly() {
         var parser = HTTPParser()
         let events = parser.feed(bytes("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n"))
         #expect(events.map(status) == [413])
     }
+}
+
+struct FramingCase: Sendable, CustomTestStringConvertible {
+    let head: String
+    /// The error's status and reason; nil reason: the request is read, its body `abc`.
+    var status = 0
+    var reason: String?
+    var keepAlive = true
+    var testDescription: String { head.debugDescription }
+
+    static let all: [FramingCase] = [
+        FramingCase(head: "content-length: 3\r\n"),
+        FramingCase(head: "CONTENT-LENGTH: 3\r\ncontent-length: 3, 3\r\n"),
+        FramingCase(head: "Content-Length: 3\r\nCONNECTION: close\r\n", keepAlive: false),
+        FramingCase(head: "Content-Length: 5, 6, x\r\n", status: 400, reason: "conflicting Content-Length values"),
+        FramingCase(head: "Content-Length: x, 5, 6\r\n", status: 400, reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: 5\r\nContent-Length: x\r\nContent-Length: 6\r\n", status: 400,
+                    reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: 5,\r\n", status: 400, reason: "invalid Content-Length; send a decimal byte count"),
+        FramingCase(head: "Content-Length: x\r\ntransfer-encoding: chunked\r\n", status: 400,
+                    reason: "both Content-Length and Transfer-Encoding; send only one"),
+        FramingCase(head: "HOST: a\r\nhost: b\r\nContent-Length: x\r\n", status: 400, reason: "more than one Host header"),
+        FramingCase(head: "Content-Length: 3\r\nexpect: 200-ok\r\n", status: 417, reason: "unsupported Expect: 200-ok"),
+    ]
 }
 
 struct KeepAliveCase: Sendable, CustomTestStringConvertible {

@@ -142,6 +142,73 @@ struct JSONLogSinkTests {
         #expect(object["y"] as? String == "inf")
     }
 
+    @Test("a line given field by field in key order is written byte for byte as its record")
+    func fieldsAsTheyCome() {
+        let nasty = "a\"b\\c\nd\u{01}\u{2028}é"
+        let fields: [LogField] = [
+            LogField("apns.id", .string("8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b")), LogField("degraded", true),
+            LogField("http.status", 201), LogField("k\"ey", .string(nasty)), LogField("latency_ms", .double(12.5)),
+            LogField("level", "shadow"), LogField("nan", .double(.nan)), LogField("route", "push"),
+        ]
+        let sink = JSONLogSink()
+        let direct = sink.format(timestamp: fixedDate, level: .warning, label: "relay", message: nasty) { line in
+            for field in fields { line.add(name: field.key, field.value) }
+        }
+        let viaRecord = sink.format(LogRecord(timestamp: fixedDate, level: .warning, label: "relay", message: nasty, fields: fields))
+        #expect(direct == viaRecord)
+        #expect(direct.hasPrefix(#"{"ts":"2024-02-29T12:34:56.789Z","level":"warning","label":"relay","msg":"#))
+        #expect(direct.hasSuffix(#","route":"push"}"#))
+
+        // Keys written in the code take the copy-as-is path when plain, the escaping one when not.
+        let staticKeys = sink.format(timestamp: fixedDate, level: .warning, label: "relay", message: nasty) { line in
+            line.add("apns.id", .string("8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b"))
+            line.add("degraded", true)
+            line.add("http.status", 201)
+            line.add("k\"ey", .string(nasty))
+            line.add("latency_ms", .double(12.5))
+            line.add("level", "shadow")
+            line.add("nan", .double(.nan))
+            line.add("route", "push")
+            line.add("é", "accent")
+        }
+        let viaRecordToo = sink.format(LogRecord(timestamp: fixedDate, level: .warning, label: "relay", message: nasty,
+                                                 fields: fields + [LogField("é", "accent")]))
+        #expect(staticKeys == viaRecordToo)
+        #expect(staticKeys.contains(#","metadata.level":"shadow","#))
+    }
+
+    @Test("a line given field by field reaches any sink as a record, with the logger's context merged in")
+    func fieldsToRecordSinks() throws {
+        let sink = InMemoryLogSink()
+        let logger = Logger(label: "relay", sink: sink)
+        logger.log(.info, "push delivered", inKeyOrder: { line in
+            line.add("http.status", 201)
+            line.add("route", "push")
+        })
+        logger.with("instance", "a").log(.info, "push delivered", inKeyOrder: { line in
+            line.add("route", "relay-to")
+        })
+        logger.log(.debug, "dropped", inKeyOrder: { line in line.add("route", "x") })
+        let records = sink.records
+        try #require(records.count == 2)
+        #expect(records[0].fields == [LogField("http.status", 201), LogField("route", "push")])
+        #expect(records[0].message == "push delivered")
+        #expect(records[1].fields == [LogField("instance", "a"), LogField("route", "relay-to")])
+    }
+
+    @Test("a line given field by field goes out through the batch like any other")
+    func fieldsThroughTheWriter() throws {
+        let output = try capture { fd in
+            let logger = Logger(label: "relay", sink: JSONLogSink(fileDescriptor: fd))
+            logger.log(.info, "push delivered", inKeyOrder: { line in line.add("http.status", 201) })
+            logger.info("plain", ["http.status": 201])
+        }
+        let lines = output.split(separator: "\n").map(String.init)
+        try #require(lines.count == 2)
+        #expect(lines[0].hasSuffix(#""msg":"push delivered","http.status":201}"#))
+        #expect(lines[1].hasSuffix(#""msg":"plain","http.status":201}"#))
+    }
+
     @Test("timestamps are UTC with milliseconds, zero-padded, also before 1970")
     func timestamps() {
         #expect(formatTimestamp(WallTime(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")

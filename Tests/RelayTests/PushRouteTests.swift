@@ -17,6 +17,13 @@ struct PushRouteTests {
         ("/push/\(token)/42", "x=1&sandbox=true&y", .push(PushRoute(deviceToken: token, id: "42", sandbox: true))),
         ("/push/\(token)/42", "sandbox=true&sandbox=false", .push(PushRoute(deviceToken: token, id: "42", sandbox: false))),
         ("/push/\(token)/42", "", .push(PushRoute(deviceToken: token, id: "42", sandbox: false))),
+        ("/push/\(token)/42", "&&sandbox=true&", .push(PushRoute(deviceToken: token, id: "42", sandbox: true))),
+        ("/push/\(token)/42", "sandbox=true&&sandbox=", .push(PushRoute(deviceToken: token, id: "42", sandbox: false))),
+        ("/push/\(token)/42", "sandboxx=true&=true", .push(PushRoute(deviceToken: token, id: "42", sandbox: false))),
+        ("/push/\(token)/é+~", nil, .push(PushRoute(deviceToken: token, id: "é+~", sandbox: false))),
+        ("/push/\(token)/42%2F", "sandbox=true", .push(PushRoute(deviceToken: token, id: "42/", sandbox: true))),
+        ("/push/\(token)///", nil, .notFound),
+        ("/push//", nil, .notFound),
         ("/push/\(upperToken)/42", nil, .push(PushRoute(deviceToken: upperToken, id: "42", sandbox: false))),
         ("/push/\(token)/a%20b%2Fc%3F%F0%9F%98%80", nil, .push(PushRoute(deviceToken: token, id: "a b/c?😀", sandbox: false))),
         ("/push/\(token)/a+b", nil, .push(PushRoute(deviceToken: token, id: "a+b", sandbox: false))),
@@ -58,6 +65,9 @@ struct PushRouteTests {
         let atLimit = String(repeating: "%41", count: PushRoute.maxIDBytes)
         #expect(PushRoute.match(path: "/push/\(token)/\(atLimit)", query: nil)
                 == .push(PushRoute(deviceToken: token, id: String(repeating: "A", count: PushRoute.maxIDBytes), sandbox: false)))
+        let plainAtLimit = String(repeating: "a", count: PushRoute.maxIDBytes)
+        #expect(PushRoute.match(path: "/push/\(token)/\(plainAtLimit)/", query: nil)
+                == .push(PushRoute(deviceToken: token, id: plainAtLimit, sandbox: false)))
         let over = String(repeating: "a", count: PushRoute.maxIDBytes + 1)
         #expect(PushRoute.match(path: "/push/\(token)/\(over)", query: nil)
                 == .badRequest(reason: "push id is 513 bytes, over the 512-byte limit"))
