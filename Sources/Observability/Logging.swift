@@ -117,12 +117,12 @@ package protocol LogSink: Sendable {
     /// A line whose fields `fields` adds in key order, each key once: a sink that formats
     /// bytes writes them as they come, with no list and no record made for the line. The
     /// default collects them into a `LogRecord` for `write(_:)`.
-    func write(timestamp: Date, level: LogLevel, label: String, message: String,
+    func write(timestamp: WallTime, level: LogLevel, label: String, message: String,
                fields: (inout LogFieldWriter) -> Void)
 }
 
 extension LogSink {
-    package func write(timestamp: Date, level: LogLevel, label: String, message: String,
+    package func write(timestamp: WallTime, level: LogLevel, label: String, message: String,
                        fields: (inout LogFieldWriter) -> Void) {
         var writer = LogFieldWriter()
         fields(&writer)
@@ -242,7 +242,7 @@ package struct Logger: Sendable {
             fields(&writer)
             return log(level, message(), fields: writer.fields)
         }
-        sink.write(timestamp: Date(), level: level, label: label, message: message(), fields: fields)
+        sink.write(timestamp: .now, level: level, label: label, message: message(), fields: fields)
     }
 
     /// `log` with the metadata as a list, best written in key order: the push's line, which has
@@ -322,13 +322,13 @@ package struct JSONLogSink: LogSink {
     }
 
     /// The line's fields as they come, in the buffer of the loop's batch: the push's line.
-    package func write(timestamp: Date, level: LogLevel, label: String, message: String,
+    package func write(timestamp: WallTime, level: LogLevel, label: String, message: String,
                        fields: (inout LogFieldWriter) -> Void) {
         output.writeLine { Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &$0) }
     }
 
     /// `format` for a line written with `write(timestamp:level:label:message:fields:)`.
-    package func format(timestamp: Date, level: LogLevel, label: String, message: String,
+    package func format(timestamp: WallTime, level: LogLevel, label: String, message: String,
                         fields: (inout LogFieldWriter) -> Void) -> String {
         var out: [UInt8] = []
         Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &out)
@@ -342,7 +342,7 @@ package struct JSONLogSink: LogSink {
         out.append(UInt8(ascii: "}"))
     }
 
-    static func append(timestamp: Date, level: LogLevel, label: String, message: String,
+    static func append(timestamp: WallTime, level: LogLevel, label: String, message: String,
                        fields: (inout LogFieldWriter) -> Void, to out: inout [UInt8]) {
         appendHead(timestamp: timestamp, level: level, label: label, message: message, to: &out)
         // The buffer is lent to the writer and taken back: moved, not copied.
@@ -354,7 +354,7 @@ package struct JSONLogSink: LogSink {
         out.append(UInt8(ascii: "}"))
     }
 
-    private static func appendHead(timestamp: Date, level: LogLevel, label: String, message: String, to out: inout [UInt8]) {
+    private static func appendHead(timestamp: WallTime, level: LogLevel, label: String, message: String, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"ts":""#.utf8)
         appendTimestamp(timestamp, to: &out)
         out.append(contentsOf: #"","level":""#.utf8)
