@@ -3,8 +3,10 @@ import Glibc
 #endif
 
 /// Reading small local files (env files, `.p8` keys, CA bundles, a `send` payload) with
-/// open/read/close, without Foundation. The whole file is read; a read interrupted by a
-/// signal is retried.
+/// open/read/close, without Foundation. The whole file is read, up to `maxBytes`; a read
+/// interrupted by a signal is retried. A path that is no regular file never holds the caller
+/// for ever: a FIFO no one writes to reads as empty, and a device that never ends (`/dev/zero`)
+/// is refused once past the limit.
 package enum LocalFile {
     /// Why a file could not be read: the path and errno's text (`No such file or directory`).
     package struct Failure: Error, CustomStringConvertible {
@@ -14,27 +16,36 @@ package enum LocalFile {
         package var description: String { "cannot read \(path): \(String(cString: strerror(errno)))" }
     }
 
-    /// The file's bytes, however large, read until end of file.
-    package static func bytes(atPath path: String) throws(Failure) -> [UInt8] {
+    /// The most a file is read to, 64 MiB: far above any key, env file, CA bundle or token list,
+    /// and what stops a path naming an endless device from taking all memory.
+    package static let maxBytes = 64 << 20
+
+    /// The file's bytes, read until end of file; EFBIG when it holds more than `maxBytes`.
+    package static func bytes(atPath path: String, maxBytes: Int = LocalFile.maxBytes) throws(Failure) -> [UInt8] {
         var fd: Int32
-        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        // Without O_NONBLOCK, opening a FIFO waits until something opens it for writing.
+        repeat { fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw Failure(path: path, errno: errno) }
         defer { close(fd) }
+        // Reads wait again (a pipe's writer is waited for; one with no writer reads as empty).
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
         var contents: [UInt8] = []
-        var chunk = 16_384
+        // Read into a scratch block and copied on: one read call per 64 KiB, every byte copied
+        // once (a key or env file is one read).
+        let block = 65_536
+        let scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: block)
+        defer { scratch.deallocate() }
         while true {
-            let start = contents.count
-            contents.append(contentsOf: repeatElement(0, count: chunk))
-            let n = contents.withUnsafeMutableBytes { read(fd, $0.baseAddress! + start, chunk) }
+            // One byte past the limit is asked for, to tell a file of exactly `maxBytes` from a longer one.
+            let n = read(fd, scratch.baseAddress!, min(block, maxBytes + 1 - contents.count))
             if n < 0 {
-                contents.removeSubrange(start...)
                 if errno == EINTR { continue }
                 throw Failure(path: path, errno: errno)
             }
-            contents.removeSubrange((start + n)...)
             if n == 0 { return contents }
-            // Fewer system calls for large files: each read asks for up to what was read so far.
-            chunk = min(max(chunk, contents.count), 1 << 24)
+            contents.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<n]))
+            if contents.count > maxBytes { throw Failure(path: path, errno: EFBIG) }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import EventLoop
 
@@ -7,6 +8,12 @@ private func scratchDirectory() throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("local-file-\(getpid())-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
     return path
+}
+
+/// What the FIFO test's reader and its rescuer thread tell each other.
+private final class FIFOFlags: Sendable {
+    let finished = Mutex(false)
+    let rescued = Mutex(false)
 }
 
 @Suite("Local files and the environment without Foundation")
@@ -88,6 +95,53 @@ struct LocalFileTests {
         try Data([0x41, 0xFF, 0xFE, 0x42]).write(to: URL(fileURLWithPath: path))
         #expect(try LocalFile.bytes(atPath: path) == [0x41, 0xFF, 0xFE, 0x42])
         #expect(LocalFile.text(atPath: path) == nil)
+    }
+
+    @Test("an endless device as a key file is refused past the limit instead of read for ever")
+    func endlessDevice() throws {
+        // The default limit: a key path naming /dev/zero must fail, not fill memory.
+        do {
+            _ = try LocalFile.bytes(atPath: "/dev/zero")
+            Issue.record("read /dev/zero to its end")
+        } catch {
+            #expect(error.errno == EFBIG)
+        }
+        #expect(LocalFile.text(atPath: "/dev/zero") == nil)
+    }
+
+    @Test("a file of exactly the limit is read; one byte more is refused")
+    func limitIsExact() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/limit"
+        try Data(repeating: 0x41, count: 100_000).write(to: URL(fileURLWithPath: path))
+        #expect(try LocalFile.bytes(atPath: path, maxBytes: 100_000).count == 100_000)
+        #expect(throws: LocalFile.Failure.self) { try LocalFile.bytes(atPath: path, maxBytes: 99_999) }
+    }
+
+    @Test("a FIFO no one writes to reads as empty instead of waiting for a writer")
+    func fifoWithoutWriter() throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/AuthKey.p8"
+        #expect(mkfifo(path, 0o600) == 0)
+        // Should the open wait for a writer, one comes after 10 s (opening for read and write
+        // never waits), so a regression fails here rather than hanging the run.
+        let flags = FIFOFlags()
+        let rescuer = Thread {
+            for _ in 0..<100 where !flags.finished.withLock({ $0 }) { usleep(100_000) }
+            if flags.finished.withLock({ $0 }) { return }
+            flags.rescued.withLock { $0 = true }
+            let fd = open(path, O_RDWR)
+            usleep(100_000)
+            close(fd)
+        }
+        rescuer.start()
+        let bytes = try LocalFile.bytes(atPath: path)
+        flags.finished.withLock { $0 = true }
+        while !rescuer.isFinished { usleep(10_000) }
+        #expect(bytes == [])
+        #expect(!flags.rescued.withLock { $0 }, "the open waited for a writer")
     }
 
     @Test("the environment is what ProcessInfo reads, a value holding = included")
