@@ -32,8 +32,9 @@ package enum UUIDText {
         }
     }
 
-    /// Reads `8-4-4-4-12` hex digits of either case (what Foundation's `UUID(uuidString:)` took):
-    /// exactly 36 characters, the dashes where they belong, nothing around them.
+    /// Reads `8-4-4-4-12` hex digits of either case: exactly 36 characters, the dashes where they
+    /// belong, nothing around them, and only hex digits between them (stricter than Foundation's
+    /// `UUID(uuidString:)`, which also read a group such as `0C+D`).
     package static func parse(_ text: String) -> Bytes? {
         let text = Array(text.utf8)
         guard text.count == 36 else { return nil }
