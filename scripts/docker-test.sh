@@ -16,6 +16,7 @@
 # Installs docker.io and debootstrap from Debian when missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/emulator.sh
 
 SWIFT=${SWIFT:-swift}
 DEBIAN_RELEASE=bookworm
@@ -159,17 +160,15 @@ ok "demo --once in the container: 201 and the payload decrypts"
 mock_bin="$("$SWIFT" build --show-bin-path)/apns-mock"
 "$mock_bin" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
 mock_pid=$!
-for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
-banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
-mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
+emulator_wait "$work"
 # The container's user (10001) reads the key and the CA from a read-only mount.
-install -m 0644 "$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")" "$work/key.p8"
+install -m 0644 "$key_file" "$work/key.p8"
 chmod 0644 "$work/ca.pem"
-relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+relay_port=$(free_port)
 cat >"$work/relay.env" <<ENV
 APNS_AUTH_KEY_FILE=/ci/key.p8
-APNS_KEY_ID=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
-APPLE_TEAM_ID=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
+APNS_KEY_ID=$kid
+APPLE_TEAM_ID=$team
 TOPIC=com.example.app
 APNS_HOST=localhost:$mock_port
 APNS_SANDBOX_HOST=localhost:$mock_port

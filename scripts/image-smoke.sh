@@ -13,6 +13,7 @@
 # Installs strace (for 3) and python3 from Debian when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/emulator.sh
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
@@ -80,14 +81,9 @@ trap cleanup EXIT
 
 "$MOCK" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
-banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
-mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
-key_file=$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")
-team=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
-kid=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
+emulator_wait "$work"
 
-relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+relay_port=$(free_port)
 # The env file the operator would write: the example with the required values filled in.
 sed -e "s|^APNS_KEY_ID=.*|APNS_KEY_ID=$kid|" -e "s|^APPLE_TEAM_ID=.*|APPLE_TEAM_ID=$team|" \
     -e "s|^TOPIC=.*|TOPIC=com.example.app|" -e "s|^PORT=.*|PORT=$relay_port|" \

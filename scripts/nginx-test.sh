@@ -9,6 +9,7 @@
 # emulator are stopped by their PIDs at the end, whatever happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/emulator.sh
 
 SWIFT=${SWIFT:-swift}
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -46,7 +47,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "== nginx $("$NGINX" -v 2>&1 | sed 's/.*\///')"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
@@ -89,13 +89,11 @@ ok "nginx -t accepts README's nginx snippet"
 echo "== starting the emulator, the relay and nginx"
 "$BIN/apns-mock" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
-banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
-mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
+emulator_wait "$work"
 env -i PATH="$PATH" HOME="$work" \
-    APNS_AUTH_KEY_FILE="$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")" \
-    APNS_KEY_ID="$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")" \
-    APPLE_TEAM_ID="$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")" TOPIC=com.example.app \
+    APNS_AUTH_KEY_FILE="$key_file" \
+    APNS_KEY_ID="$kid" \
+    APPLE_TEAM_ID="$team" TOPIC=com.example.app \
     APNS_HOST="localhost:$mock_port" APNS_SANDBOX_HOST="localhost:$mock_port" APNS_CA_FILE="$work/ca.pem" \
     BIND_ADDRESS=127.0.0.1 PORT="$relay_port" PUSH_TIMEOUT_MS=1500 LOG_FORMAT=text \
     "$BIN/apns-relay" serve >"$work/relay.out" 2>&1 &

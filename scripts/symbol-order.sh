@@ -10,6 +10,7 @@
 # the functions it executed are listed. Installs valgrind from Debian when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/emulator.sh
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
@@ -41,13 +42,8 @@ fail() { echo "symbol-order: FAIL: $*" >&2; exit 1; }
 
 "$MOCK" --port 0 --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do grep -q 'listening on' "$work/mock.out" && break; sleep 0.1; done
-banner=$(grep 'listening on' "$work/mock.out") || fail "the emulator did not start: $(cat "$work/mock.out")"
-mock_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
-key_file=$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")
-team=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
-kid=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+emulator_wait "$work"
+port=$(free_port)
 
 env -i PATH="$PATH" APNS_KEY_ID="$kid" APPLE_TEAM_ID="$team" TOPIC=com.example.app PORT="$port" \
     BIND_ADDRESS=127.0.0.1 APNS_AUTH_KEY_FILE="$key_file" APNS_HOST="localhost:$mock_port" \
