@@ -233,27 +233,16 @@ package struct Logger: Sendable {
 
     /// `log` with the fields added by `fields` in key order, each key once: the push's line. A
     /// JSON sink formats them straight into the line, without a list or a record; the logger's
-    /// own context, when it has some, is merged the way `log(_:_:fields:)` does.
+    /// own context, when it has some, comes first in a record, so the call's value wins on a clash.
     package func log(_ level: LogLevel, _ message: @autoclosure () -> String,
                      inKeyOrder fields: (inout LogFieldWriter) -> Void) {
         guard level >= self.level else { return }
-        if !self.metadata.isEmpty {
-            var writer = LogFieldWriter()
-            fields(&writer)
-            return log(level, message(), fields: writer.fields)
+        guard !self.metadata.isEmpty else {
+            return sink.write(timestamp: .now, level: level, label: label, message: message(), fields: fields)
         }
-        sink.write(timestamp: .now, level: level, label: label, message: message(), fields: fields)
-    }
-
-    /// `log` with the metadata as a list, best written in key order: the push's line, which has
-    /// no use for a dictionary.
-    package func log(_ level: LogLevel, _ message: @autoclosure () -> String, fields: [LogField]) {
-        guard level >= self.level else { return }
-        var all = fields
-        if !self.metadata.isEmpty {
-            // The logger's context first, so the call's value wins on a clash.
-            all = self.metadata.map { LogField($0.key, .string($0.value)) } + fields
-        }
+        var writer = LogFieldWriter()
+        fields(&writer)
+        let all = self.metadata.map { LogField($0.key, .string($0.value)) } + writer.fields
         sink.write(LogRecord(timestamp: .now, level: level, label: label, message: message(), fields: all))
     }
 
