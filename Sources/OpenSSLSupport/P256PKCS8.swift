@@ -1,14 +1,13 @@
 internal import COpenSSL
 
-/// Apple's `.p8` file read without OpenSSL's decoder framework.
+/// Apple's `.p8` file read without OpenSSL's key decoders.
 ///
-/// `PEM_read_bio_PrivateKey` runs OSSL_DECODER: every provider's decoders are gathered and
-/// tried in chains (PEM to DER, PKCS#8 to type-specific, DER to key), code that runs once at
-/// start-up and then stays resident in every relay. Apple's key has one fixed shape, an EC
-/// P-256 key in PKCS#8 (RFC 5208, with the SEC1 ECPrivateKey of RFC 5915 inside), so that
-/// shape is read here and the key built from its scalar. Anything else (SEC1 "EC PRIVATE KEY",
-/// another curve, RSA, attributes, garbage) gets nil, and the caller hands the text to OpenSSL,
-/// which accepts or refuses it in its own words.
+/// `PEM_read_bio_PrivateKey` runs OSSL_DECODER's PEM and PKCS#8 chains, code run once at
+/// start-up that then stays resident (certificates' public keys still go through its DER
+/// decoders). Apple's key has one fixed shape, an EC P-256 key in PKCS#8 (RFC 5208, with the
+/// SEC1 ECPrivateKey of RFC 5915 inside), so that shape is read here and the key built from its
+/// scalar. Anything else (SEC1 "EC PRIVATE KEY", another curve, RSA, attributes, garbage) gets
+/// nil, and the caller hands the text to OpenSSL, which accepts or refuses it in its own words.
 enum P256PKCS8 {
     /// The private scalar (32 bytes) and the public point stored beside it (65 bytes,
     /// uncompressed), if any, of a normalized "BEGIN PRIVATE KEY" PEM holding a P-256 key.
