@@ -4,10 +4,11 @@
 #      libstdc++ and the Swift runtime in: it loads nothing of them, and no shared library beyond
 #      the ones the Dockerfile's runtime stage installs (plus libc6, which the base image has);
 #   2. it is at most 20 MB;
-#   3. its OpenSSL, linked in, reads Debian's configuration and trust store as the shared one
-#      does (/usr/lib/ssl/openssl.cnf, /usr/lib/ssl/cert.pem: ca-certificates' bundle), and a
-#      trust store named by SSL_CERT_FILE alone verifies the emulator (`check --connect`: TLS,
-#      HTTP/2 and an ES256 provider token the emulator checks);
+#   3. its OpenSSL, linked in, reads Debian's configuration and trust store where the shared one
+#      does (/usr/lib/ssl/openssl.cnf, and /usr/lib/ssl/certs: ca-certificates' hashed directory,
+#      read root by root as a handshake needs one), and a trust store named by SSL_CERT_FILE
+#      alone verifies the emulator (`check --connect`: TLS, HTTP/2 and an ES256 provider token
+#      the emulator checks);
 #   4. started from an env file shaped like config/apns-relay.env.example, against the APNs
 #      emulator, it answers /health and /ready and delivers one push.
 # Installs strace (for 3) and python3 from Debian when missing.
@@ -104,11 +105,18 @@ echo "== OpenSSL, linked in, finds Debian's configuration and trust store"
 env -i PATH="$PATH" HOME="$work" strace -f -qq -e trace=open,openat -o "$work/strace.out" \
     "$RELAY" check --env-file "$work/relay.env" --connect >"$work/check.out" 2>&1 \
   || fail "check --connect against the emulator failed: $(cat "$work/check.out")"
-for file in /usr/lib/ssl/openssl.cnf /usr/lib/ssl/cert.pem; do
-  grep -E "\"$file\".* = [0-9]+$" "$work/strace.out" >/dev/null \
-    || fail "the relay's OpenSSL did not open $file (is its OPENSSLDIR Debian's /usr/lib/ssl?): $(grep -F "$file" "$work/strace.out" || echo never tried)"
-  echo "  opened $file -> $(readlink -f "$file")"
-done
+file=/usr/lib/ssl/openssl.cnf
+grep -E "\"$file\".* = [0-9]+$" "$work/strace.out" >/dev/null \
+  || fail "the relay's OpenSSL did not open $file (is its OPENSSLDIR Debian's /usr/lib/ssl?): $(grep -F "$file" "$work/strace.out" || echo never tried)"
+echo "  opened $file -> $(readlink -f "$file")"
+# Without the emulator's CA the handshake fails, after OpenSSL looked for its root (by subject
+# hash) in Debian's hashed directory.
+env -i PATH="$PATH" HOME="$work" strace -f -qq -e trace=%file -o "$work/strace-dir.out" \
+    "$RELAY" check --env-file "$work/system-trust.env" --connect >"$work/check-dir.out" 2>&1 \
+  && fail "check --connect trusted the emulator without its CA: $(cat "$work/check-dir.out")"
+grep -E '"/usr/lib/ssl/certs/[0-9a-f]{8}\.[0-9]+"' "$work/strace-dir.out" >/dev/null \
+  || fail "the relay's OpenSSL never looked in /usr/lib/ssl/certs for a root (is its OPENSSLDIR Debian's /usr/lib/ssl?): $(tail -3 "$work/check-dir.out")"
+echo "  looked roots up in /usr/lib/ssl/certs -> $(readlink -f /usr/lib/ssl/certs)"
 # A trust store the way operators name one (SSL_CERT_FILE): the TLS handshake and the ES256
 # provider token both pass the emulator's checks.
 env -i PATH="$PATH" HOME="$work" SSL_CERT_FILE="$work/ca.pem" \

@@ -1,4 +1,5 @@
 import Transport
+internal import Encoders
 
 /// Why a connection to Apple could not be made, in words that say what to check: the pushes
 /// that could not go out carry it, so "APNs is unreachable" always comes with its cause.
@@ -13,23 +14,23 @@ enum ConnectFailure {
         let target = "\(endpoint.host):\(endpoint.port)"
         let checkHost = hostSetting.map { "check \($0)" } ?? "the host is Apple's default; check the network"
         if error.code == .timedOut {
-            return lower.contains("handshake") || lower.contains("tls")
+            return lower.contains(text: "handshake") || lower.contains(text: "tls")
                 ? "TLS handshake timeout with \(target): it accepted the connection but never completed TLS (\(text))"
                 : "timeout connecting to \(target) (\(text))"
         }
-        if lower.contains("refused") {
+        if lower.contains(text: "refused") {
             return "connection refused by \(target): nothing listens there; \(checkHost) (\(text))"
         }
-        if lower.contains("host not found") || lower.contains("resolve") || lower.contains("getaddrinfo")
-            || lower.contains("name or service") {
+        if lower.contains(text: "host not found") || lower.contains(text: "resolve") || lower.contains(text: "getaddrinfo")
+            || lower.contains(text: "name or service") {
             return "DNS: cannot resolve \(endpoint.host); \(checkHost) and the resolver (\(text))"
         }
-        if lower.contains("certificate verification failed") || lower.contains("not valid for") {
+        if lower.contains(text: "certificate verification failed") || lower.contains(text: "not valid for") {
             let fix = caSetting.map { "the CA in \($0) did not sign it" }
                 ?? "set APNS_CA_FILE (or APNS_CA) to the CA that signed it, e.g. the emulator's"
             return "untrusted certificate from \(target): \(fix) (\(text))"
         }
-        if lower.contains("alpn") {
+        if lower.contains(text: "alpn") {
             return "no h2 in ALPN from \(target): it is not an HTTP/2 (APNs) server (\(text))"
         }
         return "cannot connect to \(target): \(error)"

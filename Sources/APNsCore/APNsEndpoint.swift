@@ -1,3 +1,4 @@
+internal import Encoders
 
 /// Where a pool connects. Custom hosts point the client at the emulator in tests and the demo.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -27,7 +28,7 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
         let lowered = rest.lowercased()
         if lowered.hasPrefix("https://") {
             rest = rest.dropFirst(8)
-        } else if lowered.contains("://") {
+        } else if lowered.contains(text: "://") {
             return nil
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }

@@ -4,6 +4,7 @@
 import Glibc
 #endif
 import Synchronization
+internal import Encoders
 
 /// A value that only goes up (requests, errors); Prometheus derives rates from it.
 package final class Counter: Sendable {
@@ -269,7 +270,7 @@ package final class MetricsRegistry: Sendable {
 
     /// HELP text escapes only backslash and line feed.
     static func escapeHelp(_ s: String) -> String {
-        s.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
+        s.replacing(text: "\\", with: "\\\\").replacing(text: "\n", with: "\\n")
     }
 
     /// Whole numbers print without `.0` (`le="1"`, as Prometheus' own clients write them),

@@ -43,30 +43,55 @@ public final class ES256PrivateKey: @unchecked Sendable {
     /// Loads the text of Apple's `.p8` file (PKCS#8 "BEGIN PRIVATE KEY"), or a SEC1
     /// "BEGIN EC PRIVATE KEY". Environment variables often carry the key with literal
     /// `\n` sequences, surrounding quotes or whitespace, or on one line; all are accepted.
-    public init(pem: String) throws {
+    public convenience init(pem: String) throws {
         OpenSSLErrorQueue.clearQueue()
         let text = normalizePEM(pem)
+        // Apple's shape is read by our own code; any other text goes to OpenSSL's reader,
+        // which accepts the rest (SEC1) and words every refusal.
+        if let (scalar, stored) = P256PKCS8.read(pem: text), let (key, point) = Self.keyPair(scalar: scalar, stored: stored) {
+            guard let publicHalf = copenssl_p256_from_raw(nil, 0, point, point.count) else {
+                EVP_PKEY_free(key)
+                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not build the public key"))
+            }
+            self.init(key: key, publicKey: ES256PublicKey(owning: publicHalf))
+            return
+        }
         let key: OpaquePointer? = try withReadBIO(text) { copenssl_PEM_read_bio_PrivateKey($0) }
         OpenSSLErrorQueue.clearQueue()
         guard let key else { throw KeyError(.notAKey, Self.p8Message) }
         do {
             try requireP256(key, what: "private key")
-            publicKey = try ES256PublicKey(pem: publicKeyPEM(key))
         } catch {
             EVP_PKEY_free(key)
             throw error
         }
-        pkey = key
+        try self.init(owning: key)
     }
 
-    private init(owning key: OpaquePointer) throws {
+    private init(key: OpaquePointer, publicKey: ES256PublicKey) {
+        pkey = key
+        self.publicKey = publicKey
+    }
+
+    private convenience init(owning key: OpaquePointer) throws {
+        let publicKey: ES256PublicKey
         do {
-            publicKey = try ES256PublicKey(pem: publicKeyPEM(key))
+            publicKey = try ES256PublicKey(publicHalfOf: key)
         } catch {
             EVP_PKEY_free(key)
             throw error
         }
-        pkey = key
+        self.init(key: key, publicKey: publicKey)
+    }
+
+    /// The key for `scalar` and its public point d·G; nil when the scalar is not a P-256 private
+    /// key or `stored` (the point the file carries) is not its point.
+    private static func keyPair(scalar: [UInt8], stored: [UInt8]?) -> (OpaquePointer, [UInt8])? {
+        defer { OpenSSLErrorQueue.clearQueue() }
+        var point = [UInt8](repeating: 0, count: 65)
+        guard copenssl_p256_public_from_private(scalar, scalar.count, &point) == 1, stored == nil || stored == point,
+              let key = copenssl_p256_from_raw(scalar, scalar.count, point, point.count) else { return nil }
+        return (key, point)
     }
 
     deinit {
@@ -154,6 +179,23 @@ public final class ES256PublicKey: @unchecked Sendable {
         pkey = key
     }
 
+    /// Takes ownership of a P-256 public key.
+    fileprivate init(owning key: OpaquePointer) {
+        pkey = key
+    }
+
+    /// The public half of a P-256 key pair, as its own key: the point is copied out, never
+    /// written as PEM and read back (OpenSSL's encoders and decoders would run for it).
+    fileprivate convenience init(publicHalfOf key: OpaquePointer) throws {
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, &point, point.count, &length) == 1,
+              length == 65, let publicHalf = copenssl_p256_from_raw(nil, 0, point, length) else {
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not take the public key out of the private key"))
+        }
+        self.init(owning: publicHalf)
+    }
+
     deinit {
         EVP_PKEY_free(pkey)
     }
@@ -201,21 +243,39 @@ public final class ES256PublicKey: @unchecked Sendable {
 /// quotes, surrounding whitespace, everything on one line. The body is re-wrapped at
 /// 64 columns; text without PEM markers is returned trimmed (and fails to parse).
 func normalizePEM(_ input: String) -> String {
-    var text = input.replacing("\\r", with: "").replacing("\\n", with: "\n").replacing("\r", with: "")
-    text = trimmed(text)
+    // Literal `\n` becomes a line feed; literal `\r` and carriage returns go.
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(input.utf8.count)
+    var afterBackslash = false
+    for byte in input.utf8 {
+        if afterBackslash {
+            afterBackslash = false
+            if byte == UInt8(ascii: "n") { bytes.append(UInt8(ascii: "\n")); continue }
+            if byte == UInt8(ascii: "r") { continue }
+            bytes.append(UInt8(ascii: "\\"))
+        }
+        if byte == UInt8(ascii: "\\") {
+            afterBackslash = true
+        } else if byte != UInt8(ascii: "\r") {
+            bytes.append(byte)
+        }
+    }
+    if afterBackslash { bytes.append(UInt8(ascii: "\\")) }
+    var text = trimmed(String(decoding: bytes, as: UTF8.self))
     if text.count >= 2, let first = text.first, first == text.last, first == "\"" || first == "'" {
         text = trimmed(String(text.dropFirst().dropLast()))
     }
-    guard let begin = text.firstRange(of: "-----BEGIN "),
-          let beginEnd = text[begin.upperBound...].firstRange(of: "-----"),
-          let end = text[beginEnd.upperBound...].firstRange(of: "-----END ") else {
+    let utf8 = Array(text.utf8)
+    guard let begin = find("-----BEGIN ", in: utf8, from: 0),
+          let beginEnd = find("-----", in: utf8, from: begin.upperBound),
+          let end = find("-----END ", in: utf8, from: beginEnd.upperBound) else {
         return text
     }
-    let label = text[begin.upperBound..<beginEnd.lowerBound]
-    let body = text[beginEnd.upperBound..<end.lowerBound]
+    let label = String(decoding: utf8[begin.upperBound..<beginEnd.lowerBound], as: UTF8.self)
+    let body = utf8[beginEnd.upperBound..<end.lowerBound]
     // Encrypted legacy PEM carries "Proc-Type:" headers; leave it for OpenSSL to refuse.
-    guard !body.contains(":") else { return text }
-    let base64 = body.filter { !$0.isWhitespace }
+    guard !body.contains(UInt8(ascii: ":")) else { return text }
+    let base64 = String(decoding: body, as: UTF8.self).filter { !$0.isWhitespace }
     var lines = ["-----BEGIN \(label)-----"]
     var rest = Substring(base64)
     while !rest.isEmpty {
@@ -224,6 +284,19 @@ func normalizePEM(_ input: String) -> String {
     }
     lines.append("-----END \(label)-----")
     return lines.joined(separator: "\n") + "\n"
+}
+
+/// Where the ASCII `marker` next occurs in `bytes`, at `from` or later. (Byte by byte: the
+/// standard library's `firstRange(of:)` would link _StringProcessing into every binary that
+/// uses this module, and the modules with a text-search helper are all above this one.)
+private func find(_ marker: String, in bytes: [UInt8], from: Int) -> Range<Int>? {
+    let needle = Array(marker.utf8)
+    var at = from
+    while at + needle.count <= bytes.count {
+        if bytes[at..<(at + needle.count)].elementsEqual(needle) { return at..<(at + needle.count) }
+        at += 1
+    }
+    return nil
 }
 
 private func trimmed(_ text: String) -> String {

@@ -1,4 +1,7 @@
 internal import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Shared TLS configuration: trust, certificates, ALPN. Build one per role and create
 /// many `TLSSession`s from it, since loading a trust store per connection is slow.
@@ -37,11 +40,14 @@ package final class TLSContext: @unchecked Sendable {
     /// - Parameters:
     ///   - alpn: protocols to offer; when non-empty, a handshake that negotiates none of
     ///     them fails with `.noALPN`, because APNs only speaks HTTP/2.
-    ///   - trustSystemStore: trust Debian's CA bundle. Keep it on for Apple: pinning
+    ///   - trustSystemStore: trust Debian's CA store. Keep it on for Apple: pinning
     ///     Apple's CA broke relays when Apple changed it.
+    ///   - systemStoreEnvironment: where OpenSSL's overrides of the store's place are read
+    ///     (`SSL_CERT_DIR`, `SSL_CERT_FILE`); nil for the process's environment.
     ///   - extraCAFile: a PEM file of extra roots (the emulator's CA in tests and the demo).
     ///   - extraCAPEM: the same, as text.
     package static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
+                              systemStoreEnvironment: [String: String]? = nil,
                               extraCAFile: String? = nil, extraCAPEM: String? = nil) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
@@ -51,8 +57,8 @@ package final class TLSContext: @unchecked Sendable {
         defer { if owned { SSL_CTX_free(ctx) } }
         try configureCommon(ctx)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        if trustSystemStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not load the system trust store; install ca-certificates"))
+        if trustSystemStore {
+            try loadSystemStore(ctx, environment: systemStoreEnvironment)
         }
         if let extraCAFile {
             if SSL_CTX_load_verify_locations(ctx, extraCAFile, nil) != 1 {
@@ -132,6 +138,32 @@ package final class TLSContext: @unchecked Sendable {
         }
         owned = false
         return TLSContext(ctx: ctx, requiredALPN: [], isServer: true, alpnWire: wireBuffer, alpnList: list)
+    }
+
+    /// The system's roots as its hashed directory: OpenSSL reads the one root a handshake needs
+    /// when it needs it, and keeps only that one. `SSL_CTX_set_default_verify_paths` also
+    /// parsed the whole bundle (`cert.pem`, ~140 roots) into the context at start-up: 0.8 MiB
+    /// of heap that an idle relay held for nothing. `SSL_CERT_DIR` names another directory;
+    /// `SSL_CERT_FILE`, when set, is still read whole, and ignored when unreadable, as
+    /// OpenSSL's defaults do.
+    private static func loadSystemStore(_ ctx: OpaquePointer, environment: [String: String]?) throws {
+        func variable(_ name: UnsafePointer<CChar>) -> String? {
+            let name = String(cString: name)
+            if let environment { return environment[name] }
+            return getenv(name).map { String(cString: $0) }
+        }
+        let directory = variable(X509_get_default_cert_dir_env()) ?? String(cString: X509_get_default_cert_dir())
+        guard SSL_CTX_load_verify_dir(ctx, directory) == 1 else {
+            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not use the system trust store \(directory); install ca-certificates"))
+        }
+        if let file = variable(X509_get_default_cert_file_env()), SSL_CTX_load_verify_file(ctx, file) != 1 {
+            OpenSSLErrorQueue.clearQueue()
+        }
+    }
+
+    /// How many roots (and CRLs) the context holds in memory now.
+    package var trustStoreCount: Int {
+        Int(OPENSSL_sk_num(X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx))))
     }
 
     private static func configureCommon(_ ctx: OpaquePointer) throws {

@@ -7,6 +7,7 @@ import APNs
 import WebPush
 import Observability
 import EventLoop
+import Encoders
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.
@@ -280,8 +281,8 @@ extension RelayConfiguration {
 
 /// Shows a value inside a message so an empty or space-padded one is visible.
 private func quoted(_ s: String) -> String {
-    "\"" + s.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
-        .replacing("\n", with: "\\n").replacing("\r", with: "\\r") + "\""
+    "\"" + s.replacing(text: "\\", with: "\\\\").replacing(text: "\"", with: "\\\"")
+        .replacing(text: "\n", with: "\\n").replacing(text: "\r", with: "\\r") + "\""
 }
 
 /// Validation, one variable at a time; each throws a message that says what the variable should hold.
@@ -372,10 +373,10 @@ private struct Reader {
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
         // write the key on one line with literal \n.
-        text = text.replacing("\\n", with: "\n").replacing("\r\n", with: "\n")
+        text = text.replacing(text: "\\n", with: "\n").replacing(text: "\r\n", with: "\n")
             .trimmingWhitespace
         // The message never repeats the key: it is a secret and would land in logs.
-        guard text.hasPrefix("-----BEGIN "), text.contains("PRIVATE KEY-----"), text.hasSuffix("-----") else {
+        guard text.hasPrefix("-----BEGIN "), text.contains(text: "PRIVATE KEY-----"), text.hasSuffix("-----") else {
             let what = source == inlineName ? "the text of" : "a path to"
             throw ConfigurationError(
                 .invalid, source,
@@ -445,7 +446,7 @@ private struct Reader {
             relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams,
             requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
         configuration.authKeyVariable = authKeyVariable
-        configuration.caPEM = value(Variable.caPEM).map { $0.replacing("\\n", with: "\n") }
+        configuration.caPEM = value(Variable.caPEM).map { $0.replacing(text: "\\n", with: "\n") }
         return configuration
     }
 

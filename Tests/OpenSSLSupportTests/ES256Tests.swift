@@ -142,6 +142,32 @@ struct ES256Tests {
         #expect(try ES256PrivateKey(pem: oneLine).publicKey.pem == key.publicKey.pem)
     }
 
+    /// Apple's layout names the curve inside the key too ([0] parameters) and keeps the public
+    /// point beside the scalar; OpenSSL writes the point without the curve (pkcs8RoundTrip).
+    @Test("a .p8 laid out as Apple writes them loads, with the public key OpenSSL derives from it")
+    func appleLayout() throws {
+        let p8 = """
+            -----BEGIN PRIVATE KEY-----
+            MIGTAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHkwdwIBAQQgYNS0M/dm3geEGEPq
+            UJ8qNbFyJk/44PHfCPTmDGnuPNOgCgYIKoZIzj0DAQehRANCAASKhvYcqZGX3fkF
+            r9jri8ftj9LD0CE93gl1egkXWkjdtTO+qrGc+YLBV8G1RwD0PfZs9dm3V9F1hRtF
+            BWzbLOjC
+            -----END PRIVATE KEY-----
+            """
+        // `openssl ec -in key.p8 -pubout`
+        let publicPEM = """
+            -----BEGIN PUBLIC KEY-----
+            MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEiob2HKmRl935Ba/Y64vH7Y/Sw9Ah
+            Pd4JdXoJF1pI3bUzvqqxnPmCwVfBtUcA9D32bPXZt1fRdYUbRQVs2yzowg==
+            -----END PUBLIC KEY-----
+
+            """
+        let key = try ES256PrivateKey(pem: p8)
+        #expect(key.publicKey.pem == publicPEM)
+        let message = Array("header.claims".utf8)
+        #expect(independentlyVerifies(raw: try key.sign(message), message: message, publicKeyPEM: publicPEM))
+    }
+
     @Test("a SEC1 \"BEGIN EC PRIVATE KEY\" parses")
     func sec1Parses() throws {
         let (privatePEM, publicPEM) = try opensslKeyPEM(curve: "P-256", traditional: true)

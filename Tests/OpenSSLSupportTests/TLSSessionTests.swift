@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import OpenSSLSupport
 import CertificateSupport
+internal import COpenSSL
 
 @Suite("TLS sessions over memory BIOs")
 struct TLSSessionTests {
@@ -179,6 +180,54 @@ struct TLSSessionTests {
         let server = try TLSSession(serverContext: serverContext())
         let result = runHandshake(client: client, server: server)
         #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("Debian's trust store is read root by root as handshakes need them, not parsed whole into each context")
+    func systemStoreIsNotPreloaded() throws {
+        // No SSL_CERT_FILE or SSL_CERT_DIR: the store where Debian keeps it.
+        let context = try TLSContext.client(trustSystemStore: true, systemStoreEnvironment: [:])
+        #expect(context.trustStoreCount == 0)
+    }
+
+    @Test("SSL_CERT_FILE, when set, is trusted whole, as OpenSSL's defaults trust it")
+    func certFileIsTrusted() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-bundle-\(UInt64.random(in: 0...UInt64.max)).pem")
+        try certificates().caPEM.write(to: url, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let context = try TLSContext.client(trustSystemStore: true, systemStoreEnvironment: ["SSL_CERT_FILE": url.path])
+        #expect(context.trustStoreCount == 1)
+        let result = runHandshake(client: try TLSSession(context: context, serverName: "localhost"),
+                                  server: try TLSSession(serverContext: serverContext()))
+        #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
+    }
+
+    @Test("a root in the hashed directory SSL_CERT_DIR names verifies the server, and only it is then held")
+    func systemStoreDirectoryIsTrusted() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-certs-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let handshake = { () throws -> Bool in
+            let context = try TLSContext.client(trustSystemStore: true, systemStoreEnvironment: ["SSL_CERT_DIR": directory.path])
+            let result = runHandshake(client: try TLSSession(context: context, serverName: "localhost"),
+                                      server: try TLSSession(serverContext: self.serverContext()))
+            #expect(context.trustStoreCount == (result.client.isEstablished ? 1 : 0))
+            return result.client.isEstablished
+        }
+        #expect(try !handshake(), "an empty directory trusts nothing")
+        // The name OpenSSL looks a root up by: the hash of its subject, then a sequence number
+        // (what Debian's update-ca-certificates writes into /etc/ssl/certs).
+        let caPEM = try certificates().caPEM
+        var bytes = Array(caPEM.utf8)
+        let hash = try bytes.withUnsafeMutableBytes { raw -> UInt in
+            let bio = try #require(BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)))
+            defer { BIO_free(bio) }
+            let ca = try #require(PEM_read_bio_X509(bio, nil, nil, nil))
+            defer { X509_free(ca) }
+            return X509_subject_name_hash(ca)
+        }
+        let name = String(repeating: "0", count: 8 - String(hash, radix: 16).count) + String(hash, radix: 16) + ".0"
+        try caPEM.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        #expect(try handshake())
     }
 
     @Test("a server chain with more than one certificate is accepted and verifies")
