@@ -49,6 +49,17 @@ struct ParserMemoryTests {
         #expect(parser.heldByteCount < 4096)
     }
 
+    @Test("a head waiting for its body counts its fields in what the parser holds")
+    func headCounted() {
+        var parser = HTTPParser()
+        let value = String(repeating: "v", count: 600)
+        feedPartial(&parser, Array("POST /push/ab/1 HTTP/1.1\r\nHost: r\r\nX-Long: \(value)\r\nContent-Length: 10\r\n\r\n".utf8))
+        // The fields' bytes (names and values) are held until the request is handed on: the
+        // server's budget for half-received requests must see them.
+        #expect(parser.heldByteCount >= "Host".utf8.count + 1 + "X-Long".utf8.count + 600 + "Content-Length".utf8.count + 2)
+        #expect(parser.heldByteCount < 4096)
+    }
+
     @Test("between requests a connection's parser holds nothing")
     func idleHoldsNothing() {
         var parser = HTTPParser()
