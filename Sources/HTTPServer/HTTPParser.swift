@@ -34,7 +34,8 @@ package enum HTTPParserEvent: Sendable, Equatable {
 ///
 /// Memory follows what arrived, never what a head declares: a `Content-Length` reserves
 /// nothing, the body grows (doubling, capped at the declared length) with the bytes that came,
-/// and body bytes that arrive after the head go straight into the body, so they are held once.
+/// and body bytes that arrive after the head go straight into the body, so they are held once;
+/// a body that arrived whole with its head (and nothing after it) takes over the input buffer.
 /// The input buffer is freed as soon as all of it is consumed, so a connection between
 /// requests holds nothing.
 ///
@@ -289,6 +290,17 @@ package struct HTTPParser: Sendable {
     }
 
     private mutating func takeBody() {
+        // The whole body and nothing after it is in the input buffer (the request came in one
+        // read, as a push does): the buffer becomes the body, its head moved out of the way,
+        // instead of a second array the body is copied into.
+        if case .body = state, body.isEmpty, remaining > 0, buffer.count - readIndex == remaining {
+            buffer.removeSubrange(0..<readIndex)
+            swap(&body, &buffer)
+            readIndex = 0
+            scanIndex = 0
+            remaining = 0
+            return
+        }
         let take = min(remaining, buffer.count - readIndex)
         if take > 0 {
             let start = readIndex

@@ -60,6 +60,21 @@ struct ParserMemoryTests {
         #expect(parser.heldByteCount < 4096)
     }
 
+    @Test("a body that arrives with its head is handed on in the buffer it arrived in, not copied into another")
+    func bodyAdopted() throws {
+        var parser = HTTPParser()
+        let head = head(length: 3000)
+        let events = parser.feed(head + [UInt8](repeating: 0x61, count: 3000))
+        guard case .request(let request)? = events.first else {
+            Issue.record("expected the request, got \(events)")
+            return
+        }
+        #expect(request.body == [UInt8](repeating: 0x61, count: 3000))
+        // The input buffer held head and body; an array made for the body alone would not.
+        #expect(request.body.capacity >= head.count + 3000)
+        #expect(parser.heldByteCount == 0)
+    }
+
     @Test("between requests a connection's parser holds nothing")
     func idleHoldsNothing() {
         var parser = HTTPParser()
