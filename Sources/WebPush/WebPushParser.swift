@@ -220,11 +220,6 @@ package enum WebPushParser {
     // MARK: - Helpers (internal for tests)
 
     /// Digits only; saturates at `maxTTL`; anything else → nil.
-    static func parseTTL(_ s: Substring) -> Int? {
-        var s = s
-        return s.withUTF8 { parseTTL(UnsafeRawBufferPointer($0)) }
-    }
-
     static func parseTTL(_ s: UnsafeRawBufferPointer) -> Int? {
         guard !s.isEmpty else { return nil }
         var value = 0
@@ -328,12 +323,13 @@ package enum WebPushParser {
         base64Info(s) == nil ? nil : Base64URL.decode(s)
     }
 
-    /// `asciiEqualsLowercase` for raw bytes.
+    /// ASCII case-insensitive equality of bytes (a field's name or value) against an already
+    /// lower-case literal, without allocating.
     private static func asciiEqualsLowercase(_ bytes: UnsafeRawBufferPointer, _ lower: String) -> Bool {
         asciiEqualsLowercase(bytes.assumingMemoryBound(to: UInt8.self), lower)
     }
 
-    /// `asciiEqualsLowercase` for bytes.
+    /// `asciiEqualsLowercase` for typed bytes (the parameter scan's).
     private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: String) -> Bool {
         guard bytes.count == lower.utf8.count else { return false }
         if let equal = lower.utf8.withContiguousStorageIfAvailable({ asciiEqualsLowercase(bytes, $0) }) { return equal }
@@ -348,39 +344,6 @@ package enum WebPushParser {
             if ((x >= 0x41 && x <= 0x5A) ? x | 0x20 : x) != lower[i] { return false }
         }
         return true
-    }
-
-    /// ASCII case-insensitive equality against an already lower-case literal, without allocating.
-    static func asciiEqualsLowercase<S: StringProtocol>(_ s: S, _ lower: String) -> Bool {
-        // Over contiguous bytes (every native or small String and its slices): each header name
-        // is compared this way, and stepping two iterators cost several times the comparison.
-        let fast = s.utf8.withContiguousStorageIfAvailable { a in
-            lower.utf8.withContiguousStorageIfAvailable { b in asciiEqualsLowercase(a, b) }
-        }
-        if let fast, let equal = fast { return equal }
-        var a = s.utf8.makeIterator()
-        var b = lower.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                let folded = (x >= 0x41 && x <= 0x5A) ? x | 0x20 : x
-                if folded != y { return false }
-            default: return false
-            }
-        }
-    }
-
-    static func trimmed(_ s: Substring) -> Substring {
-        var start = s.utf8.startIndex
-        var end = s.utf8.endIndex
-        while start < end, s.utf8[start] == 0x20 || s.utf8[start] == 0x09 { start = s.utf8.index(after: start) }
-        while end > start {
-            let before = s.utf8.index(before: end)
-            guard s.utf8[before] == 0x20 || s.utf8[before] == 0x09 else { break }
-            end = before
-        }
-        return s[start ..< end]
     }
 
     /// `bytes` without its leading and trailing spaces and tabs.
