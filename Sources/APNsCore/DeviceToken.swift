@@ -13,6 +13,9 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public static let maxDigits = 200
 
     /// Accepts upper- or lower-case hex of even length, 64 to 200 digits.
+    ///
+    /// A token already in lower case (what apps send) is kept as given, sharing its storage: every
+    /// push checks one, and a copy of its digits was an allocation per push.
     public init(_ hex: String) throws(APNsError) {
         let utf8 = hex.utf8
         guard utf8.count >= Self.minDigits, utf8.count <= Self.maxDigits else {
@@ -21,19 +24,27 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
         guard utf8.count % 2 == 0 else {
             throw .invalid("device token must have an even number of hex digits; got \(utf8.count)")
         }
-        var lower = [UInt8]()
-        lower.reserveCapacity(utf8.count)
+        var hasUpper = false
         for byte in utf8 {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
-                lower.append(byte)
+                continue
             case UInt8(ascii: "A")...UInt8(ascii: "F"):
-                lower.append(byte + 32)
+                hasUpper = true
             default:
                 throw .invalid("device token must be hex digits only (0-9, a-f); found another character")
             }
         }
-        self.hex = String(decoding: lower, as: UTF8.self)
+        guard hasUpper else {
+            self.hex = hex
+            return
+        }
+        self.hex = String(unsafeUninitializedCapacity: utf8.count) { out in
+            for (i, byte) in utf8.enumerated() {
+                out[i] = byte <= UInt8(ascii: "9") ? byte : byte | 0x20
+            }
+            return utf8.count
+        }
     }
 
     /// Old apps sent `[deviceToken description]`, e.g. `<abcd 1234 …>`; this recovers the hex.

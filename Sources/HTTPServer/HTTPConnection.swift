@@ -42,6 +42,12 @@ final class HTTPConnection: TCPStreamHandler {
     private var peerFinished = false
     /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.
     private var lookahead: HTTPParserEvent?
+    /// Where the responder's answers come back (made once: see `AnswerSlot`).
+    private let answerSlot = AnswerSlot()
+    /// Of the request being answered: whether the connection may stay open after it, and
+    /// whether it is a HEAD (its answer goes out without a body).
+    private var answerKeepsAlive = true
+    private var answeringHead = false
 
     init(stream: TCPStream, core: HTTPServerCore, context: LoopContext) {
         self.stream = stream
@@ -225,27 +231,22 @@ final class HTTPConnection: TCPStreamHandler {
 
     private func dispatch(_ request: HTTPRequest) {
         responding = true
-        let responder = core.responder
-        let loop = stream.loop
-        let keepAlive = request.keepAlive
+        answerKeepsAlive = request.keepAlive
         // RFC 9110 §9.3.2: a HEAD answer has no content, or the peer reads it as the next answer.
-        let isHead = request.method == "HEAD"
-        // Always hop back, even when the answer comes at once on this loop: `finish` reads the
-        // next request, and must not run inside this one's `processInput`.
-        let me = LoopBound(self, on: loop)
-        responder.respond(to: request) { answer in
-            var headless = answer
-            if isHead { headless.body = [] }
-            let response = headless
-            loop.execute { me.value.finish(response, keepAlive: keepAlive) }
-        }
+        answeringHead = request.method == "HEAD"
+        let slot = answerSlot
+        slot.expect(LoopBound(self, on: stream.loop))
+        core.responder.respond(to: request) { answer in slot.deliver(answer) }
     }
 
-    private func finish(_ response: HTTPResponse, keepAlive: Bool) {
+    /// The answer to the request `dispatch` handed on, back on this loop (`AnswerSlot`).
+    func finish(_ answer: HTTPResponse) {
         responding = false
         guard !isClosed else { return }
         defer { settle() }
-        let close = !keepAlive || context.isDraining || (peerFinished && !hasMoreToAnswer())
+        var response = answer
+        if answeringHead { response.body = [] }
+        let close = !answerKeepsAlive || context.isDraining || (peerFinished && !hasMoreToAnswer())
         write(response, close: close)
         if close {
             closeWhenFlushed()

@@ -16,16 +16,26 @@ package enum HTTPVersion: Sendable, Hashable {
 /// Order and repeats matter: a duplicated `Content-Length` or `Host` is a smuggling
 /// attempt the parser must see, and `X-Forwarded-For` is read from its first field.
 /// Lookups ignore ASCII case because field names are case-insensitive (RFC 9110 §5.1).
+///
+/// Every field lives in one byte buffer (name and value lengths, then their bytes), so a parsed
+/// head is one allocation instead of a String per long name or value; Strings are made only when
+/// asked for, and readers on the hot path take the bytes (`withFieldBytes`, `withValue(named:_:)`).
 package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral {
     package typealias Element = (name: String, value: String)
 
-    private var fields: [Element] = []
+    /// Each field as `nameLength`, `valueLength` (4 bytes each, little-endian), name, value.
+    private var storage: [UInt8] = []
+    /// The number of fields, repeats included.
+    package private(set) var count = 0
+
+    /// Bytes before each field's name: its two lengths.
+    private static let lengthBytes = 8
 
     package init() {}
 
     /// Keeps the order of `fields`, so a response's headers go out as written.
     package init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        for (name, value) in fields { add(name, value) }
     }
 
     /// A dictionary literal keeps its written order here (it is a list of pairs).
@@ -35,37 +45,66 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     /// The first value of `name`; the usual way to read a field that should appear once.
     package subscript(name: String) -> String? {
-        for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
-            return field.value
-        }
-        return nil
+        withValue(named: name) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `body` over the bytes of the first value of `name`, without making a String; nil when there
+    /// is no such field. The buffer is valid only during the call.
+    package func withValue<R>(named name: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        try withFieldBytes { fields in try fields.first(named: name).map(body) }
     }
 
     /// Every value of `name` in arrival order, for list fields and duplicate checks.
     package func values(_ name: String) -> [String] {
-        var result: [String] = []
-        for field in fields where asciiCaseInsensitiveEquals(field.name, name) {
-            result.append(field.value)
+        withFieldBytes { fields in
+            var result: [String] = []
+            fields.forEach(named: name) { result.append(String(decoding: $0, as: UTF8.self)) }
+            return result
         }
-        return result
     }
 
     /// Whether any field is named `name`.
     package func contains(_ name: String) -> Bool {
-        fields.contains { asciiCaseInsensitiveEquals($0.name, name) }
+        withValue(named: name) { _ in true } ?? false
     }
 
-    /// The fields in arrival order, as stored: for a reader that walks them all once.
-    package var list: [Element] { fields }
+    /// The fields in arrival order, as Strings: for a reader that walks them all once.
+    package var list: [Element] { Array(self) }
 
-    /// Room for `count` fields, so a head's fields are stored without growing one by one.
+    /// Room for `count` fields of a usual size, so they are stored without growing one by one.
     package mutating func reserveCapacity(_ count: Int) {
-        fields.reserveCapacity(count)
+        reserveBytes(count * 48)
     }
+
+    /// Room for `byteCount` bytes of fields (each field takes its name, its value and 8 bytes).
+    mutating func reserveBytes(_ byteCount: Int) {
+        storage.reserveCapacity(byteCount)
+    }
+
+    /// The bytes this value holds, by capacity: part of what a parser holds for its connection.
+    var byteCapacity: Int { storage.capacity }
 
     /// Appends a field, keeping any earlier one of the same name (repeats are legal).
     package mutating func add(_ name: String, _ value: String) {
-        fields.append((name: name, value: value))
+        var name = name, value = value
+        name.withUTF8 { n in value.withUTF8 { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
+    }
+
+    /// `add` from bytes, for the parser: nothing is decoded until a String is asked for.
+    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        appendLength(name.count)
+        appendLength(value.count)
+        storage.append(contentsOf: name)
+        storage.append(contentsOf: value)
+        count += 1
+    }
+
+    private mutating func appendLength(_ length: Int) {
+        let n = UInt32(truncatingIfNeeded: length)
+        storage.append(UInt8(truncatingIfNeeded: n))
+        storage.append(UInt8(truncatingIfNeeded: n >> 8))
+        storage.append(UInt8(truncatingIfNeeded: n >> 16))
+        storage.append(UInt8(truncatingIfNeeded: n >> 24))
     }
 
     /// Replaces every field named `name` with one field, for headers that must appear once.
@@ -76,22 +115,90 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     /// Removes every field named `name`.
     package mutating func remove(_ name: String) {
-        fields.removeAll { asciiCaseInsensitiveEquals($0.name, name) }
+        guard contains(name) else { return }
+        var kept = HTTPHeaders()
+        withFieldBytes { fields in
+            fields.forEach { fieldName, value in
+                if !asciiCaseInsensitiveEquals(fieldName, name) { kept.add(name: fieldName, value: value) }
+            }
+        }
+        self = kept
     }
 
-    /// The number of fields, repeats included.
-    package var count: Int { fields.count }
+    package var isEmpty: Bool { count == 0 }
 
-    package var isEmpty: Bool { fields.isEmpty }
-
-    package func makeIterator() -> IndexingIterator<[Element]> {
-        fields.makeIterator()
+    /// `body` with every field's bytes: the buffers `FieldBytes` hands out stay valid until `body`
+    /// returns, so a reader may keep them for the whole call (the WebPush parser does).
+    package func withFieldBytes<R>(_ body: (FieldBytes) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { try body(FieldBytes(bytes: $0)) }
     }
 
-    /// Equal when the same fields arrive in the same order with the same spelling.
+    /// The fields of one `HTTPHeaders` as bytes, valid during `withFieldBytes`.
+    package struct FieldBytes {
+        fileprivate let bytes: UnsafeRawBufferPointer
+
+        /// Calls `visit` with each field's name and value, in arrival order.
+        package func forEach(_ visit: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+            var i = 0
+            while i < bytes.count {
+                let nameCount = length(at: i), valueCount = length(at: i + 4)
+                let nameStart = i + HTTPHeaders.lengthBytes, valueStart = nameStart + nameCount
+                i = valueStart + valueCount
+                try visit(UnsafeRawBufferPointer(rebasing: bytes[nameStart..<valueStart]),
+                          UnsafeRawBufferPointer(rebasing: bytes[valueStart..<i]))
+            }
+        }
+
+        /// Calls `visit` with each value of the fields named `name` (in any case), in arrival order.
+        package func forEach(named name: String, _ visit: (_ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+            try forEach { fieldName, value in
+                if asciiCaseInsensitiveEquals(fieldName, name) { try visit(value) }
+            }
+        }
+
+        /// The first value of the fields named `name`, or nil.
+        package func first(named name: String) -> UnsafeRawBufferPointer? {
+            var i = 0
+            while i < bytes.count {
+                let nameCount = length(at: i), valueCount = length(at: i + 4)
+                let nameStart = i + HTTPHeaders.lengthBytes, valueStart = nameStart + nameCount
+                i = valueStart + valueCount
+                if asciiCaseInsensitiveEquals(UnsafeRawBufferPointer(rebasing: bytes[nameStart..<valueStart]), name) {
+                    return UnsafeRawBufferPointer(rebasing: bytes[valueStart..<i])
+                }
+            }
+            return nil
+        }
+
+        private func length(at i: Int) -> Int {
+            Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt32.self)))
+        }
+    }
+
+    package struct Iterator: IteratorProtocol {
+        fileprivate let storage: [UInt8]
+        fileprivate var offset = 0
+
+        package mutating func next() -> Element? {
+            guard offset < storage.count else { return nil }
+            return storage.withUnsafeBytes { bytes in
+                let nameCount = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+                let valueCount = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+                let nameStart = offset + HTTPHeaders.lengthBytes, valueStart = nameStart + nameCount
+                offset = valueStart + valueCount
+                return (name: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[nameStart..<valueStart]), as: UTF8.self),
+                        value: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[valueStart..<offset]), as: UTF8.self))
+            }
+        }
+    }
+
+    package func makeIterator() -> Iterator { Iterator(storage: storage) }
+
+    package var underestimatedCount: Int { count }
+
+    /// Equal when the same fields arrive in the same order with the same spelling (byte for byte).
     package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.fields.count == rhs.fields.count
-            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+        lhs.count == rhs.count && lhs.storage == rhs.storage
     }
 }
 
@@ -243,6 +350,19 @@ package struct HTTPParserLimits: Sendable, Equatable {
 @inline(__always)
 func asciiLower(_ b: UInt8) -> UInt8 {
     (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+}
+
+/// `asciiCaseInsensitiveEquals` for a name held as bytes (a stored field's) and a String.
+func asciiCaseInsensitiveEquals(_ a: UnsafeRawBufferPointer, _ b: String) -> Bool {
+    let bu = b.utf8
+    guard a.count == bu.count else { return false }
+    if let equal = bu.withContiguousStorageIfAvailable({ pb in
+        for i in 0..<pb.count where asciiLower(a[i]) != asciiLower(pb[i]) { return false }
+        return true
+    }) {
+        return equal
+    }
+    return zip(a, bu).allSatisfy { asciiLower($0) == asciiLower($1) }
 }
 
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {

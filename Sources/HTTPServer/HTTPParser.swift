@@ -34,7 +34,8 @@ package enum HTTPParserEvent: Sendable, Equatable {
 ///
 /// Memory follows what arrived, never what a head declares: a `Content-Length` reserves
 /// nothing, the body grows (doubling, capped at the declared length) with the bytes that came,
-/// and body bytes that arrive after the head go straight into the body, so they are held once.
+/// and body bytes that arrive after the head go straight into the body, so they are held once;
+/// a body that arrived whole with its head (and nothing after it) takes over the input buffer.
 /// The input buffer is freed as soon as all of it is consumed, so a connection between
 /// requests holds nothing.
 ///
@@ -93,6 +94,8 @@ package struct HTTPParser: Sendable {
     private static let maxChunkLineBytes = 4096
     /// The first allocation for a body; it then doubles with what arrives.
     private static let firstBodyCapacity = 1024
+    /// The most the first field reserves for the head's fields; a larger head grows from there.
+    private static let firstHeadCapacity = 1024
 
     package init(limits: HTTPParserLimits = HTTPParserLimits(), peerAddress: String? = nil) {
         self.limits = limits
@@ -102,9 +105,9 @@ package struct HTTPParser: Sendable {
     /// Bytes received but not yet consumed; the server's back-pressure signal.
     package var bufferedByteCount: Int { buffer.count - readIndex }
 
-    /// Bytes of memory this parser holds for the connection (input buffer and body so far, by
-    /// capacity): what a server's budget for half-received requests counts.
-    package var heldByteCount: Int { buffer.capacity + body.capacity }
+    /// Bytes of memory this parser holds for the connection (input buffer, fields and body so far,
+    /// by capacity): what a server's budget for half-received requests counts.
+    package var heldByteCount: Int { buffer.capacity + body.capacity + headers.byteCapacity }
 
     /// True once an error was produced: the connection must answer it and close.
     package var hasFailed: Bool {
@@ -287,6 +290,17 @@ package struct HTTPParser: Sendable {
     }
 
     private mutating func takeBody() {
+        // The whole body and nothing after it is in the input buffer (the request came in one
+        // read, as a push does): the buffer becomes the body, its head moved out of the way,
+        // instead of a second array the body is copied into.
+        if case .body = state, body.isEmpty, remaining > 0, buffer.count - readIndex == remaining {
+            buffer.removeSubrange(0..<readIndex)
+            swap(&body, &buffer)
+            readIndex = 0
+            scanIndex = 0
+            remaining = 0
+            return
+        }
         let take = min(remaining, buffer.count - readIndex)
         if take > 0 {
             let start = readIndex
@@ -438,7 +452,9 @@ package struct HTTPParser: Sendable {
 
     private mutating func parseField(_ range: Range<Int>, isTrailer: Bool) -> HTTPParseError? {
         let place = isTrailer ? "trailer" : "header"
-        let result: Result<(String, String), HTTPParseError> = buffer.withUnsafeBufferPointer { p in
+        // The field's bytes go straight from the input buffer into the headers' one buffer: no
+        // String is made for a name or a value until someone asks for one.
+        let parsed: Result<(name: Range<Int>, value: Range<Int>), HTTPParseError> = buffer.withUnsafeBufferPointer { p in
             if isOWS(p[range.lowerBound]) {
                 return .failure(HTTPParseError(status: 400, reason: "obsolete line folding in a \(place); send each field on one line"))
             }
@@ -451,17 +467,15 @@ package struct HTTPParser: Sendable {
             for i in range.lowerBound..<colon where !isTokenChar(p[i]) {
                 return .failure(HTTPParseError(status: 400, reason: "invalid character in a \(place) name"))
             }
-            if isTrailer { return .success(("", "")) }
             var vs = colon + 1, ve = range.upperBound
             while vs < ve && isOWS(p[vs]) { vs += 1 }
             while ve > vs && isOWS(p[ve - 1]) { ve -= 1 }
-            let name = commonFieldName(p, range.lowerBound..<colon) ?? string(p, range.lowerBound..<colon)
-            return .success((name, string(p, vs..<ve)))
+            return .success((name: range.lowerBound..<colon, value: vs..<ve))
         }
-        switch result {
+        switch parsed {
         case .failure(let error):
             return error
-        case .success(let (name, value)):
+        case .success(let field):
             if isTrailer {
                 trailerBytes += range.count
                 return nil
@@ -470,9 +484,13 @@ package struct HTTPParser: Sendable {
             if headers.count >= limits.maxHeaderCount {
                 return HTTPParseError(status: 431, reason: "more than \(limits.maxHeaderCount) header fields")
             }
-            // Room for a usual head at once, rather than a copy at each doubling.
-            if headers.isEmpty { headers.reserveCapacity(16) }
-            headers.add(name, value)
+            // Room for the head at once, rather than a copy at each doubling: what is buffered
+            // from this line on (a usual head arrives whole), within a usual head's size.
+            if headers.isEmpty { headers.reserveBytes(min(buffer.count - range.lowerBound + 64, HTTPParser.firstHeadCapacity)) }
+            buffer.withUnsafeBytes { p in
+                headers.add(name: UnsafeRawBufferPointer(rebasing: p[field.name]),
+                            value: UnsafeRawBufferPointer(rebasing: p[field.value]))
+            }
             return nil
         }
     }
@@ -490,24 +508,27 @@ package struct HTTPParser: Sendable {
         var contentLengthCount = 0
         var contentLength: Int?
         var contentLengthError: String?
-        for field in headers {
-            let name = field.name
-            switch name.utf8.count {
-            case 4 where asciiCaseInsensitiveEquals(name, "Host"):
-                hostCount += 1
-            case 6 where asciiCaseInsensitiveEquals(name, "Expect"):
-                expectations.append(field.value)
-            case 10 where asciiCaseInsensitiveEquals(name, "Connection"):
-                connectionValues.append(field.value)
-            case 14 where asciiCaseInsensitiveEquals(name, "Content-Length"):
-                contentLengthCount += 1
-                if contentLengthError == nil {
-                    contentLengthError = readContentLength(field.value, into: &contentLength)
+        // Over the fields' bytes: only the rare list fields (Connection, Expect, Transfer-Encoding)
+        // become Strings, to be split and named in a reason.
+        headers.withFieldBytes { fields in
+            fields.forEach { name, value in
+                switch name.count {
+                case 4 where asciiCaseInsensitiveEquals(name, "Host"):
+                    hostCount += 1
+                case 6 where asciiCaseInsensitiveEquals(name, "Expect"):
+                    expectations.append(String(decoding: value, as: UTF8.self))
+                case 10 where asciiCaseInsensitiveEquals(name, "Connection"):
+                    connectionValues.append(String(decoding: value, as: UTF8.self))
+                case 14 where asciiCaseInsensitiveEquals(name, "Content-Length"):
+                    contentLengthCount += 1
+                    if contentLengthError == nil {
+                        contentLengthError = readContentLength(value, into: &contentLength)
+                    }
+                case 17 where asciiCaseInsensitiveEquals(name, "Transfer-Encoding"):
+                    transferEncodings.append(String(decoding: value, as: UTF8.self))
+                default:
+                    break
                 }
-            case 17 where asciiCaseInsensitiveEquals(name, "Transfer-Encoding"):
-                transferEncodings.append(field.value)
-            default:
-                break
             }
         }
         if hostCount > 1 {
@@ -576,18 +597,20 @@ package struct HTTPParser: Sendable {
     /// Reads one Content-Length field (a comma-separated list of equal decimals is allowed, as
     /// RFC 9110 §8.6 says) into `value`, which holds what earlier fields said; returns why it
     /// is refused, or nil.
-    private func readContentLength(_ field: String, into value: inout Int?) -> String? {
-        let utf8 = field.utf8
-        var start = utf8.startIndex
+    private func readContentLength(_ field: UnsafeRawBufferPointer, into value: inout Int?) -> String? {
+        var start = 0
         while true {
-            let end = utf8[start...].firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
-            guard let n = parseDecimal(trimOWS(utf8[start..<end])) else {
+            let end = field[start...].firstIndex(of: UInt8(ascii: ",")) ?? field.count
+            var s = start, e = end
+            while s < e && isOWS(field[s]) { s += 1 }
+            while e > s && isOWS(field[e - 1]) { e -= 1 }
+            guard let n = parseDecimal(UnsafeRawBufferPointer(rebasing: field[s..<e])) else {
                 return "invalid Content-Length; send a decimal byte count"
             }
             if let v = value, v != n { return "conflicting Content-Length values" }
             value = n
-            if end == utf8.endIndex { return nil }
-            start = utf8.index(after: end)
+            if end == field.count { return nil }
+            start = end + 1
         }
     }
 
@@ -700,45 +723,12 @@ private func firstIndex(of byte: UInt8, in p: UnsafeBufferPointer<UInt8>, _ rang
     return nil
 }
 
-/// The name as a literal when its bytes are exactly (same case) one that a WebPush sender
-/// (Mastodon's http.rb) writes in every push: those are most of a push's head, and a literal
-/// costs no String to make and check. Chosen by length, then compared byte by byte.
-private func commonFieldName(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String? {
-    let start = range.lowerBound
-    @inline(__always) func equals(_ known: StaticString) -> Bool {
-        known.withUTF8Buffer { k in
-            for i in 0..<k.count where k[i] != p[start &+ i] { return false }
-            return true
-        }
-    }
-    switch range.count {
-    case 3: return equals("TTL") ? "TTL" : nil
-    case 4: return equals("Host") ? "Host" : nil
-    case 5: return equals("Topic") ? "Topic" : nil
-    case 6: return equals("Accept") ? "Accept" : nil
-    case 7: return equals("Urgency") ? "Urgency" : nil
-    case 10:
-        if equals("Encryption") { return "Encryption" }
-        if equals("Crypto-Key") { return "Crypto-Key" }
-        if equals("User-Agent") { return "User-Agent" }
-        return equals("Connection") ? "Connection" : nil
-    case 12:
-        if equals("Content-Type") { return "Content-Type" }
-        return equals("X-Request-ID") ? "X-Request-ID" : nil
-    case 13: return equals("Authorization") ? "Authorization" : nil
-    case 14: return equals("Content-Length") ? "Content-Length" : nil
-    case 15: return equals("X-Forwarded-For") ? "X-Forwarded-For" : nil
-    case 16: return equals("Content-Encoding") ? "Content-Encoding" : nil
-    default: return nil
-    }
-}
-
 private func string(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
     String(decoding: UnsafeBufferPointer(rebasing: p[range]), as: UTF8.self)
 }
 
 /// Digits only: no sign, no spaces inside, no overflow (a wrapped length smuggles a body).
-private func parseDecimal(_ s: Substring.UTF8View) -> Int? {
+private func parseDecimal(_ s: UnsafeRawBufferPointer) -> Int? {
     if s.isEmpty { return nil }
     var n = 0
     for b in s {

@@ -18,25 +18,24 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     out.append(0x20)
     out.append(contentsOf: reasonPhrase(status).utf8)
     out.append(contentsOf: crlf)
-    for (name, value) in response.headers {
-        if name.utf8.isEmpty || !name.utf8.allSatisfy(isTokenChar) { continue }
-        if asciiCaseInsensitiveEquals(name, "Content-Length") || asciiCaseInsensitiveEquals(name, "Transfer-Encoding")
-            || asciiCaseInsensitiveEquals(name, "Date") || asciiCaseInsensitiveEquals(name, "Connection")
-        {
-            continue
-        }
-        out.append(contentsOf: name.utf8)
-        out.append(contentsOf: ": ".utf8)
-        var value = value
-        value.withUTF8 { bytes in
-            // Whole when clean (the usual case: ids), else a byte at a time, control bytes as spaces.
-            if bytes.allSatisfy({ !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) }) {
-                out.append(contentsOf: bytes)
-            } else {
-                for b in bytes { out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b) }
+    response.headers.withFieldBytes { fields in
+        fields.forEach { name, value in
+            if name.isEmpty || !name.allSatisfy(isTokenChar) { return }
+            if asciiCaseInsensitiveEquals(name, "Content-Length") || asciiCaseInsensitiveEquals(name, "Transfer-Encoding")
+                || asciiCaseInsensitiveEquals(name, "Date") || asciiCaseInsensitiveEquals(name, "Connection")
+            {
+                return
             }
+            out.append(contentsOf: name)
+            out.append(contentsOf: ": ".utf8)
+            // Whole when clean (the usual case: ids), else a byte at a time, control bytes as spaces.
+            if value.allSatisfy({ !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) }) {
+                out.append(contentsOf: value)
+            } else {
+                for b in value { out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b) }
+            }
+            out.append(contentsOf: crlf)
         }
-        out.append(contentsOf: crlf)
     }
     if !noBody {
         out.append(contentsOf: "Content-Length: ".utf8)

@@ -231,7 +231,7 @@ package final class RelayResponder: HTTPResponder {
 
         let message: WebPushMessage
         do {
-            message = try WebPushParser.parse(headers: request.headers.list, body: request.body, maxBodyBytes: settings.maxBodyBytes)
+            message = try WebPushParser.parse(request, maxBodyBytes: settings.maxBodyBytes)
         } catch {
             return reply(finish(log, status: error.status, reason: error.reason, started: started))
         }

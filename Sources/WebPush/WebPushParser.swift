@@ -43,22 +43,55 @@ package enum WebPushParser {
         try parse(headers: Array(headers), body: body, maxBodyBytes: maxBodyBytes)
     }
 
-    /// `parse` over the fields as a server holds them: a list walked directly, where a generic
-    /// sequence from another module is walked through its witnesses, field by field.
+    /// `parse` over fields held as Strings: their bytes are laid end to end in one buffer and read
+    /// by `parse(fields:)`, so the rules have one home.
     package static func parse(
         headers: [(name: String, value: String)],
         body: [UInt8],
         maxBodyBytes: Int = defaultMaxBodyBytes
     ) throws(WebPushError) -> WebPushMessage {
-        var contentEncoding: String?
-        var encryption: String?
-        var cryptoKey: String?
-        var ttlValue: String?
-        var urgencyValue: String?
-        var topicValue: String?
-
+        var packed: [UInt8] = []
+        var ends: [(name: Int, value: Int)] = []
+        ends.reserveCapacity(headers.count)
         for (name, value) in headers {
-            switch name.utf8.count {
+            packed.append(contentsOf: name.utf8)
+            let nameEnd = packed.count
+            packed.append(contentsOf: value.utf8)
+            ends.append((nameEnd, packed.count))
+        }
+        let parsed = packed.withUnsafeBytes { bytes in
+            Result { () throws(WebPushError) in
+                try parse(fields: { visit in
+                    var start = 0
+                    for end in ends {
+                        visit(UnsafeRawBufferPointer(rebasing: bytes[start..<end.name]),
+                              UnsafeRawBufferPointer(rebasing: bytes[end.name..<end.value]))
+                        start = end.value
+                    }
+                }, body: body, maxBodyBytes: maxBodyBytes)
+            }
+        }
+        return try parsed.get()
+    }
+
+    /// Parses one request whose fields are bytes, as the server holds them: `fields` calls its
+    /// argument once per field, name and value, in arrival order, and every buffer it hands out
+    /// must stay valid until `parse` returns (the values are read after the walk). Nothing is
+    /// decoded but what the message keeps (salt, dh, topic) and what a reason quotes.
+    package static func parse(
+        fields: ((_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) -> Void,
+        body: [UInt8],
+        maxBodyBytes: Int = defaultMaxBodyBytes
+    ) throws(WebPushError) -> WebPushMessage {
+        var contentEncoding: UnsafeRawBufferPointer?
+        var encryption = ListValue()
+        var cryptoKey = ListValue()
+        var ttlValue: UnsafeRawBufferPointer?
+        var urgencyValue: UnsafeRawBufferPointer?
+        var topicValue: UnsafeRawBufferPointer?
+
+        fields { name, value in
+            switch name.count {
             case 3 where asciiEqualsLowercase(name, "ttl"):
                 if ttlValue == nil { ttlValue = value }
             case 5 where asciiEqualsLowercase(name, "topic"):
@@ -66,9 +99,9 @@ package enum WebPushParser {
             case 7 where asciiEqualsLowercase(name, "urgency"):
                 if urgencyValue == nil { urgencyValue = value }
             case 10 where asciiEqualsLowercase(name, "encryption"):
-                encryption = encryption.map { $0 + "," + value } ?? value
+                encryption.add(value)
             case 10 where asciiEqualsLowercase(name, "crypto-key"):
-                cryptoKey = cryptoKey.map { $0 + "," + value } ?? value
+                cryptoKey.add(value)
             case 16 where asciiEqualsLowercase(name, "content-encoding"):
                 if contentEncoding == nil { contentEncoding = value }
             default:
@@ -78,9 +111,9 @@ package enum WebPushParser {
 
         // 1. Encoding.
         let encoding: WebPushEncoding
-        let coding = contentEncoding.map { trimmed($0[...]) } ?? ""
+        let coding = contentEncoding.map { trimmed($0) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if coding.isEmpty {
-            guard encryption != nil || cryptoKey != nil else {
+            guard encryption.isPresent || cryptoKey.isPresent else {
                 throw WebPushError(status: 415, reason: "Content-Encoding header is missing; send aes128gcm or aesgcm")
             }
             encoding = .aesgcm
@@ -89,7 +122,9 @@ package enum WebPushParser {
         } else if asciiEqualsLowercase(coding, "aes128gcm") {
             encoding = .aes128gcm
         } else {
-            throw WebPushError(status: 415, reason: "Content-Encoding \(printable(coding)) is not supported; send aes128gcm or aesgcm")
+            // Quoted as the String a reader of the header would see (invalid UTF-8 replaced).
+            let quoted = String(decoding: coding, as: UTF8.self)
+            throw WebPushError(status: 415, reason: "Content-Encoding \(printable(quoted[...])) is not supported; send aes128gcm or aesgcm")
         }
 
         // 2. Body size.
@@ -103,18 +138,20 @@ package enum WebPushParser {
         // 3. Keys and salt.
         switch encoding {
         case .aesgcm:
-            guard let encryption else { throw .bad("Encryption header is missing") }
-            guard let salt = parameter("salt", in: encryption) else { throw .bad("Encryption header has no salt") }
-            guard let saltInfo = base64Info(salt) else { throw .bad("Encryption salt is not base64url") }
+            // The value becomes the message's String before it is checked: it is kept when sound,
+            // and made once either way.
+            guard encryption.isPresent else { throw .bad("Encryption header is missing") }
+            guard let salt = encryption.withBytes({ parameter("salt", in: $0) }) else { throw .bad("Encryption header has no salt") }
+            guard let saltInfo = base64Info(salt[...]) else { throw .bad("Encryption salt is not base64url") }
             guard saltInfo.count == 16 else { throw .bad("Encryption salt is \(saltInfo.count) bytes, not 16") }
-            guard let cryptoKey else { throw .bad("Crypto-Key header is missing") }
-            guard let dh = parameter("dh", in: cryptoKey) else { throw .bad("Crypto-Key header has no dh") }
-            guard let dhInfo = base64Info(dh) else { throw .bad("Crypto-Key dh is not base64url") }
+            guard cryptoKey.isPresent else { throw .bad("Crypto-Key header is missing") }
+            guard let dh = cryptoKey.withBytes({ parameter("dh", in: $0) }) else { throw .bad("Crypto-Key header has no dh") }
+            guard let dhInfo = base64Info(dh[...]) else { throw .bad("Crypto-Key dh is not base64url") }
             guard dhInfo.count == 65, dhInfo.first == 0x04 else {
                 throw .bad("Crypto-Key dh is not a 65-byte uncompressed P-256 point")
             }
-            message.salt = String(salt)
-            message.dh = String(dh)
+            message.salt = salt
+            message.dh = dh
         case .aes128gcm:
             // RFC 8188 §2.1: salt(16) ‖ rs(4, big-endian) ‖ idlen(1) ‖ keyid(idlen); RFC 8291 §4 fixes keyid to the 65-byte key.
             guard body.count >= 21 else {
@@ -134,9 +171,9 @@ package enum WebPushParser {
         }
 
         // 4. Delivery hints: never a reason to refuse.
-        if let ttlValue { message.ttl = parseTTL(trimmed(ttlValue[...])) }
+        if let ttlValue { message.ttl = parseTTL(trimmed(ttlValue)) }
         if let urgencyValue {
-            let u = trimmed(urgencyValue[...])
+            let u = trimmed(urgencyValue)
             if !u.isEmpty {
                 if asciiEqualsLowercase(u, "very-low") { message.urgency = .veryLow }
                 else if asciiEqualsLowercase(u, "low") { message.urgency = .low }
@@ -145,21 +182,48 @@ package enum WebPushParser {
             }
         }
         if let topicValue {
-            let t = trimmed(topicValue[...])
-            if !t.isEmpty, t.utf8.count <= maxTopicBytes, t.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
-                message.topic = String(t)
+            let t = trimmed(topicValue)
+            if !t.isEmpty, t.count <= maxTopicBytes, t.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                message.topic = String(decoding: t, as: UTF8.self)
             }
         }
         return message
     }
 
+    /// A field that may repeat and is then read as one list (`Encryption`, `Crypto-Key`): the
+    /// first value as it lies in the caller's buffer, joined with `,` into bytes of its own only
+    /// when a second one comes.
+    private struct ListValue {
+        private var first: UnsafeRawBufferPointer?
+        private var joined: [UInt8]?
+
+        var isPresent: Bool { first != nil }
+
+        mutating func add(_ value: UnsafeRawBufferPointer) {
+            guard let first else {
+                first = value
+                return
+            }
+            if joined == nil { joined = Array(first) }
+            joined!.append(UInt8(ascii: ","))
+            joined!.append(contentsOf: value)
+        }
+
+        /// `body` over the list's bytes; nil when the field is absent.
+        func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R?) -> R? {
+            if let joined { return joined.withUnsafeBufferPointer(body) }
+            guard let first else { return nil }
+            return body(first.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+
     // MARK: - Helpers (internal for tests)
 
     /// Digits only; saturates at `maxTTL`; anything else → nil.
-    static func parseTTL(_ s: Substring) -> Int? {
+    static func parseTTL(_ s: UnsafeRawBufferPointer) -> Int? {
         guard !s.isEmpty else { return nil }
         var value = 0
-        for byte in s.utf8 {
+        for byte in s {
             guard byte >= 0x30, byte <= 0x39 else { return nil }
             value = min(maxTTL, value * 10 + Int(byte - 0x30))
         }
@@ -169,25 +233,27 @@ package enum WebPushParser {
     /// The value of the first parameter called `name` (case-insensitive) in a `;`/`,`-separated
     /// list, unquoted. Quoted values may contain separators; a backslash escapes the next byte.
     static func parameter(_ name: String, in header: String) -> Substring? {
-        // Scanned as bytes with integer offsets: walking `String.Index`es cost more than the scan.
-        let found = header.utf8.withContiguousStorageIfAvailable { parameterRange(name, in: $0) }
-            ?? Array(header.utf8).withUnsafeBufferPointer { parameterRange(name, in: $0) }
-        guard let (range, quoted) = found else { return nil }
-        let utf8 = header.utf8
-        let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
-        let raw = header[lower ..< utf8.index(lower, offsetBy: range.count)]
+        var header = header
+        return header.withUTF8 { parameter(name, in: $0) }?[...]
+    }
+
+    /// `parameter` over bytes; the value as a String of its own (what the message keeps).
+    static func parameter(_ name: String, in header: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let (range, quoted) = parameterRange(name, in: header) else { return nil }
+        let raw = UnsafeBufferPointer(rebasing: header[range])
         // Base64 never holds a backslash; unescape only when one is there.
-        if quoted, raw.utf8.contains(UInt8(ascii: "\\")) {
-            var out = ""
+        if quoted, raw.contains(UInt8(ascii: "\\")) {
+            var out: [UInt8] = []
+            out.reserveCapacity(raw.count)
             var escaping = false
-            for c in raw {
-                if !escaping && c == "\\" { escaping = true; continue }
+            for b in raw {
+                if !escaping && b == UInt8(ascii: "\\") { escaping = true; continue }
                 escaping = false
-                out.append(c)
+                out.append(b)
             }
-            return out[...]
+            return String(decoding: out, as: UTF8.self)
         }
-        return raw
+        return String(decoding: raw, as: UTF8.self)
     }
 
     /// Where `parameter` finds the value, as byte offsets, and whether it was quoted.
@@ -257,7 +323,13 @@ package enum WebPushParser {
         base64Info(s) == nil ? nil : Base64URL.decode(s)
     }
 
-    /// `asciiEqualsLowercase` for bytes.
+    /// ASCII case-insensitive equality of bytes (a field's name or value) against an already
+    /// lower-case literal, without allocating.
+    private static func asciiEqualsLowercase(_ bytes: UnsafeRawBufferPointer, _ lower: String) -> Bool {
+        asciiEqualsLowercase(bytes.assumingMemoryBound(to: UInt8.self), lower)
+    }
+
+    /// `asciiEqualsLowercase` for typed bytes (the parameter scan's).
     private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: String) -> Bool {
         guard bytes.count == lower.utf8.count else { return false }
         if let equal = lower.utf8.withContiguousStorageIfAvailable({ asciiEqualsLowercase(bytes, $0) }) { return equal }
@@ -274,37 +346,12 @@ package enum WebPushParser {
         return true
     }
 
-    /// ASCII case-insensitive equality against an already lower-case literal, without allocating.
-    static func asciiEqualsLowercase<S: StringProtocol>(_ s: S, _ lower: String) -> Bool {
-        // Over contiguous bytes (every native or small String and its slices): each header name
-        // is compared this way, and stepping two iterators cost several times the comparison.
-        let fast = s.utf8.withContiguousStorageIfAvailable { a in
-            lower.utf8.withContiguousStorageIfAvailable { b in asciiEqualsLowercase(a, b) }
-        }
-        if let fast, let equal = fast { return equal }
-        var a = s.utf8.makeIterator()
-        var b = lower.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                let folded = (x >= 0x41 && x <= 0x5A) ? x | 0x20 : x
-                if folded != y { return false }
-            default: return false
-            }
-        }
-    }
-
-    static func trimmed(_ s: Substring) -> Substring {
-        var start = s.utf8.startIndex
-        var end = s.utf8.endIndex
-        while start < end, s.utf8[start] == 0x20 || s.utf8[start] == 0x09 { start = s.utf8.index(after: start) }
-        while end > start {
-            let before = s.utf8.index(before: end)
-            guard s.utf8[before] == 0x20 || s.utf8[before] == 0x09 else { break }
-            end = before
-        }
-        return s[start ..< end]
+    /// `bytes` without its leading and trailing spaces and tabs.
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start ..< end])
     }
 
     /// Keeps a reflected header value to one short, safe line.

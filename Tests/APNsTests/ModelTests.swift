@@ -23,6 +23,22 @@ struct DeviceTokenTests {
         #expect(token.hex == token64)
     }
 
+    @Test("a lower-case token is kept as given: its digits are not copied")
+    func lowerCaseShared() throws {
+        let text = String(repeating: "0a", count: 40)  // 80 bytes: a String with storage of its own
+        let token = try DeviceToken(text)
+        #expect(token.hex == text)
+        let given = text.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+        let kept = token.hex.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+        #expect(given != nil && kept == given)
+    }
+
+    @Test("a mixed-case token is lowered digit by digit, digits and letters alike")
+    func mixedCase() throws {
+        let token = try DeviceToken(String(repeating: "0aF9", count: 16))
+        #expect(token.hex == String(repeating: "0af9", count: 16))
+    }
+
     @Test("tokens of 64 and 200 digits are accepted, 62 and 202 refused")
     func lengths() throws {
         _ = try DeviceToken(String(repeating: "0", count: 64))

@@ -29,6 +29,54 @@ struct HTTPHeadersTests {
     }
 }
 
+@Suite("HTTP headers as bytes")
+struct HTTPHeaderBytesTests {
+    @Test("the first value of a name is read as bytes, in any case of the name; nil when absent")
+    func valueBytes() {
+        let headers: HTTPHeaders = ["Crypto-Key": "dh=abc", "crypto-key": "dh=def", "TTL": ""]
+        #expect(headers.withValue(named: "CRYPTO-KEY") { Array($0) } == Array("dh=abc".utf8))
+        #expect(headers.withValue(named: "ttl") { $0.count } == 0)
+        #expect(headers.withValue(named: "Topic") { _ in true } == nil)
+    }
+
+    @Test("every field is walked as bytes in arrival order, repeats kept, as the Strings read")
+    func fieldBytes() {
+        let headers: HTTPHeaders = ["A": "1", "b": "", "A": "é;x"]
+        var walked: [String] = []
+        headers.withFieldBytes { fields in
+            fields.forEach { name, value in
+                walked.append(String(decoding: name, as: UTF8.self) + "=" + String(decoding: value, as: UTF8.self))
+            }
+        }
+        #expect(walked == ["A=1", "b=", "A=é;x"])
+        #expect(headers.map { "\($0.name)=\($0.value)" } == walked)
+        #expect(headers.list.map(\.value) == ["1", "", "é;x"])
+    }
+
+    @Test("a parsed value that is not UTF-8 keeps its bytes; as a String it is decoded with replacements")
+    func obsText() throws {
+        var parser = HTTPParser()
+        let events = parser.feed(Array("GET / HTTP/1.1\r\nX-Odd: a\u{FF}b\r\n\r\n".utf8.map { $0 == 0xC3 ? 0xFF : $0 }.filter { $0 != 0xBF }))
+        guard case .request(let r) = try #require(events.first) else { return }
+        #expect(r.headers.withValue(named: "x-odd") { Array($0) } == [0x61, 0xFF, 0x62])
+        #expect(r.headers["X-Odd"] == "a\u{FFFD}b")
+    }
+
+    @Test("removing a name keeps the other fields in order; equality is field by field, byte for byte")
+    func removeAndEquality() {
+        var headers: HTTPHeaders = ["A": "1", "B": "2", "a": "3", "C": "4"]
+        headers.remove("A")
+        #expect(headers == ["B": "2", "C": "4"])
+        #expect(headers.count == 2)
+        headers.remove("missing")
+        #expect(headers == ["B": "2", "C": "4"])
+        #expect(headers != ["B": "2", "c": "4"])
+        #expect(headers != ["B": "2"])
+        #expect(HTTPHeaders() == HTTPHeaders([]))
+        #expect(HTTPHeaders().isEmpty)
+    }
+}
+
 @Suite("response serialization")
 struct HTTPSerializerTests {
     let date = "Tue, 14 Nov 2023 22:13:20 GMT"

@@ -49,6 +49,32 @@ struct ParserMemoryTests {
         #expect(parser.heldByteCount < 4096)
     }
 
+    @Test("a head waiting for its body counts its fields in what the parser holds")
+    func headCounted() {
+        var parser = HTTPParser()
+        let value = String(repeating: "v", count: 600)
+        feedPartial(&parser, Array("POST /push/ab/1 HTTP/1.1\r\nHost: r\r\nX-Long: \(value)\r\nContent-Length: 10\r\n\r\n".utf8))
+        // The fields' bytes (names and values) are held until the request is handed on: the
+        // server's budget for half-received requests must see them.
+        #expect(parser.heldByteCount >= "Host".utf8.count + 1 + "X-Long".utf8.count + 600 + "Content-Length".utf8.count + 2)
+        #expect(parser.heldByteCount < 4096)
+    }
+
+    @Test("a body that arrives with its head is handed on in the buffer it arrived in, not copied into another")
+    func bodyAdopted() throws {
+        var parser = HTTPParser()
+        let head = head(length: 3000)
+        let events = parser.feed(head + [UInt8](repeating: 0x61, count: 3000))
+        guard case .request(let request)? = events.first else {
+            Issue.record("expected the request, got \(events)")
+            return
+        }
+        #expect(request.body == [UInt8](repeating: 0x61, count: 3000))
+        // The input buffer held head and body; an array made for the body alone would not.
+        #expect(request.body.capacity >= head.count + 3000)
+        #expect(parser.heldByteCount == 0)
+    }
+
     @Test("between requests a connection's parser holds nothing")
     func idleHoldsNothing() {
         var parser = HTTPParser()
