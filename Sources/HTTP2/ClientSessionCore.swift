@@ -43,6 +43,24 @@ final class ClientSessionCore: SessionCore {
 
     func submitRequest(method: String, scheme: String, authority: String, path: String,
                        headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+        var request = HTTP2HeaderBlock()
+        HTTP2ClientSession.startRequest(&request, method: method, scheme: scheme, authority: authority) {
+            $0.append(contentsOf: path.utf8)
+        }
+        for header in headers {
+            // Names come lower-cased from their builders; only a stray capital costs a new string.
+            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
+            if name.hasPrefix(":") {
+                throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
+            }
+            request.append(name, header.value, neverIndex: header.neverIndex)
+        }
+        return try submitRequest(request, shared: HTTP2HeaderBlock(), body: body)
+    }
+
+    /// `request` starts with the pseudo-headers (see `HTTP2ClientSession.startRequest`); the
+    /// fields of `shared` follow its own.
+    func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8]) throws -> Int32 {
         let session = try requireSession()
         if goAwayReceived {
             throw HTTP2Error(code: .goingAway, message: "the server sent GOAWAY; submit this request on another connection")
@@ -50,22 +68,7 @@ final class ClientSessionCore: SessionCore {
         if goAwaySent {
             throw HTTP2Error(code: .goingAway, message: "this session is closing (GOAWAY sent); submit this request on another connection")
         }
-        var fields = [
-            HTTP2Header(name: ":method", value: method),
-            HTTP2Header(name: ":scheme", value: scheme),
-            HTTP2Header(name: ":authority", value: authority),
-            HTTP2Header(name: ":path", value: path, neverIndex: true),
-        ]
-        fields.reserveCapacity(4 + headers.count)
-        for header in headers {
-            // Names come lower-cased from their builders; only a stray capital costs a new string.
-            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
-            if name.hasPrefix(":") {
-                throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
-            }
-            fields.append(HTTP2Header(name: name, value: header.value, neverIndex: header.neverIndex))
-        }
-        let id = try withPackedHeaders(fields) { nva, count in
+        let id = try withPackedHeaders(request, shared) { nva, count in
             withDataProvider(hasBody: !body.isEmpty) { provider in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }

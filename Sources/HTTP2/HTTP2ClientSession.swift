@@ -93,6 +93,30 @@ package final class HTTP2ClientSession {
                                       headers: headers, body: body)
     }
 
+    /// Queues one request whose header fields are packed already: `request` begins with the
+    /// pseudo-headers (`startRequest`), then its own fields; the fields of `shared`, a block the
+    /// caller keeps across requests (a connection's `authorization`), follow. Names must be lower
+    /// case already. The body is copied into a data provider.
+    ///
+    /// - Throws: as the other `submitRequest`; `.invalidHeader` also for a pseudo-header after a
+    ///   regular field.
+    package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock = HTTP2HeaderBlock(),
+                              body: [UInt8]) throws -> Int32 {
+        defer { deliver() }
+        return try core.submitRequest(request, shared: shared, body: body)
+    }
+
+    /// Empties `block` and writes a request's pseudo-headers into it, `:path` (its value written
+    /// by `path`) never indexed, since it changes with every request.
+    package static func startRequest(_ block: inout HTTP2HeaderBlock, method: String = "POST", scheme: String = "https",
+                                    authority: String, path: (inout [UInt8]) -> Void) {
+        block.removeAll()
+        block.append(":method", method)
+        block.append(":scheme", scheme)
+        block.append(":authority", authority)
+        block.append(":path", neverIndex: true, value: path)
+    }
+
     /// Resets the stream with CANCEL (e.g. its deadline passed). The delegate hears `.cancelled`
     /// exactly once, before this returns; a stream already completed is left alone.
     package func cancel(stream id: Int32) {

@@ -153,45 +153,52 @@ class SessionCore {
 
     // MARK: Submitting
 
-    /// Packs the fields into one scoped byte buffer and one `nghttp2_nv` array pointing into it;
-    /// nghttp2 deep-copies them during `submit`, so nothing outlives the call.
+    /// Packs the fields into a block and hands them on as below (responses, and requests made
+    /// from a list of fields).
     func withPackedHeaders<R>(_ fields: [HTTP2Header],
                               _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
-        // Every request packs its headers, so the bytes and the nghttp2_nv list live in
-        // temporary (stack, when small) buffers: no array is allocated per request.
-        var byteCount = 1
-        for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
-            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, fields.count)) { nvs in
-                let base = storage.baseAddress!
-                var offset = 0
-                for (index, field) in fields.enumerated() {
-                    let name = base + offset
-                    offset += Self.copy(field.name, to: base + offset)
-                    let value = base + offset
-                    offset += Self.copy(field.value, to: base + offset)
-                    let nameLength = value - name, valueLength = base + offset - value
-                    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
-                    if !pseudo && nghttp2_check_header_name(name, nameLength) == 0 {
-                        throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: field.name)) is not a valid lower-case HTTP/2 token; rename it")
-                    }
-                    if nghttp2_check_header_value(value, valueLength) == 0 {
-                        throw HTTP2Error(code: .invalidHeader, message: "header \(field.name) has a value with a forbidden character (CR, LF or NUL); remove it")
-                    }
-                    let flags = field.neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                    (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: flags))
-                }
-                return body(UnsafePointer(nvs.baseAddress!), fields.count)
-            }
-        }
+        try withPackedHeaders(HTTP2HeaderBlock(fields), HTTP2HeaderBlock(), body)
     }
 
-    /// Copies `text`'s UTF-8 to `destination`; returns how many bytes it wrote.
-    private static func copy(_ text: String, to destination: UnsafeMutablePointer<UInt8>) -> Int {
-        var text = text
-        return text.withUTF8 { bytes in
-            if let source = bytes.baseAddress { destination.update(from: source, count: bytes.count) }
-            return bytes.count
+    /// Checks the fields of `first` then `second` and hands nghttp2 one `nghttp2_nv` list (in a
+    /// temporary, on the stack when small) pointing into the blocks' own bytes; nghttp2
+    /// deep-copies them during `submit`, so nothing outlives the call and nothing is copied here.
+    ///
+    /// - Throws: `.invalidHeader` for a name that is not a lower-case token, a value with CR, LF
+    ///   or NUL, or a pseudo-header after a regular field (HTTP/2 wants them first).
+    func withPackedHeaders<R>(_ first: HTTP2HeaderBlock, _ second: HTTP2HeaderBlock,
+                              _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
+        let count = first.count + second.count
+        return try first.bytes.withUnsafeBufferPointer { firstBytes in
+            try second.bytes.withUnsafeBufferPointer { secondBytes in
+                try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nvs in
+                    var index = 0
+                    var regularSeen = false
+                    func add(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ neverIndex: Bool) throws {
+                        // Views into a block's storage, so never nil (empty ones point where they would start).
+                        let namePointer = UnsafeMutablePointer(mutating: name.baseAddress!)
+                        let valuePointer = UnsafeMutablePointer(mutating: value.baseAddress!)
+                        let pseudo = name.first == UInt8(ascii: ":")
+                        if pseudo && regularSeen {
+                            throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(String(decoding: name, as: UTF8.self)) comes after a regular field; put the pseudo-headers first")
+                        }
+                        regularSeen = regularSeen || !pseudo
+                        if !pseudo && nghttp2_check_header_name(namePointer, name.count) == 0 {
+                            throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: String(decoding: name, as: UTF8.self))) is not a valid lower-case HTTP/2 token; rename it")
+                        }
+                        if nghttp2_check_header_value(valuePointer, value.count) == 0 {
+                            throw HTTP2Error(code: .invalidHeader, message: "header \(String(decoding: name, as: UTF8.self)) has a value with a forbidden character (CR, LF or NUL); remove it")
+                        }
+                        let flags = neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                        (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: namePointer, value: valuePointer, namelen: name.count,
+                                                                             valuelen: value.count, flags: flags))
+                        index += 1
+                    }
+                    try first.forEachField(in: firstBytes, add)
+                    try second.forEachField(in: secondBytes, add)
+                    return body(UnsafePointer(nvs.baseAddress!), index)
+                }
+            }
         }
     }
 
