@@ -64,6 +64,9 @@ package final class EventLoop: @unchecked Sendable {
     private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
     private(set) var wakeUpCount = 0
+    /// Timers made by `schedule`, so tests can tell work that arms one per request from work
+    /// that does not. Loop thread only.
+    package private(set) var scheduledTimerCount = 0
     /// Wake-ups written to the eventfd, so tests can tell which submissions needed one.
     let wakeSignalCount = Atomic<Int>(0)
     /// A job was queued on the loop's own thread since the queue was last taken: the loop must
@@ -205,6 +208,7 @@ package final class EventLoop: @unchecked Sendable {
             cancelledTimers.count = 0
         }
         let timer = Timer(work, tally: cancelledTimers)
+        scheduledTimerCount &+= 1
         timers.insert(timer, deadline: .now + max(delay, .zero))
         return timer
     }
