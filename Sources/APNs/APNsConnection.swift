@@ -256,9 +256,10 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         let outcome: PoolStateMachine.StreamOutcome
         switch result {
         case .success(let response):
-            let headers = response.headers.map { ($0.name, $0.value) }
-            outcome = .classify(APNsResponse.parse(status: response.status, headers: headers, body: response.body,
-                                                   device: notification.token, sentID: notification.apnsID))
+            // Apple echoes our apns-id: read as our own string, so the answer makes none.
+            let apnsID = response.header("apns-id", reusing: notification.apnsID)
+            outcome = .classify(APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
+                                                   body: response.body, device: notification.token, sentID: notification.apnsID))
         case .failure(let error):
             // A lost connection is reported once, by didClose: the pool retries its streams then.
             if error.reason == .connectionClosed { return }

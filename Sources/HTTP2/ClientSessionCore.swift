@@ -1,9 +1,10 @@
 internal import CNghttp2
 
-final class ClientStream {
+/// One request in flight: the body it sends (as `OutgoingBody`) and the response it gathers.
+final class ClientStream: OutgoingBody {
     var headersSent = false
     var status: Int?
-    var headers: [HTTP2Header] = []
+    var headers = HTTP2HeaderBlock()
     var body: [UInt8] = []
     var endStreamReceived = false
 }
@@ -79,8 +80,9 @@ final class ClientSessionCore: SessionCore {
             }
             throw HTTP2Error(code: .internalError, message: "nghttp2 refused the request: \(libraryText(id))")
         }
-        streams[id] = ClientStream()
-        if !body.isEmpty { outgoing[id] = OutgoingBody(body) }
+        let stream = ClientStream(body)
+        streams[id] = stream
+        if !body.isEmpty { outgoing[id] = stream }
         return id
     }
 
@@ -110,15 +112,26 @@ final class ClientSessionCore: SessionCore {
 
     // MARK: Hooks
 
-    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 {
+    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
         guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
-        if name == ":status" {
-            stream.status = Int(value)
+        if name.elementsEqual(":status".utf8) {
+            stream.status = Self.statusCode(value)
             stream.headers.removeAll()  // a final response replaces any 1xx before it
-        } else if !name.hasPrefix(":") {
-            stream.headers.append(HTTP2Header(name: name, value: value))
+        } else if name.first != UInt8(ascii: ":") {
+            stream.headers.append(name: name, value: value)
         }
         return 0
+    }
+
+    /// `:status`'s three digits (nghttp2 has checked them), or nil for anything else.
+    private static func statusCode(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count <= 3 else { return nil }
+        var code = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") else { return nil }
+            code = code * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        return code
     }
 
     override func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 {
@@ -190,7 +203,7 @@ final class ClientSessionCore: SessionCore {
         guard let stream = streams[id] else { return 0 }
         if stream.endStreamReceived, let status = stream.status {
             // A server may reset (NO_ERROR) after a complete response; the response stands.
-            complete(id, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            complete(id, .success(HTTP2Response(status: status, fields: stream.headers, body: stream.body)))
             return 0
         }
         let error: HTTP2StreamError

@@ -30,6 +30,8 @@ package final class HTTP2ClientSession {
     package private(set) weak var delegate: HTTP2ClientDelegate?
     private let core: ClientSessionCore
     private var delivering = false
+    /// The storage of the last delivered batch of events, kept for the next one.
+    private var spareEvents: [ClientEvent] = []
 
     /// Submits our SETTINGS (ENABLE_PUSH 0, the stream window) at once; they go out with the
     /// first `takeOutput`, after the connection preface.
@@ -166,8 +168,13 @@ package final class HTTP2ClientSession {
         delivering = true
         defer { delivering = false }
         while !core.events.isEmpty {
-            let batch = core.events
-            core.events.removeAll()
+            // Swapped with a spare list, so neither list's storage is given up between batches.
+            var batch = spareEvents
+            swap(&batch, &core.events)
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                spareEvents = batch
+            }
             for event in batch {
                 guard let delegate else { continue }
                 switch event {

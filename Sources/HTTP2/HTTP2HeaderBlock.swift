@@ -34,6 +34,11 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
         append(name, neverIndex: neverIndex) { $0.append(contentsOf: value.utf8) }
     }
 
+    /// Appends one field read off the wire, name and value as bytes.
+    mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        append(String(decoding: name, as: UTF8.self), bytes: value)
+    }
+
     /// Appends one field whose value is given as bytes.
     package mutating func append(_ name: String, bytes value: UnsafeBufferPointer<UInt8>, neverIndex: Bool = false) {
         append(name, neverIndex: neverIndex) { $0.append(contentsOf: value) }
@@ -70,6 +75,27 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
             try body(UnsafeBufferPointer(start: name, count: nameLength),
                      UnsafeBufferPointer(start: name + nameLength, count: valueLength), neverIndex)
             offset += Self.fieldHeaderSize + nameLength + valueLength
+        }
+    }
+
+    /// The value of the first field named `name` (lower case, as HTTP/2 names are); a string is
+    /// made for that value only. A value whose bytes are `known`'s is `known` itself, so a value
+    /// the peer echoes (APNs' `apns-id`) costs no new string.
+    package func value(_ name: String, reusing known: String? = nil) -> String? {
+        var name = name
+        return name.withUTF8 { wanted in
+            bytes.withUnsafeBufferPointer { storage -> String? in
+                var found: String?
+                forEachField(in: storage) { fieldName, value, _ in
+                    guard found == nil, fieldName.elementsEqual(wanted) else { return }
+                    if var known, known.withUTF8({ $0.elementsEqual(value) }) {
+                        found = known
+                    } else {
+                        found = String(decoding: value, as: UTF8.self)
+                    }
+                }
+                return found
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 internal import CNghttp2
 
-/// The request or response body a data provider hands to nghttp2, chunk by chunk.
-final class OutgoingBody {
+/// The request or response body a data provider hands to nghttp2, chunk by chunk. Not final:
+/// a client stream is its own request's body, one object per stream rather than two.
+class OutgoingBody {
     let bytes: [UInt8]
     var offset = 0
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -266,7 +267,8 @@ class SessionCore {
     // MARK: Hooks (overridden by the roles)
 
     func onBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 { 0 }
-    func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 { 0 }
+    /// Name and value point into nghttp2's buffers, valid during the call only.
+    func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 { 0 }
     func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 { 0 }
     func onFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) { goAwayReceived = true }
@@ -303,7 +305,7 @@ private func installTrampolines(_ callbacks: OpaquePointer) {
     }
     nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
         guard let frame, let core = core(user) else { return 0 }
-        return core.onHeader(frame, name: bytesOf(name, nameLength).asText, value: bytesOf(value, valueLength).asText)
+        return core.onHeader(frame, name: bytesOf(name, nameLength).buffer, value: bytesOf(value, valueLength).buffer)
     }
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
         guard let core = core(user) else { return 0 }
