@@ -59,4 +59,24 @@ struct HeaderBlockTests {
         }
         #expect(pair.client.openStreamCount == 0)
     }
+
+    @Test("a response's headers are kept as received and read by name, a value equal to a known one given as that value")
+    func responseHeaders() throws {
+        let pair = try Pair { session, _, id in
+            try? session.respond(stream: id, status: 201,
+                                 headers: [HTTP2Header(name: "apns-id", value: "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091"),
+                                           HTTP2Header(name: "x-empty", value: "")],
+                                 body: [])
+        }
+        let id = try pair.get("/3/device/abcd")
+        try pair.pump()
+        let response = try #require(pair.clientRecorder.response(id))
+        #expect(response.status == 201)
+        #expect(response.headers.map(\.name) == ["apns-id", "x-empty"])
+        #expect(response.header("apns-id") == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        #expect(response.header("apns-id", reusing: "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091") == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        #expect(response.header("apns-id", reusing: "another") == "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091")
+        #expect(response.header("x-empty") == "")
+        #expect(response.header("x-missing") == nil)
+    }
 }
