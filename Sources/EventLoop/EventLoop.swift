@@ -44,6 +44,9 @@ package final class EventLoop: @unchecked Sendable {
 
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
+        /// The storage of the batch the loop ran last, emptied: the next batch is queued into it,
+        /// so a turn's jobs cost no new array.
+        var spare: [@Sendable () -> Void] = []
         var wakePending = false
         var stopping = false
         /// Set once the loop has taken its last batch; later jobs are dropped.
@@ -382,14 +385,21 @@ package final class EventLoop: @unchecked Sendable {
     private func runQueuedJobs() -> Bool {
         // What the loop queued so far is in this batch; what its jobs queue waits for the next turn.
         queuedFromLoop = false
-        let (batch, stopping) = queue.withLock { q in
-            let b = q.jobs
-            q.jobs = []
+        let taken = queue.withLock { q in
+            var b = q.spare
+            swap(&b, &q.jobs)
+            q.spare = []
             q.wakePending = false
             return (b, q.stopping)
         }
+        var batch = taken.0
         for job in batch { job() }
-        return stopping
+        // Kept only while small: a burst must not pin its list.
+        if batch.capacity <= 4096 {
+            batch.removeAll(keepingCapacity: true)
+            queue.withLock { q in if q.spare.capacity < batch.capacity { swap(&q.spare, &batch) } }
+        }
+        return taken.1
     }
 
     /// Shutdown: run what was queued, close every registration, repeat until nothing is

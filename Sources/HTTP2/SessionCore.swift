@@ -161,42 +161,33 @@ class SessionCore {
         try withPackedHeaders(HTTP2HeaderBlock(fields), HTTP2HeaderBlock(), body)
     }
 
-    /// Checks the fields of `first` then `second` and hands nghttp2 one `nghttp2_nv` list (in a
+    /// Hands nghttp2 one `nghttp2_nv` list for the fields of `first` then `second` (in a
     /// temporary, on the stack when small) pointing into the blocks' own bytes; nghttp2
     /// deep-copies them during `submit`, so nothing outlives the call and nothing is copied here.
     ///
-    /// - Throws: `.invalidHeader` for a name that is not a lower-case token, a value with CR, LF
-    ///   or NUL, or a pseudo-header after a regular field (HTTP/2 wants them first).
+    /// - Throws: `.invalidHeader` with the first problem a block found as it was filled (a name
+    ///   that is not a lower-case token, a value with CR, LF or NUL, a pseudo-header after a
+    ///   regular field), or for a pseudo-header in `second`.
     func withPackedHeaders<R>(_ first: HTTP2HeaderBlock, _ second: HTTP2HeaderBlock,
                               _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
+        if let problem = first.problem ?? second.problem { throw HTTP2Error(code: .invalidHeader, message: problem) }
+        if second.bytes.count > HTTP2HeaderBlock.fieldHeaderSize && second.bytes[HTTP2HeaderBlock.fieldHeaderSize] == UInt8(ascii: ":") {
+            throw HTTP2Error(code: .invalidHeader, message: "pseudo-headers go in the request's own block, before its fields")
+        }
         let count = first.count + second.count
-        return try first.bytes.withUnsafeBufferPointer { firstBytes in
-            try second.bytes.withUnsafeBufferPointer { secondBytes in
-                try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nvs in
+        return first.bytes.withUnsafeBufferPointer { firstBytes in
+            second.bytes.withUnsafeBufferPointer { secondBytes in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nvs in
                     var index = 0
-                    var regularSeen = false
-                    func add(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ neverIndex: Bool) throws {
-                        // Views into a block's storage, so never nil (empty ones point where they would start).
-                        let namePointer = UnsafeMutablePointer(mutating: name.baseAddress!)
-                        let valuePointer = UnsafeMutablePointer(mutating: value.baseAddress!)
-                        let pseudo = name.first == UInt8(ascii: ":")
-                        if pseudo && regularSeen {
-                            throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(String(decoding: name, as: UTF8.self)) comes after a regular field; put the pseudo-headers first")
-                        }
-                        regularSeen = regularSeen || !pseudo
-                        if !pseudo && nghttp2_check_header_name(namePointer, name.count) == 0 {
-                            throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: String(decoding: name, as: UTF8.self))) is not a valid lower-case HTTP/2 token; rename it")
-                        }
-                        if nghttp2_check_header_value(valuePointer, value.count) == 0 {
-                            throw HTTP2Error(code: .invalidHeader, message: "header \(String(decoding: name, as: UTF8.self)) has a value with a forbidden character (CR, LF or NUL); remove it")
-                        }
+                    func add(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ neverIndex: Bool) {
                         let flags = neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                        (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: namePointer, value: valuePointer, namelen: name.count,
-                                                                             valuelen: value.count, flags: flags))
+                        (nvs.baseAddress! + index).initialize(to: nghttp2_nv(
+                            name: UnsafeMutablePointer(mutating: name.baseAddress!), value: UnsafeMutablePointer(mutating: value.baseAddress!),
+                            namelen: name.count, valuelen: value.count, flags: flags))
                         index += 1
                     }
-                    try first.forEachField(in: firstBytes, add)
-                    try second.forEachField(in: secondBytes, add)
+                    first.forEachField(in: firstBytes, add)
+                    second.forEachField(in: secondBytes, add)
                     return body(UnsafePointer(nvs.baseAddress!), index)
                 }
             }

@@ -44,6 +44,20 @@ struct HeaderBlockTests {
         let block = HTTP2HeaderBlock(fields)
         #expect(block.count == 3)
         #expect(block.fields == fields)
+        #expect(block.problem == nil)
+    }
+
+    @Test("a block remembers the first field HTTP/2 refuses, once, and emptying it for the next request forgets it")
+    func checkedAsFilled() {
+        var block = HTTP2HeaderBlock()
+        block.append("x-ok", "1")
+        block.append("x-bad", "a\nb")
+        block.append("Upper", "2")
+        #expect(block.problem?.contains("x-bad") == true)
+        block.removeAll()
+        #expect(block.problem == nil && block.count == 0)
+        block.append("x-ok", "1")
+        #expect(block.problem == nil)
     }
 
     @Test("a pseudo-header after a regular field, an upper-case name or a CR in a value is refused before a stream opens",
