@@ -28,6 +28,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var deadlineTimerDue: ContinuousClock.Instant?
     /// The request headers of one push, refilled in place for each (its storage kept).
     private var requestHeaders = HTTP2HeaderBlock()
+    /// What every request on this connection carries: `:method`, `:scheme`, `:authority` and
     /// `authorization: bearer <JWT>`, packed once per provider token rather than per push.
     private var sharedHeaders = HTTP2HeaderBlock()
     private var lastActivity = ContinuousClock.now
@@ -104,7 +105,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
             return
         }
-        HTTP2ClientSession.startRequest(&requestHeaders, authority: h2.authority) { path in
+        requestHeaders.removeAll()
+        requestHeaders.append(":path", neverIndex: true) { path in
             path.append(contentsOf: APNsNotification.pathPrefix.utf8)
             path.append(contentsOf: notification.token.hex.utf8)
         }
@@ -177,7 +179,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         let identity = configuration.credentials.current
         let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
         self.token = token
-        sharedHeaders.removeAll()
+        HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host)
         sharedHeaders.append("authorization", token.authorization)
         // The pool sends a push refused for an expired token only to a connection with a newer one.
         pool?.handle(.providerTokenIssued(id, issuedAt: now))

@@ -95,10 +95,13 @@ package final class HTTP2ClientSession {
                                       headers: headers, body: body)
     }
 
-    /// Queues one request whose header fields are packed already: `request` begins with the
-    /// pseudo-headers (`startRequest`), then its own fields; the fields of `shared`, a block the
-    /// caller keeps across requests (a connection's `authorization`), follow. Names must be lower
-    /// case already. The body is copied into a data provider.
+    /// Queues one request whose header fields are packed already, in two blocks: `request`, this
+    /// request's own, and `shared`, a block the caller keeps across requests (a connection's
+    /// `:method`, `:scheme`, `:authority` and `authorization`, see `startShared`). The pseudo-headers
+    /// go out first, the shared ones before the request's (`:path`), then the request's fields,
+    /// then the shared ones. Each pseudo-header belongs in one of the two blocks, not both; with
+    /// an empty `shared`, start `request` with `startRequest`. Names must be lower case already.
+    /// The body is copied into a data provider.
     ///
     /// - Throws: as the other `submitRequest`; `.invalidHeader` also for a pseudo-header after a
     ///   regular field.
@@ -106,6 +109,16 @@ package final class HTTP2ClientSession {
                               body: [UInt8]) throws -> Int32 {
         defer { deliver() }
         return try core.submitRequest(request, shared: shared, body: body)
+    }
+
+    /// Empties `block` and writes the pseudo-headers every request on a connection shares into
+    /// it, for `submitRequest(_:shared:body:)`'s `shared` (the request's block then holds `:path`).
+    package static func startShared(_ block: inout HTTP2HeaderBlock, method: String = "POST", scheme: String = "https",
+                                   authority: String) {
+        block.removeAll()
+        block.append(":method", method)
+        block.append(":scheme", scheme)
+        block.append(":authority", authority)
     }
 
     /// Empties `block` and writes a request's pseudo-headers into it, `:path` (its value written

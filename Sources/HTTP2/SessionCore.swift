@@ -161,22 +161,21 @@ class SessionCore {
         try withPackedHeaders(HTTP2HeaderBlock(fields), HTTP2HeaderBlock(), body)
     }
 
-    /// Hands nghttp2 one `nghttp2_nv` list for the fields of `first` then `second` (in a
-    /// temporary, on the stack when small) pointing into the blocks' own bytes; nghttp2
-    /// deep-copies them during `submit`, so nothing outlives the call and nothing is copied here.
+    /// Hands nghttp2 one `nghttp2_nv` list (in a temporary, on the stack when small) pointing
+    /// into the blocks' own bytes: the pseudo-headers of `shared`, every field of `request`,
+    /// then the regular fields of `shared`, so both blocks' pseudo-headers come first as HTTP/2
+    /// wants. nghttp2 deep-copies them during `submit`: nothing outlives the call, nothing is
+    /// copied here.
     ///
     /// - Throws: `.invalidHeader` with the first problem a block found as it was filled (a name
     ///   that is not a lower-case token, a value with CR, LF or NUL, a pseudo-header after a
-    ///   regular field), or for a pseudo-header in `second`.
-    func withPackedHeaders<R>(_ first: HTTP2HeaderBlock, _ second: HTTP2HeaderBlock,
+    ///   regular field).
+    func withPackedHeaders<R>(_ request: HTTP2HeaderBlock, _ shared: HTTP2HeaderBlock,
                               _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
-        if let problem = first.problem ?? second.problem { throw HTTP2Error(code: .invalidHeader, message: problem) }
-        if second.bytes.count > HTTP2HeaderBlock.fieldHeaderSize && second.bytes[HTTP2HeaderBlock.fieldHeaderSize] == UInt8(ascii: ":") {
-            throw HTTP2Error(code: .invalidHeader, message: "pseudo-headers go in the request's own block, before its fields")
-        }
-        let count = first.count + second.count
-        return first.bytes.withUnsafeBufferPointer { firstBytes in
-            second.bytes.withUnsafeBufferPointer { secondBytes in
+        if let problem = request.problem ?? shared.problem { throw HTTP2Error(code: .invalidHeader, message: problem) }
+        let count = request.count + shared.count
+        return request.bytes.withUnsafeBufferPointer { requestBytes in
+            shared.bytes.withUnsafeBufferPointer { sharedBytes in
                 withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nvs in
                     var index = 0
                     func add(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ neverIndex: Bool) {
@@ -186,8 +185,13 @@ class SessionCore {
                             namelen: name.count, valuelen: value.count, flags: flags))
                         index += 1
                     }
-                    first.forEachField(in: firstBytes, add)
-                    second.forEachField(in: secondBytes, add)
+                    shared.forEachField(in: sharedBytes) { name, value, neverIndex in
+                        if name.first == UInt8(ascii: ":") { add(name, value, neverIndex) }
+                    }
+                    request.forEachField(in: requestBytes, add)
+                    shared.forEachField(in: sharedBytes) { name, value, neverIndex in
+                        if name.first != UInt8(ascii: ":") { add(name, value, neverIndex) }
+                    }
                     return body(UnsafePointer(nvs.baseAddress!), index)
                 }
             }

@@ -37,6 +37,26 @@ struct HeaderBlockTests {
         #expect(pair.clientRecorder.response(ids[1])?.status == 200)
     }
 
+    @Test("a connection's shared block may hold the pseudo-headers every request shares; they go out before the request's :path")
+    func sharedPseudoHeaders() throws {
+        let pair = try Pair()
+        var shared = HTTP2HeaderBlock()
+        HTTP2ClientSession.startShared(&shared, authority: "api.push.apple.com")
+        shared.append("authorization", "bearer abc")
+        var request = HTTP2HeaderBlock()
+        request.append(":path", neverIndex: true) { $0.append(contentsOf: "/3/device/abcd".utf8) }
+        request.append("apns-topic", "org.example.app")
+        let id = try pair.client.submitRequest(request, shared: shared, body: [])
+        try pair.pump()
+        let received = try #require(pair.serverRecorder.requests[id])
+        #expect(received.method == "POST")
+        #expect(received.scheme == "https")
+        #expect(received.authority == "api.push.apple.com")
+        #expect(received.path == "/3/device/abcd")
+        #expect(received.headers.map(\.name) == ["apns-topic", "authorization"])
+        #expect(pair.clientRecorder.response(id)?.status == 200)
+    }
+
     @Test("a block reads back the fields it was given, flags and empty values included")
     func readsBack() {
         let fields = [HTTP2Header(name: ":path", value: "/x", neverIndex: true), HTTP2Header(name: "a", value: ""),
