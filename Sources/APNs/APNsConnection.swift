@@ -22,9 +22,15 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var closing = false
     private var ended = false
     private var token: ProviderToken?
-    private var streams: [Int32: (push: PushID, notification: APNsNotification)] = [:]
-    private var streamOf: [PushID: Int32] = [:]
-    private var deadlineTimers: [PushID: EventLoop.Timer] = [:]
+    private var streams: [Int32: InFlight] = [:]
+    /// One timer for every stream's deadline, due at the earliest of them (see `armDeadline`).
+    private var deadlineTimer: EventLoop.Timer?
+    private var deadlineTimerDue: ContinuousClock.Instant?
+    /// The request headers of one push, refilled in place for each (its storage kept).
+    private var requestHeaders = HTTP2HeaderBlock()
+    /// What every request on this connection carries: `:method`, `:scheme`, `:authority` and
+    /// `authorization: bearer <JWT>`, packed once per provider token rather than per push.
+    private var sharedHeaders = HTTP2HeaderBlock()
     private var lastActivity = ContinuousClock.now
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
@@ -44,6 +50,12 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     }
 
     private var number: Int { Int(truncatingIfNeeded: id.value) }
+
+    private struct InFlight {
+        let push: PushID
+        let notification: APNsNotification
+        let deadline: ContinuousClock.Instant
+    }
 
     // MARK: Pool's orders (on loop)
 
@@ -93,14 +105,18 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
             return
         }
-        let fields = token.map { notification.headers(bearer: $0) } ?? notification.headers(authorization: "")
-        let headers = fields.map { name, value in
+        requestHeaders.removeAll()
+        requestHeaders.append(":path", neverIndex: true) { path in
+            path.append(contentsOf: APNsNotification.pathPrefix.utf8)
+            path.append(contentsOf: notification.token.hex.utf8)
+        }
+        notification.writeHeaders { name, value in
             // apns-id changes per push: indexing it would only evict authorization and the topic.
-            HTTP2Header(name: name, value: value, neverIndex: name == "apns-id")
+            requestHeaders.append(name, bytes: value, neverIndex: name == "apns-id")
         }
         let stream: Int32
         do {
-            stream = try h2.submitRequest(path: notification.path, headers: headers, body: notification.payload)
+            stream = try h2.submitRequest(requestHeaders, shared: sharedHeaders, body: notification.payload)
         } catch let error as HTTP2Error where Self.neverSent.contains(error.code) {
             // Closing, going away or out of stream ids: nothing left us, so no retry is used,
             // and the pool stops choosing this connection.
@@ -110,10 +126,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
             return
         }
-        streams[stream] = (push, notification)
-        streamOf[push] = stream
+        streams[stream] = InFlight(push: push, notification: notification, deadline: deadline)
         lastActivity = .now
-        deadlineTimers[push] = loop.schedule(after: deadline - .now) { [weak self] in self?.deadlinePassed(push) }
+        armDeadline(deadline)
     }
 
     func close() {
@@ -162,17 +177,48 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         let renewal = token != nil
         // Read here, at each new token, so a reloaded key applies to new connections and renewals.
         let identity = configuration.credentials.current
-        token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
+        let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
+        self.token = token
+        HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host)
+        sharedHeaders.append("authorization", token.authorization)
         // The pool sends a push refused for an expired token only to a connection with a newer one.
         pool?.handle(.providerTokenIssued(id, issuedAt: now))
         if renewal { observer?.tokenRenewed(environment: environment, connection: number) }
     }
 
-    /// The caller hears `.timeout` now; the stream is reset so Apple's late answer cannot arrive.
-    private func deadlinePassed(_ push: PushID) {
-        deadlineTimers[push] = nil
-        pool?.handle(.deadlinePassed(push))
-        if let stream = streamOf[push] { h2?.cancel(stream: stream) }
+    /// Makes sure the deadline timer comes due by `deadline`. One timer serves every stream:
+    /// pushes share a timeout, so a later push's deadline is almost never earlier than the one
+    /// the timer waits for, and the common push arms nothing (a timer per push was two
+    /// allocations and a heap entry, cancelled milliseconds later when Apple answered).
+    private func armDeadline(_ deadline: ContinuousClock.Instant) {
+        if let due = deadlineTimerDue, due <= deadline { return }
+        deadlineTimer?.cancel()
+        deadlineTimerDue = deadline
+        deadlineTimer = loop.schedule(after: deadline - .now) { [weak self] in self?.deadlinesDue() }
+    }
+
+    /// Every stream whose deadline has come: the caller hears `.timeout` now and the stream is
+    /// reset, so Apple's late answer cannot arrive. Then the timer waits for the next deadline.
+    private func deadlinesDue() {
+        deadlineTimer = nil
+        deadlineTimerDue = nil
+        let now = ContinuousClock.now
+        var due: [(stream: Int32, push: PushID)] = []
+        var next: ContinuousClock.Instant?
+        for (stream, entry) in streams {
+            if entry.deadline <= now {
+                due.append((stream, entry.push))
+            } else if next.map({ entry.deadline < $0 }) ?? true {
+                next = entry.deadline
+            }
+        }
+        // In the order they were sent, as a timer per push would have fired them.
+        due.sort { $0.stream < $1.stream }
+        for (stream, push) in due {
+            pool?.handle(.deadlinePassed(push))
+            h2?.cancel(stream: stream)
+        }
+        if let next, !closing { armDeadline(next) }
     }
 
     private func armPing() {
@@ -193,28 +239,29 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private func cancelTimers() {
         pingTimer?.cancel(); pingTimer = nil
         pingTimeoutTimer?.cancel(); pingTimeoutTimer = nil
-        for timer in deadlineTimers.values { timer.cancel() }
-        deadlineTimers.removeAll()
+        deadlineTimer?.cancel(); deadlineTimer = nil
+        deadlineTimerDue = nil
     }
 
-    private func forget(stream: Int32) -> (push: PushID, notification: APNsNotification)? {
-        guard let entry = streams.removeValue(forKey: stream) else { return nil }
-        streamOf[entry.push] = nil
-        deadlineTimers.removeValue(forKey: entry.push)?.cancel()
-        return entry
+    /// The stream's push, once: a stream that ends leaves nothing behind (the deadline timer
+    /// finds no entry for it and waits for the next deadline still open, if any).
+    private func forget(stream: Int32) -> InFlight? {
+        streams.removeValue(forKey: stream)
     }
 
     // MARK: HTTP2ClientConnectionDelegate
 
     func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         lastActivity = .now
-        guard let (push, notification) = forget(stream: id) else { return }
+        guard let entry = forget(stream: id) else { return }
+        let push = entry.push, notification = entry.notification
         let outcome: PoolStateMachine.StreamOutcome
         switch result {
         case .success(let response):
-            let headers = response.headers.map { ($0.name, $0.value) }
-            outcome = .classify(APNsResponse.parse(status: response.status, headers: headers, body: response.body,
-                                                   device: notification.token, sentID: notification.apnsID))
+            // Apple echoes our apns-id: read as our own string, so the answer makes none.
+            let apnsID = response.header("apns-id", reusing: notification.apnsID)
+            outcome = .classify(APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
+                                                   body: response.body, device: notification.token, sentID: notification.apnsID))
         case .failure(let error):
             // A lost connection is reported once, by didClose: the pool retries its streams then.
             if error.reason == .connectionClosed { return }
@@ -246,7 +293,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?) {
         cancelTimers()
         streams.removeAll()
-        streamOf.removeAll()
         guard !ended else { return }
         ended = true
         observer?.connectionClosed(environment: environment, connection: number, error: error.map { "\($0)" })

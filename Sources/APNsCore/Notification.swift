@@ -19,12 +19,12 @@ public struct APNsNotification: Sendable {
     public let apnsID: String
     /// The request body, already checked against the type's size limit.
     public let payload: [UInt8]
-    /// `/3/device/<token>`, built once because it is sent on every attempt.
-    public let path: String
+    /// `/3/device/<token>`. A connection writes it straight into its request's headers
+    /// (`pathPrefix`, then the token's hex), so no string is made for it per push.
+    public var path: String { Self.pathPrefix + token.hex }
 
-    /// The headers that never change between attempts, built once: header construction is
-    /// on the hot path, and only the provider token differs per connection.
-    private let fixedHeaders: [(String, String)]
+    /// What every `:path` starts with, before the device token's hex.
+    package static let pathPrefix = "/3/device/"
 
     /// - Parameters:
     ///   - pushType: guessed from the payload when nil: background when `aps` holds only
@@ -75,17 +75,6 @@ public struct APNsNotification: Sendable {
         self.collapseID = collapseID
         self.apnsID = apnsID?.description ?? UUIDText.randomLowercase()
         self.payload = payload.bytes
-        self.path = "/3/device/" + token.hex
-
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(7)
-        headers.append(("apns-topic", self.topic))
-        headers.append(("apns-push-type", type.rawValue))
-        headers.append(("apns-priority", String(prio)))
-        headers.append(("apns-id", self.apnsID))
-        if let expiration { headers.append(("apns-expiration", String(expiration))) }
-        if let collapseID { headers.append(("apns-collapse-id", collapseID)) }
-        self.fixedHeaders = headers
     }
 
     /// The request headers besides the pseudo-headers (`:method POST`, `:path` = ``path``,
@@ -95,16 +84,34 @@ public struct APNsNotification: Sendable {
         withAuthorization("bearer " + jwt)
     }
 
-    /// The same headers with the token's ready-made `bearer <JWT>` value: what a connection sends
-    /// per push, so no string is built per push.
+    /// The same headers with the token's ready-made `bearer <JWT>` value.
     package func headers(bearer token: ProviderToken) -> [(String, String)] {
         withAuthorization(token.authorization)
     }
 
     private func withAuthorization(_ value: String) -> [(String, String)] {
-        var headers = fixedHeaders
-        headers.reserveCapacity(fixedHeaders.count + 1)
+        var headers: [(String, String)] = []
+        writeHeaders { name, bytes in headers.append((name, String(decoding: bytes, as: UTF8.self))) }
         headers.append(("authorization", value))
         return headers
+    }
+
+    /// Hands each header but `authorization` (which belongs to the connection) to `field`, in
+    /// the order sent, the value as UTF-8 bytes valid during the call: a connection packs them
+    /// straight into its request, so a push makes no header list and no strings.
+    package func writeHeaders(_ field: (_ name: String, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
+        func text(_ name: String, _ value: String) {
+            var value = value
+            value.withUTF8 { field(name, $0) }
+        }
+        func number(_ name: String, _ value: Int) {
+            DecimalText.withDigits(value) { field(name, $0) }
+        }
+        text("apns-topic", topic)
+        text("apns-push-type", pushType.rawValue)
+        number("apns-priority", priority)
+        text("apns-id", apnsID)
+        if let expiration { number("apns-expiration", expiration) }
+        if let collapseID { text("apns-collapse-id", collapseID) }
     }
 }

@@ -95,12 +95,17 @@ public struct APNsResponse: Sendable, Hashable {
     /// yields a response whose status decides what happens.
     package static func parse(status: Int, headers: [(String, String)], body: [UInt8], device: DeviceToken,
                              sentID: String = "") -> APNsResponse {
-        var apnsID = sentID
-        var uniqueID: String?
-        for (name, value) in headers {
-            if name.caseInsensitiveEquals("apns-id") { apnsID = value.lowercased() }
-            else if name.caseInsensitiveEquals("apns-unique-id") { uniqueID = value }
-        }
+        let apnsID = headers.first { $0.0.caseInsensitiveEquals("apns-id") }?.1
+        let uniqueID = headers.first { $0.0.caseInsensitiveEquals("apns-unique-id") }?.1
+        return parse(status: status, apnsID: apnsID, uniqueID: uniqueID, body: body, device: device, sentID: sentID)
+    }
+
+    /// The same, from the two headers' values (nil when absent), so a caller that holds the
+    /// headers in another form makes no list of them.
+    package static func parse(status: Int, apnsID received: String?, uniqueID: String?, body: [UInt8], device: DeviceToken,
+                             sentID: String = "") -> APNsResponse {
+        // Apple echoes the id we sent: then it is ours as it stands, no lower-cased copy made.
+        let apnsID = received.map { $0 == sentID ? sentID : $0.lowercased() } ?? sentID
         if status == 200 {
             return APNsResponse(ok: true, status: status, apnsID: apnsID, uniqueID: uniqueID, token: device)
         }

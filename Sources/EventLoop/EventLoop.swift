@@ -44,6 +44,9 @@ package final class EventLoop: @unchecked Sendable {
 
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
+        /// The storage of the batch the loop ran last, emptied: the next batch is queued into it,
+        /// so a turn's jobs cost no new array.
+        var spare: [@Sendable () -> Void] = []
         var wakePending = false
         var stopping = false
         /// Set once the loop has taken its last batch; later jobs are dropped.
@@ -64,6 +67,9 @@ package final class EventLoop: @unchecked Sendable {
     private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
     private(set) var wakeUpCount = 0
+    /// Timers made by `schedule`, so tests can tell work that arms one per request from work
+    /// that does not. Loop thread only.
+    package private(set) var scheduledTimerCount = 0
     /// Wake-ups written to the eventfd, so tests can tell which submissions needed one.
     let wakeSignalCount = Atomic<Int>(0)
     /// A job was queued on the loop's own thread since the queue was last taken: the loop must
@@ -193,9 +199,9 @@ package final class EventLoop: @unchecked Sendable {
     @discardableResult
     package func schedule(after delay: Duration, _ work: @escaping () -> Void) -> Timer {
         precondition(inEventLoop, "EventLoop.schedule must be called on the loop thread")
-        // Every push arms a deadline timer that is cancelled once Apple answers, within
-        // milliseconds; left in the heap until due (8 s later) they were 100,000 entries and
-        // timer objects at 12,000 pushes/s: megabytes of memory and a deep heap to sift.
+        // Timers cancelled long before they are due (timeouts of work that finished) would
+        // otherwise stay in the heap until then: at thousands a second, megabytes of memory
+        // and a deep heap to sift.
         if cancelledTimers.count > Self.cancelledTimersKept && cancelledTimers.count * 2 > timers.count {
             timers.removeAll { timer in
                 guard timer.isCancelled else { return false }
@@ -205,6 +211,7 @@ package final class EventLoop: @unchecked Sendable {
             cancelledTimers.count = 0
         }
         let timer = Timer(work, tally: cancelledTimers)
+        scheduledTimerCount &+= 1
         timers.insert(timer, deadline: .now + max(delay, .zero))
         return timer
     }
@@ -378,14 +385,21 @@ package final class EventLoop: @unchecked Sendable {
     private func runQueuedJobs() -> Bool {
         // What the loop queued so far is in this batch; what its jobs queue waits for the next turn.
         queuedFromLoop = false
-        let (batch, stopping) = queue.withLock { q in
-            let b = q.jobs
-            q.jobs = []
+        let taken = queue.withLock { q in
+            var b = q.spare
+            swap(&b, &q.jobs)
+            q.spare = []
             q.wakePending = false
             return (b, q.stopping)
         }
+        var batch = taken.0
         for job in batch { job() }
-        return stopping
+        // Kept only while small: a burst must not pin its list.
+        if batch.capacity <= 4096 {
+            batch.removeAll(keepingCapacity: true)
+            queue.withLock { q in if q.spare.capacity < batch.capacity { swap(&q.spare, &batch) } }
+        }
+        return taken.1
     }
 
     /// Shutdown: run what was queued, close every registration, repeat until nothing is

@@ -1,9 +1,10 @@
 internal import CNghttp2
 
-final class ClientStream {
+/// One request in flight: the body it sends (as `OutgoingBody`) and the response it gathers.
+final class ClientStream: OutgoingBody {
     var headersSent = false
     var status: Int?
-    var headers: [HTTP2Header] = []
+    var headers = HTTP2HeaderBlock()
     var body: [UInt8] = []
     var endStreamReceived = false
 }
@@ -43,6 +44,24 @@ final class ClientSessionCore: SessionCore {
 
     func submitRequest(method: String, scheme: String, authority: String, path: String,
                        headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+        var request = HTTP2HeaderBlock()
+        HTTP2ClientSession.startRequest(&request, method: method, scheme: scheme, authority: authority) {
+            $0.append(contentsOf: path.utf8)
+        }
+        for header in headers {
+            // Names come lower-cased from their builders; only a stray capital costs a new string.
+            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
+            if name.hasPrefix(":") {
+                throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
+            }
+            request.append(name, header.value, neverIndex: header.neverIndex)
+        }
+        return try submitRequest(request, shared: HTTP2HeaderBlock(), body: body)
+    }
+
+    /// `request` starts with the pseudo-headers (see `HTTP2ClientSession.startRequest`); the
+    /// fields of `shared` follow its own.
+    func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8]) throws -> Int32 {
         let session = try requireSession()
         if goAwayReceived {
             throw HTTP2Error(code: .goingAway, message: "the server sent GOAWAY; submit this request on another connection")
@@ -50,22 +69,7 @@ final class ClientSessionCore: SessionCore {
         if goAwaySent {
             throw HTTP2Error(code: .goingAway, message: "this session is closing (GOAWAY sent); submit this request on another connection")
         }
-        var fields = [
-            HTTP2Header(name: ":method", value: method),
-            HTTP2Header(name: ":scheme", value: scheme),
-            HTTP2Header(name: ":authority", value: authority),
-            HTTP2Header(name: ":path", value: path, neverIndex: true),
-        ]
-        fields.reserveCapacity(4 + headers.count)
-        for header in headers {
-            // Names come lower-cased from their builders; only a stray capital costs a new string.
-            let name = header.name.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) ? header.name.lowercased() : header.name
-            if name.hasPrefix(":") {
-                throw HTTP2Error(code: .invalidHeader, message: "pseudo-header \(name) is set by the session; pass it as an argument instead")
-            }
-            fields.append(HTTP2Header(name: name, value: header.value, neverIndex: header.neverIndex))
-        }
-        let id = try withPackedHeaders(fields) { nva, count in
+        let id = try withPackedHeaders(request, shared) { nva, count in
             withDataProvider(hasBody: !body.isEmpty) { provider in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }
@@ -76,8 +80,9 @@ final class ClientSessionCore: SessionCore {
             }
             throw HTTP2Error(code: .internalError, message: "nghttp2 refused the request: \(libraryText(id))")
         }
-        streams[id] = ClientStream()
-        if !body.isEmpty { outgoing[id] = OutgoingBody(body) }
+        let stream = ClientStream(body)
+        streams[id] = stream
+        if !body.isEmpty { outgoing[id] = stream }
         return id
     }
 
@@ -107,15 +112,26 @@ final class ClientSessionCore: SessionCore {
 
     // MARK: Hooks
 
-    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 {
+    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
         guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
-        if name == ":status" {
-            stream.status = Int(value)
+        if name.elementsEqual(":status".utf8) {
+            stream.status = Self.statusCode(value)
             stream.headers.removeAll()  // a final response replaces any 1xx before it
-        } else if !name.hasPrefix(":") {
-            stream.headers.append(HTTP2Header(name: name, value: value))
+        } else if name.first != UInt8(ascii: ":") {
+            stream.headers.append(name: name, value: value)
         }
         return 0
+    }
+
+    /// `:status`'s three digits (nghttp2 has checked them), or nil for anything else.
+    private static func statusCode(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count <= 3 else { return nil }
+        var code = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") else { return nil }
+            code = code * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        return code
     }
 
     override func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 {
@@ -187,7 +203,7 @@ final class ClientSessionCore: SessionCore {
         guard let stream = streams[id] else { return 0 }
         if stream.endStreamReceived, let status = stream.status {
             // A server may reset (NO_ERROR) after a complete response; the response stands.
-            complete(id, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            complete(id, .success(HTTP2Response(status: status, fields: stream.headers, body: stream.body)))
             return 0
         }
         let error: HTTP2StreamError

@@ -30,6 +30,8 @@ package final class HTTP2ClientSession {
     package private(set) weak var delegate: HTTP2ClientDelegate?
     private let core: ClientSessionCore
     private var delivering = false
+    /// The storage of the last delivered batch of events, kept for the next one.
+    private var spareEvents: [ClientEvent] = []
 
     /// Submits our SETTINGS (ENABLE_PUSH 0, the stream window) at once; they go out with the
     /// first `takeOutput`, after the connection preface.
@@ -93,6 +95,43 @@ package final class HTTP2ClientSession {
                                       headers: headers, body: body)
     }
 
+    /// Queues one request whose header fields are packed already, in two blocks: `request`, this
+    /// request's own, and `shared`, a block the caller keeps across requests (a connection's
+    /// `:method`, `:scheme`, `:authority` and `authorization`, see `startShared`). The pseudo-headers
+    /// go out first, the shared ones before the request's (`:path`), then the request's fields,
+    /// then the shared ones. Each pseudo-header belongs in one of the two blocks, not both; with
+    /// an empty `shared`, start `request` with `startRequest`. Names must be lower case already.
+    /// The body is copied into a data provider.
+    ///
+    /// - Throws: as the other `submitRequest`; `.invalidHeader` also for a pseudo-header after a
+    ///   regular field.
+    package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock = HTTP2HeaderBlock(),
+                              body: [UInt8]) throws -> Int32 {
+        defer { deliver() }
+        return try core.submitRequest(request, shared: shared, body: body)
+    }
+
+    /// Empties `block` and writes the pseudo-headers every request on a connection shares into
+    /// it, for `submitRequest(_:shared:body:)`'s `shared` (the request's block then holds `:path`).
+    package static func startShared(_ block: inout HTTP2HeaderBlock, method: String = "POST", scheme: String = "https",
+                                   authority: String) {
+        block.removeAll()
+        block.append(":method", method)
+        block.append(":scheme", scheme)
+        block.append(":authority", authority)
+    }
+
+    /// Empties `block` and writes a request's pseudo-headers into it, `:path` (its value written
+    /// by `path`) never indexed, since it changes with every request.
+    package static func startRequest(_ block: inout HTTP2HeaderBlock, method: String = "POST", scheme: String = "https",
+                                    authority: String, path: (inout [UInt8]) -> Void) {
+        block.removeAll()
+        block.append(":method", method)
+        block.append(":scheme", scheme)
+        block.append(":authority", authority)
+        block.append(":path", neverIndex: true, value: path)
+    }
+
     /// Resets the stream with CANCEL (e.g. its deadline passed). The delegate hears `.cancelled`
     /// exactly once, before this returns; a stream already completed is left alone.
     package func cancel(stream id: Int32) {
@@ -142,8 +181,13 @@ package final class HTTP2ClientSession {
         delivering = true
         defer { delivering = false }
         while !core.events.isEmpty {
-            let batch = core.events
-            core.events.removeAll()
+            // Swapped with a spare list, so neither list's storage is given up between batches.
+            var batch = spareEvents
+            swap(&batch, &core.events)
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                spareEvents = batch
+            }
             for event in batch {
                 guard let delegate else { continue }
                 switch event {

@@ -117,19 +117,28 @@ package struct HTTP2StreamError: Error, Sendable, CustomStringConvertible, Equat
 /// A complete response to one client stream.
 package struct HTTP2Response: Sendable, Equatable {
     package var status: Int
-    /// Regular header fields only (and trailers, if any); pseudo-headers are excluded, `:status` is `status`.
-    package var headers: [HTTP2Header]
+    /// Regular header fields only (and trailers, if any), as received, packed: a response makes
+    /// no string per field (see `header(_:reusing:)`). Pseudo-headers are excluded, `:status` is `status`.
+    package var fields: HTTP2HeaderBlock
     package var body: [UInt8]
 
     package init(status: Int, headers: [HTTP2Header], body: [UInt8]) {
+        self.init(status: status, fields: HTTP2HeaderBlock(headers), body: body)
+    }
+
+    package init(status: Int, fields: HTTP2HeaderBlock, body: [UInt8]) {
         self.status = status
-        self.headers = headers
+        self.fields = fields
         self.body = body
     }
 
-    /// The first value of a header, by lower-case name, because HTTP/2 names are lower-case.
-    package func header(_ name: String) -> String? {
-        headers.first { $0.name == name }?.value
+    /// The fields as a list (strings made for each).
+    package var headers: [HTTP2Header] { fields.fields }
+
+    /// The first value of a header, by lower-case name, because HTTP/2 names are lower-case. A
+    /// value equal to `known` is `known` itself, no new string (see `HTTP2HeaderBlock.value`).
+    package func header(_ name: String, reusing known: String? = nil) -> String? {
+        fields.value(name, reusing: known)
     }
 }
 

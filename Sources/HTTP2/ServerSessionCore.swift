@@ -79,8 +79,9 @@ final class ServerSessionCore: SessionCore {
         return 0
     }
 
-    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 {
+    override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
         guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
+        let name = String(decoding: name, as: UTF8.self), value = String(decoding: value, as: UTF8.self)
         switch name {
         case ":method": stream.request.method = value
         case ":path": stream.request.path = value

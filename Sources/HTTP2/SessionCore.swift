@@ -1,7 +1,8 @@
 internal import CNghttp2
 
-/// The request or response body a data provider hands to nghttp2, chunk by chunk.
-final class OutgoingBody {
+/// The request or response body a data provider hands to nghttp2, chunk by chunk. Not final:
+/// a client stream is its own request's body, one object per stream rather than two.
+class OutgoingBody {
     let bytes: [UInt8]
     var offset = 0
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -153,45 +154,47 @@ class SessionCore {
 
     // MARK: Submitting
 
-    /// Packs the fields into one scoped byte buffer and one `nghttp2_nv` array pointing into it;
-    /// nghttp2 deep-copies them during `submit`, so nothing outlives the call.
+    /// Packs the fields into a block and hands them on as below (responses, and requests made
+    /// from a list of fields).
     func withPackedHeaders<R>(_ fields: [HTTP2Header],
                               _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
-        // Every request packs its headers, so the bytes and the nghttp2_nv list live in
-        // temporary (stack, when small) buffers: no array is allocated per request.
-        var byteCount = 1
-        for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
-            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, fields.count)) { nvs in
-                let base = storage.baseAddress!
-                var offset = 0
-                for (index, field) in fields.enumerated() {
-                    let name = base + offset
-                    offset += Self.copy(field.name, to: base + offset)
-                    let value = base + offset
-                    offset += Self.copy(field.value, to: base + offset)
-                    let nameLength = value - name, valueLength = base + offset - value
-                    let pseudo = nameLength > 0 && name[0] == UInt8(ascii: ":")
-                    if !pseudo && nghttp2_check_header_name(name, nameLength) == 0 {
-                        throw HTTP2Error(code: .invalidHeader, message: "header name \(String(reflecting: field.name)) is not a valid lower-case HTTP/2 token; rename it")
-                    }
-                    if nghttp2_check_header_value(value, valueLength) == 0 {
-                        throw HTTP2Error(code: .invalidHeader, message: "header \(field.name) has a value with a forbidden character (CR, LF or NUL); remove it")
-                    }
-                    let flags = field.neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                    (nvs.baseAddress! + index).initialize(to: nghttp2_nv(name: name, value: value, namelen: nameLength, valuelen: valueLength, flags: flags))
-                }
-                return body(UnsafePointer(nvs.baseAddress!), fields.count)
-            }
-        }
+        try withPackedHeaders(HTTP2HeaderBlock(fields), HTTP2HeaderBlock(), body)
     }
 
-    /// Copies `text`'s UTF-8 to `destination`; returns how many bytes it wrote.
-    private static func copy(_ text: String, to destination: UnsafeMutablePointer<UInt8>) -> Int {
-        var text = text
-        return text.withUTF8 { bytes in
-            if let source = bytes.baseAddress { destination.update(from: source, count: bytes.count) }
-            return bytes.count
+    /// Hands nghttp2 one `nghttp2_nv` list (in a temporary, on the stack when small) pointing
+    /// into the blocks' own bytes: the pseudo-headers of `shared`, every field of `request`,
+    /// then the regular fields of `shared`, so both blocks' pseudo-headers come first as HTTP/2
+    /// wants. nghttp2 deep-copies them during `submit`: nothing outlives the call, nothing is
+    /// copied here.
+    ///
+    /// - Throws: `.invalidHeader` with the first problem a block found as it was filled (a name
+    ///   that is not a lower-case token, a value with CR, LF or NUL, a pseudo-header after a
+    ///   regular field).
+    func withPackedHeaders<R>(_ request: HTTP2HeaderBlock, _ shared: HTTP2HeaderBlock,
+                              _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) throws -> R {
+        if let problem = request.problem ?? shared.problem { throw HTTP2Error(code: .invalidHeader, message: problem) }
+        let count = request.count + shared.count
+        return request.bytes.withUnsafeBufferPointer { requestBytes in
+            shared.bytes.withUnsafeBufferPointer { sharedBytes in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nvs in
+                    var index = 0
+                    func add(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ neverIndex: Bool) {
+                        let flags = neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                        (nvs.baseAddress! + index).initialize(to: nghttp2_nv(
+                            name: UnsafeMutablePointer(mutating: name.baseAddress!), value: UnsafeMutablePointer(mutating: value.baseAddress!),
+                            namelen: name.count, valuelen: value.count, flags: flags))
+                        index += 1
+                    }
+                    shared.forEachField(in: sharedBytes) { name, value, neverIndex in
+                        if name.first == UInt8(ascii: ":") { add(name, value, neverIndex) }
+                    }
+                    request.forEachField(in: requestBytes, add)
+                    shared.forEachField(in: sharedBytes) { name, value, neverIndex in
+                        if name.first != UInt8(ascii: ":") { add(name, value, neverIndex) }
+                    }
+                    return body(UnsafePointer(nvs.baseAddress!), index)
+                }
+            }
         }
     }
 
@@ -259,7 +262,8 @@ class SessionCore {
     // MARK: Hooks (overridden by the roles)
 
     func onBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 { 0 }
-    func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 { 0 }
+    /// Name and value point into nghttp2's buffers, valid during the call only.
+    func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 { 0 }
     func onDataChunk(stream id: Int32, _ data: UnsafeBufferPointer<UInt8>) -> Int32 { 0 }
     func onFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) { goAwayReceived = true }
@@ -296,7 +300,7 @@ private func installTrampolines(_ callbacks: OpaquePointer) {
     }
     nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
         guard let frame, let core = core(user) else { return 0 }
-        return core.onHeader(frame, name: bytesOf(name, nameLength).asText, value: bytesOf(value, valueLength).asText)
+        return core.onHeader(frame, name: bytesOf(name, nameLength).buffer, value: bytesOf(value, valueLength).buffer)
     }
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
         guard let core = core(user) else { return 0 }

@@ -1,4 +1,5 @@
 // Response serialization and the Date header. Pure Swift, no Foundation.
+internal import Encoders
 
 /// Serializes a response: status line, the response's headers, Content-Length, Date, and
 /// `Connection: close` when `close` is set.
@@ -14,7 +15,7 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     let noBody = status < 200 || status == 204 || status == 304
     out.reserveCapacity(out.count + 128 + response.body.count)
     out.append(contentsOf: "HTTP/1.1 ".utf8)
-    appendDecimal(status, to: &out)
+    DecimalText.append(status, to: &out)
     out.append(0x20)
     out.append(contentsOf: reasonPhrase(status).utf8)
     out.append(contentsOf: crlf)
@@ -39,7 +40,7 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     }
     if !noBody {
         out.append(contentsOf: "Content-Length: ".utf8)
-        appendDecimal(response.body.count, to: &out)
+        DecimalText.append(response.body.count, to: &out)
         out.append(contentsOf: crlf)
     }
     out.append(contentsOf: "Date: ".utf8)
@@ -69,7 +70,7 @@ package func httpDate(_ unixSeconds: Int) -> String {
     out.append(0x20)
     out.append(contentsOf: monthNames[month - 1].utf8)
     out.append(0x20)
-    appendDecimal(year, to: &out, minDigits: 4)
+    DecimalText.append(year, to: &out, minDigits: 4)
     out.append(0x20)
     appendTwoDigits(secondOfDay / 3600, to: &out)
     out.append(UInt8(ascii: ":"))
@@ -141,16 +142,4 @@ private func civilFromDays(_ z0: Int) -> (year: Int, month: Int, day: Int) {
 private func appendTwoDigits(_ n: Int, to out: inout [UInt8]) {
     out.append(UInt8(0x30 + n / 10))
     out.append(UInt8(0x30 + n % 10))
-}
-
-private func appendDecimal(_ n: Int, to out: inout [UInt8], minDigits: Int = 1) {
-    var digits: [UInt8] = []
-    var v = n.magnitude
-    repeat {
-        digits.append(UInt8(0x30 + v % 10))
-        v /= 10
-    } while v > 0
-    while digits.count < minDigits { digits.append(0x30) }
-    if n < 0 { out.append(UInt8(ascii: "-")) }
-    out.append(contentsOf: digits.reversed())
 }

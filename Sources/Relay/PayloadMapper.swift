@@ -44,6 +44,11 @@ package enum PayloadMapper {
     /// What the app shows when it cannot decrypt; iOS only runs the extension for a visible alert.
     package static let defaultAlertLocKey = "apns-default-message"
 
+    /// The fixed parts around the alert's key and the id, made once: as literals turned into
+    /// arrays inside `plan` they were two allocations per push.
+    private static let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
+    private static let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
+
     /// Builds the plan for one message.
     ///
     /// When the full payload would exceed `maxPayloadBytes`, the degraded form (same `aps`, `i`
@@ -53,8 +58,6 @@ package enum PayloadMapper {
     /// and Apple's own size check decides.
     package static func plan(message: WebPushMessage, id: String, alertLocKey: String = defaultAlertLocKey,
                             now: Int) -> APNsPushPlan {
-        let head = Array(#"{"aps":{"alert":{"loc-key":""#.utf8)
-        let afterLoc = Array(#""},"mutable-content":1},"i":""#.utf8)
         let baseSize = head.count + JSONString.escapedCount(alertLocKey) + afterLoc.count + JSONString.escapedCount(id) + 1
 
         // The full form's size, computed before anything is written.

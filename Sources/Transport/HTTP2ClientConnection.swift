@@ -110,6 +110,17 @@ package final class HTTP2ClientConnection {
         return id
     }
 
+    /// Queues a request whose fields are packed already (see `HTTP2ClientSession.submitRequest(_:shared:body:)`);
+    /// start `request` with `HTTP2ClientSession.startRequest` and this connection's `authority`.
+    package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8]) throws -> Int32 {
+        guard !isClosed else {
+            throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
+        }
+        let id = try h2.submitRequest(request, shared: shared, body: body)
+        channel.scheduleFlush()
+        return id
+    }
+
     /// Resets a stream (its deadline passed); its completion reports `.cancelled`.
     package func cancel(stream id: Int32) {
         guard !isClosed else { return }

@@ -23,6 +23,25 @@ struct ResponseTests {
         }
     }
 
+    @Test("Apple's apns-id is read lower-cased, the sent id stands when it sends none, and both parse forms agree")
+    func apnsIDEcho() throws {
+        let device = try DeviceToken(String(repeating: "ab", count: 32))
+        let sent = "2b4e5b8a-0c1d-4e2f-9a3b-4c5d6e7f8091"
+        let echoed = APNsResponse.parse(status: 200, apnsID: sent, uniqueID: nil, body: [], device: device, sentID: sent)
+        #expect(echoed.apnsID == sent)
+        let upper = APNsResponse.parse(status: 200, apnsID: sent.uppercased(), uniqueID: "u", body: [], device: device, sentID: sent)
+        #expect(upper.apnsID == sent)
+        #expect(upper.uniqueID == "u")
+        let absent = APNsResponse.parse(status: 410, apnsID: nil, uniqueID: nil, body: Array(#"{"reason":"Unregistered"}"#.utf8),
+                                        device: device, sentID: sent)
+        #expect(absent.apnsID == sent)
+        #expect(absent.reason == APNsReason("Unregistered"))
+        let listed = APNsResponse.parse(status: 200, headers: [("APNS-ID", sent.uppercased()), ("apns-unique-id", "u")], body: [],
+                                        device: device, sentID: sent)
+        #expect(listed == upper)
+        #expect(listed.uniqueID == "u")
+    }
+
     @Test("only BadDeviceToken, Unregistered and ExpiredToken mean a dead token")
     func deadTokens() {
         let dead = APNsReason.allKnown.filter { $0.category == .tokenDead }.map(\.rawValue).sorted()

@@ -255,3 +255,22 @@ struct TextSearchTests {
         #expect("a,b".split(text: ",") == "a,b".split(separator: ",", omittingEmptySubsequences: false))
     }
 }
+
+@Suite("decimal digits")
+struct DecimalTextTests {
+    @Test("integers are written as Swift writes them, with leading zeros up to the width asked",
+          arguments: [0, 7, 10, 201, -42, 1_764_547_200, Int.max, Int.min])
+    func decimal(value: Int) {
+        var out = Array("x=".utf8)
+        DecimalText.append(value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x=\(value)")
+        DecimalText.withDigits(value) { #expect(String(decoding: $0, as: UTF8.self) == String(value)) }
+    }
+
+    @Test("a minimum width pads with zeros after the sign", arguments: [(7, 4, "0007"), (2026, 4, "2026"), (12345, 4, "12345"), (-5, 3, "-005")])
+    func padded(value: Int, width: Int, text: String) {
+        var out: [UInt8] = []
+        DecimalText.append(value, to: &out, minDigits: width)
+        #expect(String(decoding: out, as: UTF8.self) == text)
+    }
+}
