@@ -6,6 +6,7 @@ import APNs
 import Encoders
 import HTTPServer
 import Observability
+import OpenSSLSupport
 import WebPush
 
 /// The relay's HTTP side: routing, WebPush → APNs, and the status the sender hears.
@@ -351,7 +352,7 @@ package final class RelayResponder: HTTPResponder {
             if let id = log.apnsID { line.add("apns.id", .string(id)) }
             if let reason = log.apnsReason { line.add("apns.reason", .string(reason)) }
             if let status = log.apnsStatus { line.add("apns.status", .int(status)) }
-            if let device = log.device { line.add("device", .string(device.fingerprint)) }
+            if let device = log.device { line.add("device", .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:)))) }
             line.add("http.status", .int(answer.status))
             line.add("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000))
             if let why = log.degraded {
