@@ -34,10 +34,14 @@ final class HTTPConnection: TCPStreamHandler {
     private var requestBytes = 0
     /// Some byte has arrived: the connection is no longer `.fresh` when idle.
     private var hasReceived = false
-    /// Links of the loop's idle lists (`LoopContext.setIdle` keeps them).
+    /// Links of the loop's idle lists (`LoopContext.setIdle` keeps them). The list owns its
+    /// members through `idleNext` and its head; `idlePrevious` is unowned(unsafe) because a
+    /// listed connection's predecessor is listed too, so held by the list. A weak link would
+    /// give every connection a side table and make each retain and release of it take the
+    /// runtime's slow path: several per push.
     var listedIdle: IdleKind?
     var idleNext: HTTPConnection?
-    weak var idlePrevious: HTTPConnection?
+    unowned(unsafe) var idlePrevious: HTTPConnection?
     /// The peer shut down its sending side: answer what is complete, then close.
     private var peerFinished = false
     /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.

@@ -130,6 +130,22 @@ extension LogSink {
     }
 }
 
+/// A field's key with its JSON (`,"key":`, escaped and kept off the fixed fields as
+/// `JSONLogSink` writes any key) made once, for `LogFieldWriter.add(_:_:)`.
+package struct LogKey: Sendable, ExpressibleByStringLiteral {
+    package let name: String
+    fileprivate let json: [UInt8]
+
+    package init(_ name: String) {
+        self.name = name
+        var json: [UInt8] = []
+        JSONLogSink.appendKey(name, to: &json)
+        self.json = json
+    }
+
+    package init(stringLiteral name: String) { self.init(name) }
+}
+
 /// Takes a line's fields in key order: into a list for a record, or (`JSONLogSink`) straight
 /// into the line's bytes, formatted exactly as the record's fields would be.
 package struct LogFieldWriter {
@@ -144,27 +160,16 @@ package struct LogFieldWriter {
 
     init() {}
 
-    /// Adds one field whose key is written in the code (the usual case); keys must come in
-    /// increasing order (the order the line is written in). A plain key is copied as it is.
-    package mutating func add(_ key: StaticString, _ value: LogValue) {
-        guard formats else { return add(name: key.description, value) }
+    /// Adds one field; keys must come in increasing order (the order the line is written in).
+    /// The key's JSON was made when the key was: a line written often keeps its keys in
+    /// `static let`s, so writing one is a single copy.
+    package mutating func add(_ key: LogKey, _ value: LogValue) {
+        guard formats else { return add(name: key.name, value) }
         #if DEBUG
-        checkOrder(key.description)
+        checkOrder(key.name)
         #endif
-        let copied = key.withUTF8Buffer { k -> Bool in
-            guard JSONLogSink.isPlainKey(k) else { return false }
-            bytes.append(UInt8(ascii: ","))
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: k)
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(UInt8(ascii: ":"))
-            return true
-        }
-        if copied {
-            JSONLogSink.appendValue(value, to: &bytes)
-        } else {
-            JSONLogSink.appendField(key.description, value, to: &bytes)
-        }
+        bytes.append(contentsOf: key.json)
+        JSONLogSink.appendValue(value, to: &bytes)
     }
 
     /// Adds one field whose key is made at run time; keys must come in increasing order.
@@ -356,22 +361,16 @@ package struct JSONLogSink: LogSink {
 
     /// `,"key":value`, the one way a field is written, whether from a record or as it comes.
     static func appendField(_ key: String, _ value: LogValue, to out: inout [UInt8]) {
+        appendKey(key, to: &out)
+        appendValue(value, to: &out)
+    }
+
+    /// `,"key":`, the one way a key is written.
+    static func appendKey(_ key: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: ","))
         // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
         if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
         out.append(UInt8(ascii: ":"))
-        appendValue(value, to: &out)
-    }
-
-    /// True when `appendField` would write `key` as it is between quotes: no byte to escape
-    /// (printable ASCII but `"` and `\`) and not a fixed field's name.
-    static func isPlainKey(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
-        for b in key where b < 0x20 || b >= 0x7F || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
-        if key.count <= 5 {
-            let text = String(decoding: key, as: UTF8.self)
-            if isReserved(text) { return false }
-        }
-        return true
     }
 
     /// A field's value as JSON.
@@ -621,24 +620,26 @@ func appendTimestamp(_ date: WallTime, to out: inout [UInt8]) {
     let millis = Int(totalMillis - Int64(seconds) * 1000)
     var parts = tm()
     gmtime_r(&seconds, &parts)
-    func digits(_ value: Int, _ width: Int) {
-        var divisor = 1
-        for _ in 1..<width { divisor *= 10 }
-        var v = value
-        if v >= divisor * 10 { appendDecimal(v, to: &out); return }
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(v / divisor))
-            v %= divisor
-            divisor /= 10
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, put together on the stack and appended at once; a WallTime
+    // lies between the years 1677 and 2262, so the year has four digits.
+    var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    withUnsafeMutableBytes(of: &text) { b in
+        func put(_ value: Int, at i: Int, width: Int) {
+            var v = value
+            for k in (0..<width).reversed() {
+                b[i + k] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+            }
         }
+        put(Int(parts.tm_year) + 1900, at: 0, width: 4); b[4] = UInt8(ascii: "-")
+        put(Int(parts.tm_mon) + 1, at: 5, width: 2); b[7] = UInt8(ascii: "-")
+        put(Int(parts.tm_mday), at: 8, width: 2); b[10] = UInt8(ascii: "T")
+        put(Int(parts.tm_hour), at: 11, width: 2); b[13] = UInt8(ascii: ":")
+        put(Int(parts.tm_min), at: 14, width: 2); b[16] = UInt8(ascii: ":")
+        put(Int(parts.tm_sec), at: 17, width: 2); b[19] = UInt8(ascii: ".")
+        put(millis, at: 20, width: 3); b[23] = UInt8(ascii: "Z")
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[0..<24]))
     }
-    digits(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
-    digits(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))
-    digits(Int(parts.tm_mday), 2); out.append(UInt8(ascii: "T"))
-    digits(Int(parts.tm_hour), 2); out.append(UInt8(ascii: ":"))
-    digits(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
-    digits(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
-    digits(millis, 3); out.append(UInt8(ascii: "Z"))
 }
 
 /// `d` as `String(d)` spells it, without making a String when it has at most 3 decimals and

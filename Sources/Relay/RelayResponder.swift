@@ -6,6 +6,7 @@ import APNs
 import Encoders
 import HTTPServer
 import Observability
+import OpenSSLSupport
 import WebPush
 
 /// The relay's HTTP side: routing, WebPush → APNs, and the status the sender hears.
@@ -346,23 +347,43 @@ package final class RelayResponder: HTTPResponder {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
-            line.add("apns.environment", .string(log.sandbox ? "sandbox" : "production"))
-            if let error = log.apnsError { line.add("apns.error", .string(error)) }
-            if let id = log.apnsID { line.add("apns.id", .string(id)) }
-            if let reason = log.apnsReason { line.add("apns.reason", .string(reason)) }
-            if let status = log.apnsStatus { line.add("apns.status", .int(status)) }
-            if let device = log.device { line.add("device", .string(device.fingerprint)) }
-            line.add("http.status", .int(answer.status))
-            line.add("latency_ms", .double((elapsed / .microseconds(1)).rounded() / 1000))
-            if let why = log.degraded {
-                line.add("payload.degraded", true)
-                line.add("payload.degraded_reason", .string(why))
+            line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
+            if let error = log.apnsError { line.add(LineKey.apnsError, .string(error)) }
+            if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
+            if let reason = log.apnsReason { line.add(LineKey.apnsReason, .string(reason)) }
+            if let status = log.apnsStatus { line.add(LineKey.apnsStatus, .int(status)) }
+            if let device = log.device {
+                line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
-            if let peer = log.peer { line.add("peer", .string(peer)) }
-            if let reason = answer.reason, answer.status != 201 { line.add("reason", .string(reason)) }
-            line.add("request.id", .string(log.requestID))
-            line.add("route", .string(log.route))
+            line.add(LineKey.httpStatus, .int(answer.status))
+            line.add(LineKey.latency, .double((elapsed / .microseconds(1)).rounded() / 1000))
+            if let why = log.degraded {
+                line.add(LineKey.degraded, true)
+                line.add(LineKey.degradedReason, .string(why))
+            }
+            if let peer = log.peer { line.add(LineKey.peer, .string(peer)) }
+            if let reason = answer.reason, answer.status != 201 { line.add(LineKey.reason, .string(reason)) }
+            line.add(LineKey.requestID, .string(log.requestID))
+            line.add(LineKey.route, .string(log.route))
         })
+    }
+
+    /// The push line's keys, each spelled as JSON once (`LogKey`), in the line's order.
+    private enum LineKey {
+        static let environment: LogKey = "apns.environment"
+        static let apnsError: LogKey = "apns.error"
+        static let apnsID: LogKey = "apns.id"
+        static let apnsReason: LogKey = "apns.reason"
+        static let apnsStatus: LogKey = "apns.status"
+        static let device: LogKey = "device"
+        static let httpStatus: LogKey = "http.status"
+        static let latency: LogKey = "latency_ms"
+        static let degraded: LogKey = "payload.degraded"
+        static let degradedReason: LogKey = "payload.degraded_reason"
+        static let peer: LogKey = "peer"
+        static let reason: LogKey = "reason"
+        static let requestID: LogKey = "request.id"
+        static let route: LogKey = "route"
     }
 
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as

@@ -3,6 +3,7 @@ import Testing
 @testable import APNsCore
 import Encoders
 @testable import APNs
+import OpenSSLSupport
 
 let token64 = String(repeating: "ab", count: 32)
 
@@ -73,6 +74,20 @@ struct DeviceTokenTests {
         #expect(!token64.contains(token.fingerprint))
         #expect(token.fingerprint == (try DeviceToken(token64.uppercased())).fingerprint)
         #expect(!"\(token)".contains(token64))
+    }
+
+    @Test("the fingerprint is the same whichever SHA-256 computes it, for tokens of 32 to 100 bytes")
+    func fingerprintByOpenSSL() throws {
+        for digits in [64, 110, 118, 200] {
+            for _ in 0..<20 {
+                let hex = String((0..<digits).map { _ in "0123456789abcdef".randomElement()! })
+                let token = try DeviceToken(hex)
+                #expect(token.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:)) == token.fingerprint, "\(digits) digits")
+            }
+        }
+        // A digest that fails falls back to the module's own.
+        let token = try DeviceToken(token64)
+        #expect(token.fingerprint(sha256FirstWord: { _ in nil }) == token.fingerprint)
     }
 
     @Test("SHA-256 matches the FIPS test vectors")

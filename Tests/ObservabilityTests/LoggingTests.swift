@@ -159,7 +159,7 @@ struct JSONLogSinkTests {
         #expect(direct.hasPrefix(#"{"ts":"2024-02-29T12:34:56.789Z","level":"warning","label":"relay","msg":"#))
         #expect(direct.hasSuffix(#","route":"push"}"#))
 
-        // Keys written in the code take the copy-as-is path when plain, the escaping one when not.
+        // Keys given as LogKeys (spelled as JSON once) come out as any other key: escaped when they need it.
         let staticKeys = sink.format(timestamp: fixedDate, level: .warning, label: "relay", message: nasty) { line in
             line.add("apns.id", .string("8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b"))
             line.add("degraded", true)
@@ -215,6 +215,9 @@ struct JSONLogSinkTests {
         #expect(formatTimestamp(WallTime(timeIntervalSince1970: 1.007)) == "1970-01-01T00:00:01.007Z")
         #expect(formatTimestamp(WallTime(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
         #expect(formatTimestamp(fixedDate) == "2024-02-29T12:34:56.789Z")
+        // Near both ends of what a WallTime holds.
+        #expect(formatTimestamp(WallTime(timeIntervalSince1970: 9_223_372_036.25)) == "2262-04-11T23:47:16.250Z")
+        #expect(formatTimestamp(WallTime(timeIntervalSince1970: -9_214_560_000)) == "1678-01-01T00:00:00.000Z")
     }
 
     @Test("a clock reading in nanoseconds prints its milliseconds, rounded to the microsecond first as a Date was")
