@@ -49,29 +49,6 @@ package func makeDeviceToken(prefix: String = "a1b2") -> String {
     prefix + String(Hex.encode(randomBytes(32)).dropFirst(prefix.count))
 }
 
-/// Appends `value` in decimal.
-@inline(__always)
-package func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-    precondition(value >= 0)
-    if value < 10 {
-        out.append(UInt8(ascii: "0") + UInt8(value))
-        return
-    }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                 UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var n = value
-    var count = 0
-    withUnsafeMutableBytes(of: &digits) { raw in
-        while n > 0 {
-            raw[count] = UInt8(ascii: "0") + UInt8(n % 10)
-            n /= 10
-            count += 1
-        }
-        for i in stride(from: count - 1, through: 0, by: -1) { out.append(raw[i]) }
-    }
-}
-
 /// Pre-built HTTP/1.1 requests for one client connection: only the push id changes between
 /// requests, so making one is two copies and a few digits.
 package struct WebPushRequestTemplate: Sendable {
@@ -105,7 +82,7 @@ package struct WebPushRequestTemplate: Sendable {
         let v = id % prefixes.count
         out.removeAll(keepingCapacity: true)
         out.append(contentsOf: prefixes[v])
-        appendDecimal(id, to: &out)
+        DecimalText.append(id, to: &out)
         out.append(contentsOf: suffixes[v])
     }
 }

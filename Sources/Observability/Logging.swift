@@ -377,7 +377,7 @@ package struct JSONLogSink: LogSink {
     static func appendValue(_ value: LogValue, to out: inout [UInt8]) {
         switch value {
         case .string(let s): JSONString.appendQuoted(s, to: &out)
-        case .int(let i): appendDecimal(i, to: &out)
+        case .int(let i): DecimalText.append(i, to: &out)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .double(let d):
             // JSON has no NaN or infinity; a string keeps the line parseable.
@@ -653,7 +653,7 @@ func appendDouble(_ d: Double, to out: inout [UInt8]) {
     }
     if d.sign == .minus { out.append(UInt8(ascii: "-")) }
     let whole = Int(thousandths.magnitude)
-    appendUnsigned(UInt(whole / 1000), to: &out)
+    DecimalText.append(whole / 1000, to: &out)
     out.append(UInt8(ascii: "."))
     var fraction = whole % 1000
     var width = 3
@@ -663,27 +663,3 @@ func appendDouble(_ d: Double, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "0") + UInt8(fraction % 10))
 }
 
-/// An integer in decimal, without making a String.
-func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-    if value < 0 {
-        out.append(UInt8(ascii: "-"))
-        // Int.min has no positive counterpart: print its magnitude as unsigned.
-        appendUnsigned(UInt(bitPattern: 0 &- value), to: &out)
-    } else {
-        appendUnsigned(UInt(value), to: &out)
-    }
-}
-
-private func appendUnsigned(_ value: UInt, to out: inout [UInt8]) {
-    var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)
-    withUnsafeMutableBytes(of: &scratch) { buffer in
-        var v = value
-        var i = buffer.count
-        repeat {
-            i -= 1
-            buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
-            v /= 10
-        } while v > 0
-        out.append(contentsOf: buffer[i...])
-    }
-}

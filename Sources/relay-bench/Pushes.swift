@@ -25,7 +25,7 @@ struct APNsPayloadTemplate {
         var out: [UInt8] = []
         out.reserveCapacity(prefix.count + 20 + suffixes[0].count)
         out.append(contentsOf: prefix)
-        appendDecimal(id, to: &out)
+        DecimalText.append(id, to: &out)
         out.append(contentsOf: suffixes[id % suffixes.count])
         return out
     }
