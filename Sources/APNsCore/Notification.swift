@@ -59,6 +59,12 @@ public struct APNsNotification: Sendable {
             guard size >= 1 && size <= 64 else {
                 throw .invalid("collapse id must be 1 to 64 bytes; got \(size) bytes")
             }
+            // A header value: HTTP/2 refuses CR, LF and NUL in one, and RFC 9110 every control
+            // byte but tab. Refused here, it is the caller's mistake; at submit time it read as
+            // a connection that cannot open streams, and the push failed as APNs unavailable.
+            guard collapseID.utf8.allSatisfy({ ($0 >= 0x20 || $0 == 0x09) && $0 != 0x7F }) else {
+                throw .invalid("collapse id must not hold control characters (CR, LF, NUL…)")
+            }
         }
 
         let limit = type.maxPayloadSize
