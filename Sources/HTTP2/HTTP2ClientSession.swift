@@ -184,6 +184,9 @@ package final class HTTP2ClientSession {
             // Swapped with a spare list, so neither list's storage is given up between batches.
             var batch = spareEvents
             swap(&batch, &core.events)
+            // The spare's storage is the events list's now: one owner, or the first event added
+            // during this batch would copy it.
+            spareEvents = []
             defer {
                 batch.removeAll(keepingCapacity: true)
                 spareEvents = batch

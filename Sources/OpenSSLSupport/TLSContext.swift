@@ -144,8 +144,9 @@ package final class TLSContext: @unchecked Sendable {
     /// when it needs it, and keeps only that one. `SSL_CTX_set_default_verify_paths` also
     /// parsed the whole bundle (`cert.pem`, ~140 roots) into the context at start-up: 0.8 MiB
     /// of heap that an idle relay held for nothing. `SSL_CERT_DIR` names another directory;
-    /// `SSL_CERT_FILE`, when set, is still read whole, and ignored when unreadable, as
-    /// OpenSSL's defaults do.
+    /// `SSL_CERT_FILE`, when set, is read whole too, and ignored when unreadable, as OpenSSL's
+    /// defaults do. A directory without hash links (an image that copied only the bundle) would
+    /// trust nothing, so then the default bundle is read whole, as before.
     private static func loadSystemStore(_ ctx: OpaquePointer, environment: [String: String]?) throws {
         func variable(_ name: UnsafePointer<CChar>) -> String? {
             let name = String(cString: name)
@@ -156,9 +157,29 @@ package final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_load_verify_dir(ctx, directory) == 1 else {
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not use the system trust store \(directory); install ca-certificates"))
         }
-        if let file = variable(X509_get_default_cert_file_env()), SSL_CTX_load_verify_file(ctx, file) != 1 {
+        let file = variable(X509_get_default_cert_file_env())
+            ?? (holdsHashLinks(directory) ? nil : String(cString: X509_get_default_cert_file()))
+        if let file, SSL_CTX_load_verify_file(ctx, file) != 1 {
             OpenSSLErrorQueue.clearQueue()
         }
+    }
+
+    /// True when `directory` holds a root under the name OpenSSL looks one up by: the hash of
+    /// its subject in 8 hex digits, a dot, a sequence number (`5ad8a5d6.0`).
+    static func holdsHashLinks(_ directory: String) -> Bool {
+        guard let dir = opendir(directory) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let found = withUnsafeBytes(of: entry.pointee.d_name) { raw -> Bool in
+                let name = raw.prefix { $0 != 0 }
+                guard name.count >= 10, name[name.startIndex + 8] == UInt8(ascii: ".") else { return false }
+                let isHex = { (b: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b) }
+                let isDigit = { (b: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) }
+                return name.prefix(8).allSatisfy(isHex) && name.dropFirst(9).allSatisfy(isDigit)
+            }
+            if found { return true }
+        }
+        return false
     }
 
     /// How many roots (and CRLs) the context holds in memory now.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import OpenSSLSupport
+@testable import OpenSSLSupport
 import CertificateSupport
 internal import COpenSSL
 
@@ -201,6 +201,20 @@ struct TLSSessionTests {
         #expect(result.client.isEstablished, "\(String(describing: result.client.error))")
     }
 
+    @Test("a directory without hash links (only a bundle copied in) falls back to the default bundle, read whole")
+    func directoryWithoutLinksFallsBack() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-nolinks-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try certificates().caPEM.write(to: directory.appendingPathComponent("ca-certificates.crt"), atomically: true, encoding: .utf8)
+        #expect(!TLSContext.holdsHashLinks(directory.path))
+        let bundle = try String(contentsOfFile: String(cString: X509_get_default_cert_file()), encoding: .utf8)
+        let roots = bundle.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1
+        try #require(roots > 0, "the machine has Debian's bundle (ca-certificates)")
+        let context = try TLSContext.client(trustSystemStore: true, systemStoreEnvironment: ["SSL_CERT_DIR": directory.path])
+        #expect(context.trustStoreCount == roots)
+    }
+
     @Test("a root in the hashed directory SSL_CERT_DIR names verifies the server, and only it is then held")
     func systemStoreDirectoryIsTrusted() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-support-certs-\(UInt64.random(in: 0...UInt64.max))")
@@ -213,10 +227,13 @@ struct TLSSessionTests {
             #expect(context.trustStoreCount == (result.client.isEstablished ? 1 : 0))
             return result.client.isEstablished
         }
-        #expect(try !handshake(), "an empty directory trusts nothing")
         // The name OpenSSL looks a root up by: the hash of its subject, then a sequence number
-        // (what Debian's update-ca-certificates writes into /etc/ssl/certs).
+        // (what Debian's update-ca-certificates writes into /etc/ssl/certs). Under another
+        // root's name the CA is not found.
         let caPEM = try certificates().caPEM
+        try caPEM.write(to: directory.appendingPathComponent("00000000.0"), atomically: true, encoding: .utf8)
+        #expect(TLSContext.holdsHashLinks(directory.path))
+        #expect(try !handshake(), "a root filed under another name is not found")
         var bytes = Array(caPEM.utf8)
         let hash = try bytes.withUnsafeMutableBytes { raw -> UInt in
             let bio = try #require(BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)))
