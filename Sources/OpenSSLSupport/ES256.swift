@@ -48,12 +48,8 @@ public final class ES256PrivateKey: @unchecked Sendable {
         let text = normalizePEM(pem)
         // Apple's shape is read by our own code; any other text goes to OpenSSL's reader,
         // which accepts the rest (SEC1) and words every refusal.
-        if let (scalar, stored) = P256PKCS8.read(pem: text), let (key, point) = try Self.keyPair(scalar: scalar, stored: stored) {
-            guard let publicHalf = copenssl_p256_from_raw(nil, 0, point, point.count) else {
-                EVP_PKEY_free(key)
-                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not build the public key"))
-            }
-            self.init(key: key, publicKey: ES256PublicKey(owning: publicHalf))
+        if let (scalar, stored) = P256PKCS8.read(pem: text), let key = try Self.key(scalar: scalar, stored: stored) {
+            try self.init(owning: key)
             return
         }
         let key: OpaquePointer? = try withReadBIO(text) { copenssl_PEM_read_bio_PrivateKey($0) }
@@ -68,29 +64,23 @@ public final class ES256PrivateKey: @unchecked Sendable {
         try self.init(owning: key)
     }
 
-    private init(key: OpaquePointer, publicKey: ES256PublicKey) {
-        pkey = key
-        self.publicKey = publicKey
-    }
-
-    private convenience init(owning key: OpaquePointer) throws {
-        let publicKey: ES256PublicKey
+    private init(owning key: OpaquePointer) throws {
         do {
             publicKey = try ES256PublicKey(publicHalfOf: key)
         } catch {
             EVP_PKEY_free(key)
             throw error
         }
-        self.init(key: key, publicKey: publicKey)
+        pkey = key
     }
 
-    /// The key for `scalar` and its public point d·G; nil when the scalar is not a P-256 private
-    /// key (OpenSSL then words the refusal).
+    /// The key for `scalar` (with its public point d·G); nil when the scalar is not a P-256
+    /// private key (OpenSSL then words the refusal).
     /// - Throws: when `stored`, the point the file carries, is not the scalar's point: the file
     ///   is damaged (a changed character in the scalar's base64 still decodes), and OpenSSL would
     ///   load it anyway, so the relay would sign every token with a key Apple does not know and
     ///   hear InvalidProviderToken for every push instead of refusing the key at start-up.
-    private static func keyPair(scalar: [UInt8], stored: [UInt8]?) throws -> (OpaquePointer, [UInt8])? {
+    private static func key(scalar: [UInt8], stored: [UInt8]?) throws -> OpaquePointer? {
         defer { OpenSSLErrorQueue.clearQueue() }
         var point = [UInt8](repeating: 0, count: 65)
         guard copenssl_p256_public_from_private(scalar, scalar.count, &point) == 1 else { return nil }
@@ -98,8 +88,7 @@ public final class ES256PrivateKey: @unchecked Sendable {
             throw KeyError(.notAKey, "the key's public half does not match its private half: the .p8 text is damaged; "
                 + "copy the file from Apple again (\(p8Message))")
         }
-        guard let key = copenssl_p256_from_raw(scalar, scalar.count, point, point.count) else { return nil }
-        return (key, point)
+        return copenssl_p256_from_raw(scalar, scalar.count, point, point.count)
     }
 
     deinit {
