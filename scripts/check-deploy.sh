@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 VENV=.build/deploy-check-venv
 PY_PACKAGES=(kubernetes-validate==1.37.0 PyYAML==6.0.* crossplane==0.5.*)
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/debian.sh
 
 if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
     echo "installing python3 and python3-venv"

@@ -30,17 +30,13 @@ fail() { echo "docker-test: FAIL: $*" >&2; echo "docker-test: $passed passed, 1 
 ok() { echo "  ok: $*"; passed=$((passed + 1)); }
 skip() { echo "docker-test: skipped: $*"; echo "docker-test: 0 passed, 0 failed, 1 skipped"; exit 0; }
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/debian.sh
 if [ "$(id -u)" != 0 ] && ! sudo -n true 2>/dev/null; then skip "needs root to run dockerd and debootstrap"; fi
 missing=()
 [ -x /usr/bin/docker ] && command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 command -v python3 >/dev/null || missing+=(python3)
-if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]}"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_packages "${missing[@]}"
 # Debian's client, which matches Debian's engine and builds with the engine's built-in BuildKit
 # (no buildx plugin, no frontend image from a registry).
 docker() { DOCKER_BUILDKIT=1 as_root /usr/bin/docker "$@"; }

@@ -16,15 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/emulator.sh
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/debian.sh
 missing=()
 command -v strace >/dev/null || missing+=(strace)
 command -v python3 >/dev/null || missing+=(python3)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_packages "${missing[@]}"
 
 echo "== building the release binaries as they ship"
 bash scripts/ship-build.sh apns-relay apns-mock

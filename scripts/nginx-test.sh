@@ -12,16 +12,12 @@ cd "$(dirname "$0")/.."
 source scripts/emulator.sh
 
 SWIFT=${SWIFT:-swift}
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/debian.sh
 missing=()
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v python3 >/dev/null || missing+=(python3)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]}"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_packages "${missing[@]}"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 echo "== building the relay and the emulator"
