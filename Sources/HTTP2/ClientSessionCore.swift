@@ -10,7 +10,7 @@ final class ClientStream: OutgoingBody {
 }
 
 final class ClientSessionCore: SessionCore {
-    var streams: [Int32: ClientStream] = [:]
+    var streams = StreamTable<ClientStream>()
     /// Bounded by the frames of one `receive`/`takeOutput` batch: delivered before those return.
     var events: [ClientEvent] = []
     var hasReceivedSettings = false
@@ -80,9 +80,7 @@ final class ClientSessionCore: SessionCore {
             }
             throw HTTP2Error(code: .internalError, message: "nghttp2 refused the request: \(libraryText(id))")
         }
-        let stream = ClientStream(body)
-        streams[id] = stream
-        if !body.isEmpty { outgoing[id] = stream }
+        streams[id] = ClientStream(body)
         return id
     }
 
@@ -96,7 +94,7 @@ final class ClientSessionCore: SessionCore {
     }
 
     func terminate(errorCode: UInt32) {
-        for id in streams.keys.sorted() {
+        for id in streams.sortedIDs {
             guard let stream = streams[id] else { continue }
             let processed = stream.headersSent && !(goAwayReceived && id > goAwayLastStreamID)
             complete(id, .failure(HTTP2StreamError(errorCode: errorCode, reason: .connectionClosed, wasProcessed: processed)))
@@ -106,9 +104,12 @@ final class ClientSessionCore: SessionCore {
 
     private func complete(_ id: Int32, _ result: Result<HTTP2Response, HTTP2StreamError>) {
         guard streams.removeValue(forKey: id) != nil else { return }
-        outgoing[id] = nil
         events.append(.completed(id, result))
     }
+
+    /// A client stream is its own request's body; nghttp2 asks for it only until it is all sent.
+    override func outgoingBody(stream id: Int32) -> OutgoingBody? { streams[id] }
+    override func outgoingBodySent(stream id: Int32) {}
 
     // MARK: Hooks
 
@@ -169,7 +170,7 @@ final class ClientSessionCore: SessionCore {
             // Requests nghttp2 still holds back (beyond a lowered limit) would only fail when a
             // slot frees up, maybe never: end them now so the owner can retry them elsewhere.
             // Sent streams above last_stream_id are closed by nghttp2 right after this callback.
-            for id in streams.keys.sorted() where id > goAwayLastStreamID && streams[id]?.headersSent == false {
+            for id in streams.sortedIDs where id > goAwayLastStreamID && streams[id]?.headersSent == false {
                 complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.refusedStream,
                                                        reason: .refusedByGoAway, wasProcessed: false)))
             }

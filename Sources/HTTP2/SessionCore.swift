@@ -19,6 +19,8 @@ class SessionCore {
     /// Bytes already serialized by `mem_send` but not yet taken by the owner. Bounded by what
     /// nghttp2 may emit: flow-control windows, SETTINGS/PING acks and the owner's own submissions.
     var outbox: [UInt8] = []
+    /// The bodies a server's responses still send (a client stream is its own body: see
+    /// `outgoingBody(stream:)`).
     var outgoing: [Int32: OutgoingBody] = [:]
     /// Set once the session can no longer be trusted: every later `receive` throws it.
     var failure: HTTP2Error?
@@ -217,7 +219,7 @@ class SessionCore {
     /// body, one copy fewer per push.
     func readBody(stream id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
                   flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let body = outgoing[id] else {
+        guard let body = outgoingBody(stream: id) else {
             // Cancelled or torn down under nghttp2: have it reset the stream rather than trap.
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
@@ -233,7 +235,7 @@ class SessionCore {
     /// byte and padding if it chose any, and `length` bytes of the body from where it stands.
     /// Called from inside `mem_send`, after every earlier frame has reached `outbox`.
     func sendBody(stream id: Int32, header: UnsafePointer<UInt8>, length: Int, padding: Int) -> Int32 {
-        guard let body = outgoing[id], body.offset + length <= body.bytes.count else {
+        guard let body = outgoingBody(stream: id), body.offset + length <= body.bytes.count else {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         outbox.append(contentsOf: UnsafeBufferPointer(start: header, count: 9))
@@ -243,7 +245,7 @@ class SessionCore {
         }
         if padding > 1 { outbox.append(contentsOf: repeatElement(0, count: padding - 1)) }
         body.offset += length
-        if body.offset == body.bytes.count { outgoing[id] = nil }
+        if body.offset == body.bytes.count { outgoingBodySent(stream: id) }
         return 0
     }
 
@@ -270,9 +272,13 @@ class SessionCore {
         return 0
     }
     func onStreamClose(stream id: Int32, errorCode: UInt32) -> Int32 {
-        outgoing[id] = nil
+        if !outgoing.isEmpty { outgoing[id] = nil }
         return 0
     }
+    /// The body stream `id` still sends, if any.
+    func outgoingBody(stream id: Int32) -> OutgoingBody? { outgoing[id] }
+    /// Stream `id`'s whole body is in `outbox`.
+    func outgoingBodySent(stream id: Int32) { outgoing[id] = nil }
     func onFrameSend(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
             goAwaySent = true
