@@ -115,7 +115,7 @@ final class ClientSessionCore: SessionCore {
 
     override func onHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
         guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
-        if name.elementsEqual(":status".utf8) {
+        if name.first == UInt8(ascii: ":"), Self.statusName.withUTF8Buffer({ sameBytes(name, $0) }) {
             stream.status = Self.statusCode(value)
             stream.headers.removeAll()  // a final response replaces any 1xx before it
         } else if name.first != UInt8(ascii: ":") {
@@ -123,6 +123,8 @@ final class ClientSessionCore: SessionCore {
         }
         return 0
     }
+
+    private static let statusName: StaticString = ":status"
 
     /// `:status`'s three digits (nghttp2 has checked them), or nil for anything else.
     private static func statusCode(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {

@@ -1,4 +1,5 @@
 internal import CNghttp2
+private import Glibc
 
 /// Header fields packed in one byte buffer, the form every request's headers reach nghttp2 in.
 ///
@@ -73,10 +74,12 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
         let needed = bytes.count + Self.fieldHeaderSize + name.count + valueSize
         if needed > bytes.capacity { bytes.reserveCapacity(max(needed, 2 * bytes.capacity, 64)) }
         let start = bytes.count
-        var header: (UInt8, UInt32, UInt32) = (neverIndex ? 1 : 0, UInt32(truncatingIfNeeded: name.count).littleEndian, 0)
-        withUnsafeBytes(of: &header.0) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: &header.1) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: &header.2) { bytes.append(contentsOf: $0) }
+        // The flags byte and the name's count, then zeros where the value's count goes once known.
+        let nameCount = UInt32(truncatingIfNeeded: name.count).littleEndian
+        let header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+            neverIndex ? 1 : 0, UInt8(truncatingIfNeeded: nameCount), UInt8(truncatingIfNeeded: nameCount >> 8),
+            UInt8(truncatingIfNeeded: nameCount >> 16), UInt8(truncatingIfNeeded: nameCount >> 24), 0, 0, 0, 0)
+        withUnsafeBytes(of: header) { bytes.append(contentsOf: $0) }
         bytes.append(contentsOf: name)
         let valueStart = bytes.count
         writeValue(&bytes)
@@ -137,8 +140,8 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
             bytes.withUnsafeBufferPointer { storage -> String? in
                 var found: String?
                 forEachField(in: storage) { fieldName, value, _ in
-                    guard found == nil, fieldName.elementsEqual(wanted) else { return }
-                    if var known, known.withUTF8({ $0.elementsEqual(value) }) {
+                    guard found == nil, sameBytes(fieldName, wanted) else { return }
+                    if var known, known.withUTF8({ sameBytes($0, value) }) {
                         found = known
                     } else {
                         found = String(decoding: value, as: UTF8.self)
@@ -160,4 +163,12 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
         }
         return fields
     }
+}
+
+/// Byte-wise equality of two short buffers (header names, echoed ids), without the generic
+/// `elementsEqual` path.
+func sameBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard a.count == b.count else { return false }
+    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+    return memcmp(x, y, a.count) == 0
 }
