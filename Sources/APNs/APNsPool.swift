@@ -19,7 +19,7 @@ import Transport
 /// push from outside any loop goes round the shards that have a connection up or coming.
 final class APNsPool: Sendable {
     typealias Completion = @Sendable (Result<APNsResponse, APNsError>) -> Void
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     let environment: APNsEnvironment
     let endpoint: APNsEndpoint
@@ -74,7 +74,7 @@ final class APNsPool: Sendable {
 
     /// - Parameter timeout: this push's deadline from now, retries included; nil = `pushTimeout`.
     func send(_ notification: APNsNotification, timeout: Duration? = nil, completion: @escaping Completion) {
-        let deadline = ContinuousClock.now + (timeout ?? configuration.pushTimeout)
+        let deadline = MonotonicInstant.now + (timeout ?? configuration.pushTimeout)
         let current = EventLoop.current
         var local: APNsPoolShard?
         if let current, let index = loops.firstIndex(where: { $0 === current }) { local = shards[home[index]] }
@@ -175,7 +175,7 @@ final class APNsPool: Sendable {
 /// touched on `loop` alone (the pool reaches it through `loop.execute`, or directly when the
 /// caller already runs on `loop`); `published` is atomics, for the other loops and probes.
 final class APNsPoolShard: @unchecked Sendable {
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     struct Entry: Sendable {
         let notification: APNsNotification
@@ -228,18 +228,19 @@ final class APNsPoolShard: @unchecked Sendable {
         var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
         var queued: Int { queuedCount.load(ordering: .relaxed) }
 
-        fileprivate func store(_ machine: PoolStateMachine, shutDown: Bool) {
-            let summary = machine.summary
+        /// Takes the machine's figures as values: handed the machine itself, the caller copied it.
+        fileprivate func store(_ summary: PoolStateMachine.Summary, started: Bool, inFlight: Int, queued: Int,
+                               shutDown: Bool) {
             var value = 0
             if summary.canTakeNow { value |= Flag.canTakeNow }
-            if summary.hasLiveConnection || !machine.isStarted { value |= Flag.live }
+            if summary.hasLiveConnection || !started { value |= Flag.live }
             if summary.canSendNow { value |= Flag.ready }
             if shutDown { value |= Flag.shutDown }
             // Stores only when something changed: the normal path then writes nothing shared.
             if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
             Self.update(openCount, summary.readyConnectionCount)
-            Self.update(inFlightCount, machine.inFlightCount)
-            Self.update(queuedCount, machine.queuedCount)
+            Self.update(inFlightCount, inFlight)
+            Self.update(queuedCount, queued)
         }
 
         private static func update(_ atomic: borrowing Atomic<Int>, _ value: Int) {
@@ -261,7 +262,7 @@ final class APNsPoolShard: @unchecked Sendable {
     }
 
     /// True when a push enqueued now goes out at once. Loop only.
-    var canTakeNow: Bool { machine.canTakeNow }
+    var canTakeNow: Bool { machine.summary.canTakeNow }
 
     // MARK: On the loop
 
@@ -319,7 +320,7 @@ final class APNsPoolShard: @unchecked Sendable {
         let direct = fromCaller && depth == 0
         depth += 1
         defer { depth -= 1 }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var refusedToken: Int64?
         switch event {
         case .connectionFailed(let c), .connectionClosed(let c):
@@ -342,9 +343,11 @@ final class APNsPoolShard: @unchecked Sendable {
                 spareActions = actions
             }
         }
+        // The machine reports it last, once; comparing every action with it cost more than the check.
         var shutdownDone = false
-        if actions.contains(.shutdownComplete) { shutdownDone = true }
-        published.store(machine, shutDown: shutdownDone || published.shutDown)
+        if case .shutdownComplete? = actions.last { shutdownDone = true }
+        published.store(machine.summary, started: machine.isStarted, inFlight: machine.inFlightCount,
+                        queued: machine.queuedCount, shutDown: shutdownDone || published.shutDown)
         if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
         perform(actions, direct: direct)
     }
@@ -361,9 +364,10 @@ final class APNsPoolShard: @unchecked Sendable {
                 let bound = LoopBound(connection, on: loop)
                 loop.execute { bound.value.connect() }
             case .send(let id, let c):
-                guard var entry = entries[id] else { continue }
-                entry.attempts += 1
-                entries[id] = entry
+                // One lookup, and the entry changed where it is stored, not copied out and back.
+                guard let index = entries.index(forKey: id) else { continue }
+                entries.values[index].attempts += 1
+                let entry = entries.values[index]
                 if entry.attempts > 1 { observer?.pushRetried(environment: environment) }
                 guard let connection = connections[c] else { continue }
                 let notification = entry.notification, deadline = entry.deadline

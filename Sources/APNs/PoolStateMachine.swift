@@ -33,7 +33,7 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - with `handsOffRetries`, `.adopt` every `.handOff` into another machine: the push has left
 ///   this one, and ends there.
 struct PoolStateMachine {
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     struct Configuration: Sendable {
         /// Connections kept open; Apple prefers a few long-lived connections to many short ones.
@@ -306,8 +306,12 @@ struct PoolStateMachine {
         var readyConnectionCount = 0
     }
 
-    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once.
-    var summary: Summary {
+    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once, as
+    /// they stand after the last event: worked out once at the end of `handle`, so an owner reads
+    /// four stored flags (reading a computed property of the machine copied the whole machine).
+    private(set) var summary = Summary()
+
+    private func summarize() -> Summary {
         var summary = Summary()
         var anyFree = false
         for connection in connections.values {
@@ -385,6 +389,7 @@ struct PoolStateMachine {
             shutdownReported = true
             actions.append(.shutdownComplete)
         }
+        summary = summarize()
     }
 
     // MARK: Pushes
@@ -678,7 +683,8 @@ struct PoolStateMachine {
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:
-            closeIfDrained(c, into: &actions)
+            // `index` still holds: nothing above added or removed a connection on this path.
+            if connections.values[index].state == .draining { closeIfDrained(c, into: &actions) }
         }
     }
 
@@ -770,8 +776,10 @@ struct PoolStateMachine {
     }
 
     private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
-        guard let connection = connections[c], connection.state == .draining, connection.streams.isEmpty else { return }
-        connections[c] = nil
+        // Read in place: a copy of the connection would retain its stream table.
+        guard let index = connections.index(forKey: c), connections.values[index].state == .draining,
+              connections.values[index].streams.isEmpty else { return }
+        connections.remove(at: index)
         actions.append(.closeConnection(c))
     }
 
