@@ -184,6 +184,13 @@ final class APNsPoolShard: @unchecked Sendable {
         var attempts = 0
         /// Apple's last answer to a retried attempt: it stands when no later attempt gets one.
         var lastAnswer: APNsResponse?
+
+        /// Counts one more attempt and hands out what sending needs. Mutating, so that through
+        /// `entries.values[index]` it works in place: the subscript's getter copies the entry.
+        mutating func attempt() -> (attempts: Int, notification: APNsNotification, deadline: Instant) {
+            attempts += 1
+            return (attempts, notification, deadline)
+        }
     }
 
     let index: Int
@@ -339,7 +346,9 @@ final class APNsPoolShard: @unchecked Sendable {
         defer {
             // Kept only while small: a burst (a shutdown failing every push) must not pin its list.
             if actions.capacity <= 64 {
-                actions.removeAll(keepingCapacity: true)
+                // Not `removeAll(keepingCapacity:)`: for a list of one or two that goes through
+                // the generic `replaceSubrange` and cost more than popping them.
+                while actions.popLast() != nil {}
                 spareActions = actions
             }
         }
@@ -366,11 +375,9 @@ final class APNsPoolShard: @unchecked Sendable {
             case .send(let id, let c):
                 // One lookup, and the entry changed where it is stored, not copied out and back.
                 guard let index = entries.index(forKey: id) else { continue }
-                entries.values[index].attempts += 1
-                let entry = entries.values[index]
-                if entry.attempts > 1 { observer?.pushRetried(environment: environment) }
+                let (attempts, notification, deadline) = entries.values[index].attempt()
+                if attempts > 1 { observer?.pushRetried(environment: environment) }
                 guard let connection = connections[c] else { continue }
-                let notification = entry.notification, deadline = entry.deadline
                 if direct {
                     connection.send(id, notification, deadline: deadline)
                 } else {

@@ -2,6 +2,9 @@
 struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
+    /// Hashed as its number is, in one shot: the pool looks a push up several times per push,
+    /// and Hasher's streaming path (the default for a struct) cost about twice as much.
+    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
     var description: String { "push#\(value)" }
 }
@@ -10,6 +13,8 @@ struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
 struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
+    /// Hashed as its number is, in one shot (see `PushID`).
+    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: ConnectionID, b: ConnectionID) -> Bool { a.value < b.value }
     var description: String { "conn#\(value)" }
 }
@@ -204,6 +209,31 @@ struct PoolStateMachine {
 
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { state == .ready ? max(0, limit - streams.count) : 0 }
+
+        /// Mutating, so that a caller reaching it through `connections.values[index]` changes it
+        /// in place and reads what it needs in the same access (a read through the dictionary's
+        /// getter copies the whole connection, its stream table retained).
+        /// Returns the streams opened so far.
+        mutating func openStream(_ id: PushID, deadline: Instant) -> Int {
+            streams[id] = deadline
+            streamsOpened += 1
+            return streamsOpened
+        }
+
+        /// What `streamCompleted` needs of the connection, read in the access that ends the stream.
+        struct EndedStream {
+            var openedAt: Instant
+            var slot: Int?
+            var tokenIssuedAt: Int64?
+            var draining: Bool
+        }
+
+        /// Ends stream `id` (nil when it was not open here); `answered`: Apple answered on it.
+        mutating func endStream(_ id: PushID, answered: Bool) -> EndedStream? {
+            guard streams.removeValue(forKey: id) != nil else { return nil }
+            if answered { self.answered = true }
+            return EndedStream(openedAt: openedAt, slot: slot, tokenIssuedAt: tokenIssuedAt, draining: state == .draining)
+        }
     }
 
     private struct Slot {
@@ -548,9 +578,7 @@ struct PoolStateMachine {
         queuedCount -= 1
         // One lookup, and the connection changed where it is stored (see `streamCompleted`).
         let index = connections.index(forKey: c)!
-        connections.values[index].streams[id] = push.deadline
-        connections.values[index].streamsOpened += 1
-        let streamsOpened = connections.values[index].streamsOpened
+        let streamsOpened = connections.values[index].openStream(id, deadline: push.deadline)
         actions.append(.send(id, on: c))
         if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so
@@ -623,18 +651,16 @@ struct PoolStateMachine {
         if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
         // Changed where it is stored: a copy taken out and written back shared its `streams`
         // with the stored one, so removing the stream copied the whole table, once per answer.
-        guard let index = connections.index(forKey: c),
-              connections.values[index].streams.removeValue(forKey: id) != nil else { return }
+        let answered: Bool
         switch outcome {
-        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
-            connections.values[index].answered = true
-        case .retryableAnswer:
-            connections.values[index].answered = true
+        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates, .retryableAnswer:
+            answered = true
         case .retryable, .notSent:
-            break
+            answered = false
         }
-        let openedAt = connections.values[index].openedAt, slot = connections.values[index].slot
-        let tokenIssuedAt = connections.values[index].tokenIssuedAt
+        guard let index = connections.index(forKey: c),
+              let ended = connections.values[index].endStream(id, answered: answered) else { return }
+        let openedAt = ended.openedAt, slot = ended.slot, tokenIssuedAt = ended.tokenIssuedAt
         // An answer proves the slot healthy only from a connection past its young age: one that
         // answers and then dies at once (a GOAWAY after every request) must keep backing off.
         let grownUp = now - openedAt >= configuration.youngConnectionAge
@@ -683,8 +709,8 @@ struct PoolStateMachine {
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:
-            // `index` still holds: nothing above added or removed a connection on this path.
-            if connections.values[index].state == .draining { closeIfDrained(c, into: &actions) }
+            // Nothing above changed the connection on this path.
+            if ended.draining { closeIfDrained(c, into: &actions) }
         }
     }
 
@@ -776,10 +802,8 @@ struct PoolStateMachine {
     }
 
     private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
-        // Read in place: a copy of the connection would retain its stream table.
-        guard let index = connections.index(forKey: c), connections.values[index].state == .draining,
-              connections.values[index].streams.isEmpty else { return }
-        connections.remove(at: index)
+        guard let connection = connections[c], connection.state == .draining, connection.streams.isEmpty else { return }
+        connections[c] = nil
         actions.append(.closeConnection(c))
     }
 
