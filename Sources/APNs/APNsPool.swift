@@ -186,7 +186,7 @@ final class APNsPoolShard: @unchecked Sendable {
         var lastAnswer: APNsResponse?
 
         /// Counts one more attempt and hands out what sending needs. Mutating, so that through
-        /// `entries.values[index]` it works in place: the subscript's getter copies the entry.
+        /// `entries[id]?` it works in place: reading the entry out copies it.
         mutating func attempt() -> (attempts: Int, notification: APNsNotification, deadline: Instant) {
             attempts += 1
             return (attempts, notification, deadline)
@@ -236,18 +236,17 @@ final class APNsPoolShard: @unchecked Sendable {
         var queued: Int { queuedCount.load(ordering: .relaxed) }
 
         /// Takes the machine's figures as values: handed the machine itself, the caller copied it.
-        fileprivate func store(_ summary: PoolStateMachine.Summary, started: Bool, inFlight: Int, queued: Int,
-                               shutDown: Bool) {
+        fileprivate func store(_ summary: PoolStateMachine.Summary, shutDown: Bool) {
             var value = 0
             if summary.canTakeNow { value |= Flag.canTakeNow }
-            if summary.hasLiveConnection || !started { value |= Flag.live }
+            if summary.hasLiveConnection || !summary.isStarted { value |= Flag.live }
             if summary.canSendNow { value |= Flag.ready }
             if shutDown { value |= Flag.shutDown }
             // Stores only when something changed: the normal path then writes nothing shared.
             if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
             Self.update(openCount, summary.readyConnectionCount)
-            Self.update(inFlightCount, inFlight)
-            Self.update(queuedCount, queued)
+            Self.update(inFlightCount, summary.inFlightCount)
+            Self.update(queuedCount, summary.queuedCount)
         }
 
         private static func update(_ atomic: borrowing Atomic<Int>, _ value: Int) {
@@ -342,21 +341,18 @@ final class APNsPoolShard: @unchecked Sendable {
         // The spare list's storage is reused (an event nested in `perform` finds none and makes its own).
         var actions = spareActions
         spareActions = []
-        machine.handle(event, now: now, into: &actions)
+        let summary = machine.handle(event, now: now, into: &actions)
         defer {
             // Kept only while small: a burst (a shutdown failing every push) must not pin its list.
             if actions.capacity <= 64 {
-                // Not `removeAll(keepingCapacity:)`: for a list of one or two that goes through
-                // the generic `replaceSubrange` and cost more than popping them.
-                while actions.popLast() != nil {}
+                actions.removeAll(keepingCapacity: true)
                 spareActions = actions
             }
         }
         // The machine reports it last, once; comparing every action with it cost more than the check.
         var shutdownDone = false
         if case .shutdownComplete? = actions.last { shutdownDone = true }
-        published.store(machine.summary, started: machine.isStarted, inFlight: machine.inFlightCount,
-                        queued: machine.queuedCount, shutDown: shutdownDone || published.shutDown)
+        published.store(summary, shutDown: shutdownDone || published.shutDown)
         if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
         perform(actions, direct: direct)
     }
@@ -374,10 +370,10 @@ final class APNsPoolShard: @unchecked Sendable {
                 loop.execute { bound.value.connect() }
             case .send(let id, let c):
                 // One lookup, and the entry changed where it is stored, not copied out and back.
-                guard let index = entries.index(forKey: id) else { continue }
-                let (attempts, notification, deadline) = entries.values[index].attempt()
-                if attempts > 1 { observer?.pushRetried(environment: environment) }
+                guard let attempt = entries[id]?.attempt() else { continue }
+                if attempt.attempts > 1 { observer?.pushRetried(environment: environment) }
                 guard let connection = connections[c] else { continue }
+                let notification = attempt.notification, deadline = attempt.deadline
                 if direct {
                     connection.send(id, notification, deadline: deadline)
                 } else {

@@ -334,11 +334,15 @@ struct PoolStateMachine {
         var hasLiveConnection = false
         var canSendNow = false
         var readyConnectionCount = 0
+        var isStarted = false
+        var inFlightCount = 0
+        var queuedCount = 0
     }
 
-    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once, as
-    /// they stand after the last event: worked out once at the end of `handle`, so an owner reads
-    /// four stored flags (reading a computed property of the machine copied the whole machine).
+    /// The properties of the same names at once, as they stand after the last event: worked out
+    /// once at the end of `handle` (which also returns it), so an owner reads one stored value
+    /// (reading a computed property of the machine copied the whole machine, and each property
+    /// read from the owner's stored machine was an exclusivity check of its own).
     private(set) var summary = Summary()
 
     private func summarize() -> Summary {
@@ -355,6 +359,9 @@ struct PoolStateMachine {
         summary.canSendNow = summary.canSendNow && !isShuttingDown
         // `bestConnection(for: nil)` finds a connection exactly when one has a free stream.
         summary.canTakeNow = started && !isShuttingDown && queuedCount == 0 && anyFree
+        summary.isStarted = started
+        summary.inFlightCount = inFlightCount
+        summary.queuedCount = queuedCount
         return summary
     }
 
@@ -367,8 +374,9 @@ struct PoolStateMachine {
     }
 
     /// `handle` appending its actions to `actions`, so an owner can hand the same storage back
-    /// for every event instead of a new list each time.
-    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
+    /// for every event instead of a new list each time. Returns `summary`.
+    @discardableResult
+    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) -> Summary {
         switch event {
         case .start:
             guard !started, !isShuttingDown else { break }
@@ -420,6 +428,7 @@ struct PoolStateMachine {
             actions.append(.shutdownComplete)
         }
         summary = summarize()
+        return summary
     }
 
     // MARK: Pushes
