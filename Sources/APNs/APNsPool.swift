@@ -186,7 +186,7 @@ final class APNsPoolShard: @unchecked Sendable {
         var lastAnswer: APNsResponse?
 
         /// Counts one more attempt and hands out what sending needs. Mutating, so that through
-        /// `entries[id]?` it works in place: reading the entry out copies it.
+        /// `entries.values[index]` it works in place: the subscript's getter copies the entry.
         mutating func attempt() -> (attempts: Int, notification: APNsNotification, deadline: Instant) {
             attempts += 1
             return (attempts, notification, deadline)
@@ -369,8 +369,10 @@ final class APNsPoolShard: @unchecked Sendable {
                 let bound = LoopBound(connection, on: loop)
                 loop.execute { bound.value.connect() }
             case .send(let id, let c):
-                // One lookup, and the entry changed where it is stored, not copied out and back.
-                guard let attempt = entries[id]?.attempt() else { continue }
+                // One lookup, and the entry changed where it is stored, not copied out and back
+                // (nor through the keyed subscript's `modify`, which cost more than the copy).
+                guard let index = entries.index(forKey: id) else { continue }
+                let attempt = entries.values[index].attempt()
                 if attempt.attempts > 1 { observer?.pushRetried(environment: environment) }
                 guard let connection = connections[c] else { continue }
                 let notification = attempt.notification, deadline = attempt.deadline
