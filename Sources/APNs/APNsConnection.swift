@@ -25,17 +25,17 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var streams: [Int32: InFlight] = [:]
     /// One timer for every stream's deadline, due at the earliest of them (see `armDeadline`).
     private var deadlineTimer: EventLoop.Timer?
-    private var deadlineTimerDue: ContinuousClock.Instant?
+    private var deadlineTimerDue: MonotonicInstant?
     /// The request headers of one push, refilled in place for each (its storage kept).
     private var requestHeaders = HTTP2HeaderBlock()
     /// What every request on this connection carries: `:method`, `:scheme`, `:authority` and
     /// `authorization: bearer <JWT>`, packed once per provider token rather than per push.
     private var sharedHeaders = HTTP2HeaderBlock()
-    private var lastActivity = ContinuousClock.now
+    private var lastActivity = MonotonicInstant.now
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
     /// While the connect is under way: when it began and whether TCP is done (TLS is next).
-    private var connectStartedAt: ContinuousClock.Instant?
+    private var connectStartedAt: MonotonicInstant?
     private var tcpDone = false
 
     init(id: ConnectionID, loop: EventLoop, shard pool: APNsPoolShard) {
@@ -54,7 +54,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private struct InFlight {
         let push: PushID
         let notification: APNsNotification
-        let deadline: ContinuousClock.Instant
+        let deadline: MonotonicInstant
     }
 
     // MARK: Pool's orders (on loop)
@@ -94,7 +94,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         }
     }
 
-    func send(_ push: PushID, _ notification: APNsNotification, deadline: ContinuousClock.Instant) {
+    func send(_ push: PushID, _ notification: APNsNotification, deadline: MonotonicInstant) {
         guard let h2, !h2.isClosed, !closing else {
             pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("the connection to APNs closed before the push went out"))))
             return
@@ -105,18 +105,23 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
             return
         }
-        requestHeaders.removeAll()
-        requestHeaders.append(":path", neverIndex: true) { path in
+        // Filled as a local taken out of the member (storage and all) and put back after: each
+        // field appended to the member itself was an exclusivity check.
+        var headers = HTTP2HeaderBlock()
+        swap(&headers, &requestHeaders)
+        defer { swap(&headers, &requestHeaders) }
+        headers.removeAll()
+        headers.append(":path", neverIndex: true) { path in
             path.append(contentsOf: APNsNotification.pathPrefix.utf8)
             path.append(contentsOf: notification.token.hex.utf8)
         }
         notification.writeHeaders { name, value in
             // apns-id changes per push: indexing it would only evict authorization and the topic.
-            requestHeaders.append(name, bytes: value, neverIndex: name == "apns-id")
+            headers.append(name, bytes: value, neverIndex: name == "apns-id")
         }
         let stream: Int32
         do {
-            stream = try h2.submitRequest(requestHeaders, shared: sharedHeaders, body: notification.payload)
+            stream = try h2.submitRequest(headers, shared: sharedHeaders, body: notification.payload)
         } catch let error as HTTP2Error where Self.neverSent.contains(error.code) {
             // Closing, going away or out of stream ids: nothing left us, so no retry is used,
             // and the pool stops choosing this connection.
@@ -190,7 +195,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// pushes share a timeout, so a later push's deadline is almost never earlier than the one
     /// the timer waits for, and the common push arms nothing (a timer per push was two
     /// allocations and a heap entry, cancelled milliseconds later when Apple answered).
-    private func armDeadline(_ deadline: ContinuousClock.Instant) {
+    private func armDeadline(_ deadline: MonotonicInstant) {
         if let due = deadlineTimerDue, due <= deadline { return }
         deadlineTimer?.cancel()
         deadlineTimerDue = deadline
@@ -202,9 +207,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private func deadlinesDue() {
         deadlineTimer = nil
         deadlineTimerDue = nil
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var due: [(stream: Int32, push: PushID)] = []
-        var next: ContinuousClock.Instant?
+        var next: MonotonicInstant?
         for (stream, entry) in streams {
             if entry.deadline <= now {
                 due.append((stream, entry.push))
@@ -224,7 +229,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private func armPing() {
         pingTimer = loop.schedule(after: configuration.idlePingInterval) { [weak self] in
             guard let self, !self.closing, let h2 = self.h2, !h2.isClosed else { return }
-            if ContinuousClock.now - self.lastActivity >= self.configuration.idlePingInterval, self.pingTimeoutTimer == nil {
+            if MonotonicInstant.now - self.lastActivity >= self.configuration.idlePingInterval, self.pingTimeoutTimer == nil {
                 h2.ping()
                 self.pingTimeoutTimer = self.loop.schedule(after: self.configuration.pingTimeout) { [weak self] in
                     guard let self else { return }

@@ -19,7 +19,7 @@ import Transport
 /// push from outside any loop goes round the shards that have a connection up or coming.
 final class APNsPool: Sendable {
     typealias Completion = @Sendable (Result<APNsResponse, APNsError>) -> Void
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     let environment: APNsEnvironment
     let endpoint: APNsEndpoint
@@ -74,7 +74,7 @@ final class APNsPool: Sendable {
 
     /// - Parameter timeout: this push's deadline from now, retries included; nil = `pushTimeout`.
     func send(_ notification: APNsNotification, timeout: Duration? = nil, completion: @escaping Completion) {
-        let deadline = ContinuousClock.now + (timeout ?? configuration.pushTimeout)
+        let deadline = MonotonicInstant.now + (timeout ?? configuration.pushTimeout)
         let current = EventLoop.current
         var local: APNsPoolShard?
         if let current, let index = loops.firstIndex(where: { $0 === current }) { local = shards[home[index]] }
@@ -175,7 +175,7 @@ final class APNsPool: Sendable {
 /// touched on `loop` alone (the pool reaches it through `loop.execute`, or directly when the
 /// caller already runs on `loop`); `published` is atomics, for the other loops and probes.
 final class APNsPoolShard: @unchecked Sendable {
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     struct Entry: Sendable {
         let notification: APNsNotification
@@ -184,6 +184,13 @@ final class APNsPoolShard: @unchecked Sendable {
         var attempts = 0
         /// Apple's last answer to a retried attempt: it stands when no later attempt gets one.
         var lastAnswer: APNsResponse?
+
+        /// Counts one more attempt and hands out what sending needs. Mutating, so that through
+        /// `entries.values[index]` it works in place: the subscript's getter copies the entry.
+        mutating func attempt() -> (attempts: Int, notification: APNsNotification, deadline: Instant) {
+            attempts += 1
+            return (attempts, notification, deadline)
+        }
     }
 
     let index: Int
@@ -228,18 +235,18 @@ final class APNsPoolShard: @unchecked Sendable {
         var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
         var queued: Int { queuedCount.load(ordering: .relaxed) }
 
-        fileprivate func store(_ machine: PoolStateMachine, shutDown: Bool) {
-            let summary = machine.summary
+        /// Takes the machine's figures as values: handed the machine itself, the caller copied it.
+        fileprivate func store(_ summary: PoolStateMachine.Summary, shutDown: Bool) {
             var value = 0
             if summary.canTakeNow { value |= Flag.canTakeNow }
-            if summary.hasLiveConnection || !machine.isStarted { value |= Flag.live }
+            if summary.hasLiveConnection || !summary.isStarted { value |= Flag.live }
             if summary.canSendNow { value |= Flag.ready }
             if shutDown { value |= Flag.shutDown }
             // Stores only when something changed: the normal path then writes nothing shared.
             if flags.load(ordering: .relaxed) != value { flags.store(value, ordering: .releasing) }
             Self.update(openCount, summary.readyConnectionCount)
-            Self.update(inFlightCount, machine.inFlightCount)
-            Self.update(queuedCount, machine.queuedCount)
+            Self.update(inFlightCount, summary.inFlightCount)
+            Self.update(queuedCount, summary.queuedCount)
         }
 
         private static func update(_ atomic: borrowing Atomic<Int>, _ value: Int) {
@@ -261,7 +268,7 @@ final class APNsPoolShard: @unchecked Sendable {
     }
 
     /// True when a push enqueued now goes out at once. Loop only.
-    var canTakeNow: Bool { machine.canTakeNow }
+    var canTakeNow: Bool { machine.summary.canTakeNow }
 
     // MARK: On the loop
 
@@ -319,7 +326,7 @@ final class APNsPoolShard: @unchecked Sendable {
         let direct = fromCaller && depth == 0
         depth += 1
         defer { depth -= 1 }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var refusedToken: Int64?
         switch event {
         case .connectionFailed(let c), .connectionClosed(let c):
@@ -334,7 +341,7 @@ final class APNsPoolShard: @unchecked Sendable {
         // The spare list's storage is reused (an event nested in `perform` finds none and makes its own).
         var actions = spareActions
         spareActions = []
-        machine.handle(event, now: now, into: &actions)
+        let summary = machine.handle(event, now: now, into: &actions)
         defer {
             // Kept only while small: a burst (a shutdown failing every push) must not pin its list.
             if actions.capacity <= 64 {
@@ -342,9 +349,10 @@ final class APNsPoolShard: @unchecked Sendable {
                 spareActions = actions
             }
         }
+        // The machine reports it last, once; comparing every action with it cost more than the check.
         var shutdownDone = false
-        if actions.contains(.shutdownComplete) { shutdownDone = true }
-        published.store(machine, shutDown: shutdownDone || published.shutDown)
+        if case .shutdownComplete? = actions.last { shutdownDone = true }
+        published.store(summary, shutDown: shutdownDone || published.shutDown)
         if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
         perform(actions, direct: direct)
     }
@@ -361,12 +369,13 @@ final class APNsPoolShard: @unchecked Sendable {
                 let bound = LoopBound(connection, on: loop)
                 loop.execute { bound.value.connect() }
             case .send(let id, let c):
-                guard var entry = entries[id] else { continue }
-                entry.attempts += 1
-                entries[id] = entry
-                if entry.attempts > 1 { observer?.pushRetried(environment: environment) }
+                // One lookup, and the entry changed where it is stored, not copied out and back
+                // (nor through the keyed subscript's `modify`, which cost more than the copy).
+                guard let index = entries.index(forKey: id) else { continue }
+                let attempt = entries.values[index].attempt()
+                if attempt.attempts > 1 { observer?.pushRetried(environment: environment) }
                 guard let connection = connections[c] else { continue }
-                let notification = entry.notification, deadline = entry.deadline
+                let notification = attempt.notification, deadline = attempt.deadline
                 if direct {
                     connection.send(id, notification, deadline: deadline)
                 } else {

@@ -2,6 +2,9 @@
 struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
+    /// Hashed as its number is, in one shot: the pool looks a push up several times per push,
+    /// and Hasher's streaming path (the default for a struct) cost about twice as much.
+    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
     var description: String { "push#\(value)" }
 }
@@ -10,6 +13,8 @@ struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
 struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
+    /// Hashed as its number is, in one shot (see `PushID`).
+    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: ConnectionID, b: ConnectionID) -> Bool { a.value < b.value }
     var description: String { "conn#\(value)" }
 }
@@ -33,7 +38,7 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - with `handsOffRetries`, `.adopt` every `.handOff` into another machine: the push has left
 ///   this one, and ends there.
 struct PoolStateMachine {
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = MonotonicInstant
 
     struct Configuration: Sendable {
         /// Connections kept open; Apple prefers a few long-lived connections to many short ones.
@@ -204,6 +209,31 @@ struct PoolStateMachine {
 
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { state == .ready ? max(0, limit - streams.count) : 0 }
+
+        /// Mutating, so that a caller reaching it through `connections.values[index]` changes it
+        /// in place and reads what it needs in the same access (a read through the dictionary's
+        /// getter copies the whole connection, its stream table retained).
+        /// Returns the streams opened so far.
+        mutating func openStream(_ id: PushID, deadline: Instant) -> Int {
+            streams[id] = deadline
+            streamsOpened += 1
+            return streamsOpened
+        }
+
+        /// What `streamCompleted` needs of the connection, read in the access that ends the stream.
+        struct EndedStream {
+            var openedAt: Instant
+            var slot: Int?
+            var tokenIssuedAt: Int64?
+            var draining: Bool
+        }
+
+        /// Ends stream `id` (nil when it was not open here); `answered`: Apple answered on it.
+        mutating func endStream(_ id: PushID, answered: Bool) -> EndedStream? {
+            guard streams.removeValue(forKey: id) != nil else { return nil }
+            if answered { self.answered = true }
+            return EndedStream(openedAt: openedAt, slot: slot, tokenIssuedAt: tokenIssuedAt, draining: state == .draining)
+        }
     }
 
     private struct Slot {
@@ -304,10 +334,18 @@ struct PoolStateMachine {
         var hasLiveConnection = false
         var canSendNow = false
         var readyConnectionCount = 0
+        var isStarted = false
+        var inFlightCount = 0
+        var queuedCount = 0
     }
 
-    /// `canTakeNow`, `hasLiveConnection`, `canSendNow` and `readyConnectionCount` at once.
-    var summary: Summary {
+    /// The properties of the same names at once, as they stand after the last event: worked out
+    /// once at the end of `handle` (which also returns it), so an owner reads one stored value
+    /// (reading a computed property of the machine copied the whole machine, and each property
+    /// read from the owner's stored machine was an exclusivity check of its own).
+    private(set) var summary = Summary()
+
+    private func summarize() -> Summary {
         var summary = Summary()
         var anyFree = false
         for connection in connections.values {
@@ -321,6 +359,9 @@ struct PoolStateMachine {
         summary.canSendNow = summary.canSendNow && !isShuttingDown
         // `bestConnection(for: nil)` finds a connection exactly when one has a free stream.
         summary.canTakeNow = started && !isShuttingDown && queuedCount == 0 && anyFree
+        summary.isStarted = started
+        summary.inFlightCount = inFlightCount
+        summary.queuedCount = queuedCount
         return summary
     }
 
@@ -333,8 +374,9 @@ struct PoolStateMachine {
     }
 
     /// `handle` appending its actions to `actions`, so an owner can hand the same storage back
-    /// for every event instead of a new list each time.
-    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
+    /// for every event instead of a new list each time. Returns `summary`.
+    @discardableResult
+    mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) -> Summary {
         switch event {
         case .start:
             guard !started, !isShuttingDown else { break }
@@ -385,6 +427,8 @@ struct PoolStateMachine {
             shutdownReported = true
             actions.append(.shutdownComplete)
         }
+        summary = summarize()
+        return summary
     }
 
     // MARK: Pushes
@@ -543,9 +587,7 @@ struct PoolStateMachine {
         queuedCount -= 1
         // One lookup, and the connection changed where it is stored (see `streamCompleted`).
         let index = connections.index(forKey: c)!
-        connections.values[index].streams[id] = push.deadline
-        connections.values[index].streamsOpened += 1
-        let streamsOpened = connections.values[index].streamsOpened
+        let streamsOpened = connections.values[index].openStream(id, deadline: push.deadline)
         actions.append(.send(id, on: c))
         if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so
@@ -618,18 +660,16 @@ struct PoolStateMachine {
         if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
         // Changed where it is stored: a copy taken out and written back shared its `streams`
         // with the stored one, so removing the stream copied the whole table, once per answer.
-        guard let index = connections.index(forKey: c),
-              connections.values[index].streams.removeValue(forKey: id) != nil else { return }
+        let answered: Bool
         switch outcome {
-        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates:
-            connections.values[index].answered = true
-        case .retryableAnswer:
-            connections.values[index].answered = true
+        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates, .retryableAnswer:
+            answered = true
         case .retryable, .notSent:
-            break
+            answered = false
         }
-        let openedAt = connections.values[index].openedAt, slot = connections.values[index].slot
-        let tokenIssuedAt = connections.values[index].tokenIssuedAt
+        guard let index = connections.index(forKey: c),
+              let ended = connections.values[index].endStream(id, answered: answered) else { return }
+        let openedAt = ended.openedAt, slot = ended.slot, tokenIssuedAt = ended.tokenIssuedAt
         // An answer proves the slot healthy only from a connection past its young age: one that
         // answers and then dies at once (a GOAWAY after every request) must keep backing off.
         let grownUp = now - openedAt >= configuration.youngConnectionAge
@@ -678,7 +718,8 @@ struct PoolStateMachine {
         case .tooManyProviderTokenUpdates:
             retire(c, failed: true, now: now, into: &actions)
         default:
-            closeIfDrained(c, into: &actions)
+            // Nothing above changed the connection on this path.
+            if ended.draining { closeIfDrained(c, into: &actions) }
         }
     }
 

@@ -8,7 +8,7 @@ struct PoolBackoffTests {
     func backoffDoublesAndWaits() {
         var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1), backoffMax: .seconds(60)),
                                        random: SplitMix64(state: 42))
-        var now = ContinuousClock.now
+        var now = Instant.now
         var actions = machine.handle(.start, now: now)
         var delays: [Duration] = []
         for _ in 0..<9 {
@@ -31,7 +31,7 @@ struct PoolBackoffTests {
     @Test("an answer from a connection that outlives its young age resets the backoff")
     func answerResetsBackoff() {
         var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SplitMix64(state: 7))
-        var now = ContinuousClock.now
+        var now = Instant.now
         var actions = machine.handle(.start, now: now)
         for _ in 0..<4 {
             guard case .createConnection(let c) = actions.first, case .scheduleReconnect(_, let d) = machine.handle(.connectionFailed(c), now: now).first

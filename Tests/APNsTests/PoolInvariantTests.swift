@@ -95,7 +95,9 @@ private struct Owner {
         if pool.queuedCount > capacity + inFlight + 3 * 16 { problem("queue grew to \(pool.queuedCount)") }
         if pool.livePushCount != live.count { problem("pool tracks \(pool.livePushCount) pushes, owner \(live.count) after \(event)") }
         let expected = Pool.Summary(canTakeNow: pool.canTakeNow, hasLiveConnection: pool.hasLiveConnection,
-                                    canSendNow: pool.canSendNow, readyConnectionCount: pool.readyConnectionCount)
+                                    canSendNow: pool.canSendNow, readyConnectionCount: pool.readyConnectionCount,
+                                    isStarted: pool.isStarted, inFlightCount: pool.inFlightCount,
+                                    queuedCount: pool.queuedCount)
         if pool.summary != expected { problem("summary \(pool.summary), properties \(expected) after \(event)") }
     }
 

@@ -3,7 +3,7 @@ import Testing
 @testable import APNs
 
 typealias Pool = PoolStateMachine
-typealias Instant = ContinuousClock.Instant
+typealias Instant = PoolStateMachine.Instant
 
 /// A deterministic generator, so every run drives the same events.
 struct SplitMix64: RandomNumberGenerator {
@@ -23,7 +23,7 @@ struct ConstantRandom: RandomNumberGenerator {
     mutating func next() -> UInt64 { value }
 }
 
-let t0 = ContinuousClock.now
+let t0 = Instant.now
 func at(_ seconds: Double) -> Instant { t0 + .milliseconds(Int64(seconds * 1000)) }
 func p(_ n: UInt64) -> PushID { PushID(n) }
 func c(_ n: UInt64) -> ConnectionID { ConnectionID(n) }
