@@ -2,9 +2,6 @@
 struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
-    /// Hashed as its number is, in one shot: the pool looks a push up several times per push,
-    /// and Hasher's streaming path (the default for a struct) cost about twice as much.
-    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
     var description: String { "push#\(value)" }
 }
@@ -13,8 +10,6 @@ struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
 struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }
-    /// Hashed as its number is, in one shot (see `PushID`).
-    func _rawHashValue(seed: Int) -> Int { value._rawHashValue(seed: seed) }
     static func < (a: ConnectionID, b: ConnectionID) -> Bool { a.value < b.value }
     var description: String { "conn#\(value)" }
 }
