@@ -36,16 +36,32 @@ package enum JSONString {
 
     /// False when none of the 8 bytes at `i` may need an escape (`mayNeedEscape` for all 8 at
     /// once, SWAR): a payload's long base64 message and most log values are passed 8 bytes per
-    /// test instead of one. "Any byte below n / equal to v" tests are exact for the whole word
-    /// (a borrow only ever spreads from a byte that is itself a hit).
+    /// test instead of one.
     @inline(__always)
     private static func blockMayNeedEscape(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
-        let w = UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)
+        wordMayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self))
+    }
+
+    /// `mayNeedEscape` for each byte of `w`. "Any byte below n / equal to v" tests are exact for
+    /// the whole word (a borrow only ever spreads from a byte that is itself a hit).
+    @inline(__always)
+    private static func wordMayNeedEscape(_ w: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
         let below20 = (w &- ones &* 0x20) & ~w & highs
         return (below20 | zeroByte(w ^ (ones &* 0x22)) | zeroByte(w ^ (ones &* 0x5C))
             | zeroByte(w ^ (ones &* 0x7F)) | zeroByte(w ^ (ones &* 0xE2))) != 0
+    }
+
+    /// The last `bytes.count - i` (fewer than 8) bytes as a word, the rest filled with `a`, which
+    /// needs no escape: a short value's tail is tested at once, like a whole block.
+    @inline(__always)
+    private static func tailWord(_ bytes: UnsafeBufferPointer<UInt8>, from i: Int) -> UInt64 {
+        var w: UInt64 = 0x6161_6161_6161_6161
+        withUnsafeMutableBytes(of: &w) { word in
+            for k in 0 ..< (bytes.count &- i) { word[k] = bytes[i &+ k] }
+        }
+        return w
     }
 
     /// Bytes `s` takes between the quotes once escaped.
@@ -95,31 +111,41 @@ package enum JSONString {
     /// byte (what `\u00xx` takes); returns how many it wrote. `JSONBlock`'s way to the rule, byte
     /// for byte what `appendEscaped` appends.
     static func escape(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        let count = bytes.count
         var written = 0
         var runStart = 0
         var i = 0
-        while i < bytes.count {
-            if i &+ 8 <= bytes.count, !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
-            guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i += 1; continue }
-            (out + written).initialize(from: bytes.baseAddress! + runStart, count: i - runStart)
-            written += i - runStart
-            if found.text.utf8CodeUnitCount > 0 {
-                (out + written).initialize(from: found.text.utf8Start, count: found.text.utf8CodeUnitCount)
-                written += found.text.utf8CodeUnitCount
-            } else {
-                let b = bytes[i]
-                let prefix: StaticString = #"\u00"#
-                (out + written).initialize(from: prefix.utf8Start, count: 4)
-                out[written + 4] = Hex.digits[Int(b >> 4)]
-                out[written + 5] = Hex.digits[Int(b & 0x0F)]
-                written += 6
+        while i < count {
+            // Whole words while none of their bytes may need an escape, the tail as a padded word;
+            // only a word that may hold one is looked at byte by byte.
+            if i &+ 8 <= count {
+                if !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
+            } else if !wordMayNeedEscape(tailWord(bytes, from: i)) {
+                break
             }
-            i += found.width
-            runStart = i
+            let end = min(i &+ 8, count)
+            while i < end {
+                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i &+= 1; continue }
+                (out + written).initialize(from: bytes.baseAddress! + runStart, count: i - runStart)
+                written += i - runStart
+                if found.text.utf8CodeUnitCount > 0 {
+                    (out + written).initialize(from: found.text.utf8Start, count: found.text.utf8CodeUnitCount)
+                    written += found.text.utf8CodeUnitCount
+                } else {
+                    let b = bytes[i]
+                    let prefix: StaticString = #"\u00"#
+                    (out + written).initialize(from: prefix.utf8Start, count: 4)
+                    out[written + 4] = Hex.digits[Int(b >> 4)]
+                    out[written + 5] = Hex.digits[Int(b & 0x0F)]
+                    written += 6
+                }
+                i += found.width
+                runStart = i
+            }
         }
-        if runStart < bytes.count {
-            (out + written).initialize(from: bytes.baseAddress! + runStart, count: bytes.count - runStart)
-            written += bytes.count - runStart
+        if runStart < count {
+            (out + written).initialize(from: bytes.baseAddress! + runStart, count: count - runStart)
+            written += count - runStart
         }
         return written
     }
@@ -229,6 +255,9 @@ package struct JSONBlock {
 
     /// `text`'s bytes as they are, unescaped.
     package mutating func append(raw text: String) {
+        // A native or literal string lends its bytes where they are, with no copy of the value
+        // to retain and release; any other is made contiguous first.
+        if text.utf8.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil { return }
         var text = text
         text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
@@ -246,17 +275,22 @@ package struct JSONBlock {
 
     /// `s` as a quoted JSON string literal, as `JSONString.appendQuoted` writes it.
     package mutating func appendQuoted(_ s: String) {
-        var s = s
-        let written = s.withUTF8 { bytes -> Bool in
-            // Room for the worst case, every byte a `\u00xx`; a value too long for the block goes
-            // to the array writer.
-            guard room(bytes.count &* 6 &+ 2) else { return false }
-            base[used] = UInt8(ascii: "\"")
-            let n = JSONString.escape(bytes, into: base + used + 1)
-            base[used + 1 + n] = UInt8(ascii: "\"")
-            used &+= n &+ 2
-            return true
-        }
+        // As in `append(raw:)`: the bytes where they are when the string has them contiguous.
+        let written = s.utf8.withContiguousStorageIfAvailable { appendQuoted(utf8: $0) } ?? {
+            var s = s
+            return s.withUTF8 { appendQuoted(utf8: $0) }
+        }()
         if !written { JSONString.appendQuoted(s, to: &out) }
+    }
+
+    /// False, and nothing written, when even the worst case (every byte a `\u00xx`) would not
+    /// fit in the block: the array writer takes such a value.
+    private mutating func appendQuoted(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard room(bytes.count &* 6 &+ 2) else { return false }
+        base[used] = UInt8(ascii: "\"")
+        let n = JSONString.escape(bytes, into: base + used + 1)
+        base[used + 1 + n] = UInt8(ascii: "\"")
+        used &+= n &+ 2
+        return true
     }
 }

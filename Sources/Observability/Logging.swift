@@ -510,10 +510,11 @@ final class LineWriter: Sendable {
                 batch.flush()
                 batch.writer = self
             }
-            if batch.bytes.isEmpty { batch.firstHeld = .now }
-            build(&batch.bytes)
-            batch.bytes.append(0x0A)
-            if batch.bytes.count >= LogBatching.flushBytes { batch.flush() }
+            // The held bytes are reached once for the whole line: each access to a class's
+            // stored array is checked for exclusivity at run time.
+            let (wasEmpty, full) = Self.appendLine(to: &batch.bytes, build)
+            if wasEmpty { batch.firstHeld = .now }
+            if full { batch.flush() }
             return
         }
         var bytes: [UInt8] = []
@@ -521,6 +522,15 @@ final class LineWriter: Sendable {
         build(&bytes)
         bytes.append(0x0A)
         write(bytes)
+    }
+
+    /// Appends a line and its newline to a batch's bytes: whether they were empty before, and
+    /// whether they now hold enough to be written at once.
+    private static func appendLine(to bytes: inout [UInt8], _ build: (inout [UInt8]) -> Void) -> (wasEmpty: Bool, full: Bool) {
+        let wasEmpty = bytes.isEmpty
+        build(&bytes)
+        bytes.append(0x0A)
+        return (wasEmpty, bytes.count >= LogBatching.flushBytes)
     }
 
     func write(_ bytes: [UInt8]) {
