@@ -36,16 +36,32 @@ package enum JSONString {
 
     /// False when none of the 8 bytes at `i` may need an escape (`mayNeedEscape` for all 8 at
     /// once, SWAR): a payload's long base64 message and most log values are passed 8 bytes per
-    /// test instead of one. "Any byte below n / equal to v" tests are exact for the whole word
-    /// (a borrow only ever spreads from a byte that is itself a hit).
+    /// test instead of one.
     @inline(__always)
     private static func blockMayNeedEscape(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
-        let w = UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)
+        wordMayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self))
+    }
+
+    /// `mayNeedEscape` for each byte of `w`. "Any byte below n / equal to v" tests are exact for
+    /// the whole word (a borrow only ever spreads from a byte that is itself a hit).
+    @inline(__always)
+    private static func wordMayNeedEscape(_ w: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
         let below20 = (w &- ones &* 0x20) & ~w & highs
         return (below20 | zeroByte(w ^ (ones &* 0x22)) | zeroByte(w ^ (ones &* 0x5C))
             | zeroByte(w ^ (ones &* 0x7F)) | zeroByte(w ^ (ones &* 0xE2))) != 0
+    }
+
+    /// The last `bytes.count - i` (fewer than 8) bytes as a word, the rest filled with `a`, which
+    /// needs no escape: a short value's tail is tested at once, like a whole block.
+    @inline(__always)
+    private static func tailWord(_ bytes: UnsafeBufferPointer<UInt8>, from i: Int) -> UInt64 {
+        var w: UInt64 = 0x6161_6161_6161_6161
+        withUnsafeMutableBytes(of: &w) { word in
+            for k in 0 ..< (bytes.count &- i) { word[k] = bytes[i &+ k] }
+        }
+        return w
     }
 
     /// Bytes `s` takes between the quotes once escaped.
@@ -91,6 +107,49 @@ package enum JSONString {
         }
     }
 
+    /// Writes `bytes` escaped, without the quotes, at `out`, which has room for 6 bytes per input
+    /// byte (what `\u00xx` takes); returns how many it wrote. `JSONBlock`'s way to the rule, byte
+    /// for byte what `appendEscaped` appends.
+    static func escape(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        let count = bytes.count
+        var written = 0
+        var runStart = 0
+        var i = 0
+        while i < count {
+            // Whole words while none of their bytes may need an escape, the tail as a padded word;
+            // only a word that may hold one is looked at byte by byte.
+            if i &+ 8 <= count {
+                if !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
+            } else if !wordMayNeedEscape(tailWord(bytes, from: i)) {
+                break
+            }
+            let end = min(i &+ 8, count)
+            while i < end {
+                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i &+= 1; continue }
+                (out + written).initialize(from: bytes.baseAddress! + runStart, count: i - runStart)
+                written += i - runStart
+                if found.text.utf8CodeUnitCount > 0 {
+                    (out + written).initialize(from: found.text.utf8Start, count: found.text.utf8CodeUnitCount)
+                    written += found.text.utf8CodeUnitCount
+                } else {
+                    let b = bytes[i]
+                    let prefix: StaticString = #"\u00"#
+                    (out + written).initialize(from: prefix.utf8Start, count: 4)
+                    out[written + 4] = Hex.digits[Int(b >> 4)]
+                    out[written + 5] = Hex.digits[Int(b & 0x0F)]
+                    written += 6
+                }
+                i += found.width
+                runStart = i
+            }
+        }
+        if runStart < count {
+            (out + written).initialize(from: bytes.baseAddress! + runStart, count: count - runStart)
+            written += count - runStart
+        }
+        return written
+    }
+
     /// Appends `s` as a quoted JSON string literal.
     package static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
@@ -117,5 +176,121 @@ package enum JSONString {
         if let timestamp { out.append(contentsOf: #","timestamp":"#.utf8); out.append(contentsOf: String(timestamp).utf8) }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// JSON text put together in a block of memory the caller lends (a log line's, on the stack) and
+/// moved into `out` in one append when the block is full and at `flush()`: a line of a dozen short
+/// fields costs a couple of array appends instead of two or three per field. The bytes are exactly
+/// those `JSONString`'s array writers and `DecimalText` append (a test holds them together).
+///
+/// The block must outlive the value, and only this value may write to it; `write(into:_:)` lends
+/// one on the stack for the length of a call, which is how every caller gets one.
+package struct JSONBlock {
+    /// Where the text goes: what was there before it, then everything flushed so far.
+    package var out: [UInt8]
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private var used = 0
+
+    private init(out: consuming [UInt8], block: UnsafeMutableBufferPointer<UInt8>) {
+        self.out = out
+        base = block.baseAddress!
+        capacity = block.count
+    }
+
+    /// Block size: as much as the stack lends without asking how much it has left, and room for
+    /// a whole push log line.
+    static let blockSize = 1024
+
+    /// Runs `build` with a block on the stack that writes on at the end of `out`, and flushes it.
+    /// `out` is lent to the block and taken back: moved, never copied.
+    package static func write(into out: inout [UInt8], _ build: (inout JSONBlock) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: blockSize) { block in
+            var text = JSONBlock(out: [], block: block)
+            swap(&text.out, &out)
+            build(&text)
+            text.flush()
+            swap(&text.out, &out)
+        }
+    }
+
+    /// The bytes `build` writes, as a new array.
+    package static func bytes(_ build: (inout JSONBlock) -> Void) -> [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out, build)
+        return out
+    }
+
+    /// Moves what the block holds to the end of `out`.
+    package mutating func flush() {
+        guard used > 0 else { return }
+        out.append(contentsOf: UnsafeBufferPointer(start: base, count: used))
+        used = 0
+    }
+
+    /// True when `count` more bytes fit in the block, flushing it first if they fit only then;
+    /// false when they never would (the caller appends to `out` itself, after a flush).
+    private mutating func room(_ count: Int) -> Bool {
+        if used &+ count <= capacity { return true }
+        flush()
+        return count <= capacity
+    }
+
+    package mutating func append(_ byte: UInt8) {
+        if used == capacity { flush() }
+        base[used] = byte
+        used &+= 1
+    }
+
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard room(bytes.count) else { return out.append(contentsOf: bytes) }
+        if bytes.count > 0 { UnsafeMutableRawPointer(base + used).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        used &+= bytes.count
+    }
+
+    package mutating func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// `text`'s bytes as they are, unescaped.
+    package mutating func append(raw text: String) {
+        // A native or literal string lends its bytes where they are, with no copy of the value
+        // to retain and release; any other is made contiguous first.
+        if text.utf8.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil { return }
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `value` in decimal, as `DecimalText.append` writes it.
+    package mutating func append(_ value: Int) {
+        DecimalText.withDigits(value) { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Up to `count` bytes written straight into the block by `write`, which returns how many it wrote.
+    package mutating func append(upTo count: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        precondition(room(count), "a direct write larger than the block")
+        used &+= write(base + used)
+    }
+
+    /// `s` as a quoted JSON string literal, as `JSONString.appendQuoted` writes it.
+    package mutating func appendQuoted(_ s: String) {
+        // As in `append(raw:)`: the bytes where they are when the string has them contiguous.
+        let written = s.utf8.withContiguousStorageIfAvailable { appendQuoted(utf8: $0) } ?? {
+            var s = s
+            return s.withUTF8 { appendQuoted(utf8: $0) }
+        }()
+        if !written { JSONString.appendQuoted(s, to: &out) }
+    }
+
+    /// False, and nothing written, when even the worst case (every byte a `\u00xx`) would not
+    /// fit in the block: the array writer takes such a value.
+    private mutating func appendQuoted(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard room(bytes.count &* 6 &+ 2) else { return false }
+        base[used] = UInt8(ascii: "\"")
+        let n = JSONString.escape(bytes, into: base + used + 1)
+        base[used + 1 + n] = UInt8(ascii: "\"")
+        used &+= n &+ 2
+        return true
     }
 }

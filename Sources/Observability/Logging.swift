@@ -138,9 +138,7 @@ package struct LogKey: Sendable, ExpressibleByStringLiteral {
 
     package init(_ name: String) {
         self.name = name
-        var json: [UInt8] = []
-        JSONLogSink.appendKey(name, to: &json)
-        self.json = json
+        json = JSONBlock.bytes { JSONLogSink.appendKey(name, to: &$0) }
     }
 
     package init(stringLiteral name: String) { self.init(name) }
@@ -151,9 +149,8 @@ package struct LogKey: Sendable, ExpressibleByStringLiteral {
 package struct LogFieldWriter {
     /// The fields so far, when they are collected for a record.
     fileprivate(set) var fields: [LogField] = []
-    /// The line's bytes, when the fields are formatted as they come.
-    fileprivate var bytes: [UInt8] = []
-    fileprivate var formats = false
+    /// The line's text, when the fields are formatted as they come.
+    fileprivate var line: JSONBlock?
     #if DEBUG
     private var lastKey: String?
     #endif
@@ -164,12 +161,12 @@ package struct LogFieldWriter {
     /// The key's JSON was made when the key was: a line written often keeps its keys in
     /// `static let`s, so writing one is a single copy.
     package mutating func add(_ key: LogKey, _ value: LogValue) {
-        guard formats else { return add(name: key.name, value) }
+        guard line != nil else { return add(name: key.name, value) }
         #if DEBUG
         checkOrder(key.name)
         #endif
-        bytes.append(contentsOf: key.json)
-        JSONLogSink.appendValue(value, to: &bytes)
+        key.json.withUnsafeBytes { line!.append($0) }
+        JSONLogSink.appendValue(value, to: &line!)
     }
 
     /// Adds one field whose key is made at run time; keys must come in increasing order.
@@ -177,11 +174,22 @@ package struct LogFieldWriter {
         #if DEBUG
         checkOrder(key)
         #endif
-        if formats {
-            JSONLogSink.appendField(key, value, to: &bytes)
+        if line != nil {
+            JSONLogSink.appendField(key, value, to: &line!)
         } else {
             fields.append(LogField(key, value))
         }
+    }
+
+    /// Lends `text` to a writer for `fields` and takes it back; its array is moved, never copied
+    /// (a second reference to it would make the next append copy the whole batch).
+    fileprivate static func formatting(_ text: inout JSONBlock, _ fields: (inout LogFieldWriter) -> Void) {
+        var writer = LogFieldWriter()
+        writer.line = text
+        text.out = []
+        fields(&writer)
+        text = writer.line!
+        writer.line = nil
     }
 
     #if DEBUG
@@ -305,83 +313,77 @@ package struct JSONLogSink: LogSink {
     }
 
     package func write(_ record: LogRecord) {
-        output.writeLine { Self.append(record, to: &$0) }
+        output.writeLine { out in JSONBlock.write(into: &out) { Self.append(record, to: &$0) } }
     }
 
     /// The line without its newline; `package` so tests and tools can check the exact output.
     package func format(_ record: LogRecord) -> String {
-        var out: [UInt8] = []
-        Self.append(record, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        String(decoding: JSONBlock.bytes { Self.append(record, to: &$0) }, as: UTF8.self)
     }
 
     /// The line's fields as they come, in the buffer of the loop's batch: the push's line.
     package func write(timestamp: WallTime, level: LogLevel, label: String, message: String,
                        fields: (inout LogFieldWriter) -> Void) {
-        output.writeLine { Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &$0) }
+        output.writeLine { out in
+            JSONBlock.write(into: &out) { Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &$0) }
+        }
     }
 
     /// `format` for a line written with `write(timestamp:level:label:message:fields:)`.
     package func format(timestamp: WallTime, level: LogLevel, label: String, message: String,
                         fields: (inout LogFieldWriter) -> Void) -> String {
-        var out: [UInt8] = []
-        Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let line = JSONBlock.bytes { Self.append(timestamp: timestamp, level: level, label: label, message: message, fields: fields, to: &$0) }
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// Writes the line as bytes straight into the writer's buffer: no intermediate strings.
-    static func append(_ record: LogRecord, to out: inout [UInt8]) {
+    static func append(_ record: LogRecord, to out: inout JSONBlock) {
         appendHead(timestamp: record.timestamp, level: record.level, label: record.label, message: record.message, to: &out)
         for field in record.fields { appendField(field.key, field.value, to: &out) }
         out.append(UInt8(ascii: "}"))
     }
 
     static func append(timestamp: WallTime, level: LogLevel, label: String, message: String,
-                       fields: (inout LogFieldWriter) -> Void, to out: inout [UInt8]) {
+                       fields: (inout LogFieldWriter) -> Void, to out: inout JSONBlock) {
         appendHead(timestamp: timestamp, level: level, label: label, message: message, to: &out)
-        // The buffer is lent to the writer and taken back: moved, not copied.
-        var writer = LogFieldWriter()
-        writer.formats = true
-        swap(&writer.bytes, &out)
-        fields(&writer)
-        swap(&writer.bytes, &out)
+        LogFieldWriter.formatting(&out, fields)
         out.append(UInt8(ascii: "}"))
     }
 
-    private static func appendHead(timestamp: WallTime, level: LogLevel, label: String, message: String, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"ts":""#.utf8)
+    private static func appendHead(timestamp: WallTime, level: LogLevel, label: String, message: String, to out: inout JSONBlock) {
+        out.append(#"{"ts":""#)
         appendTimestamp(timestamp, to: &out)
-        out.append(contentsOf: #"","level":""#.utf8)
-        out.append(contentsOf: level.rawValue.utf8)
-        out.append(contentsOf: #"","label":"#.utf8)
-        JSONString.appendQuoted(label, to: &out)
-        out.append(contentsOf: #","msg":"#.utf8)
-        JSONString.appendQuoted(message, to: &out)
+        out.append(#"","level":""#)
+        out.append(raw: level.rawValue)
+        out.append(#"","label":"#)
+        out.appendQuoted(label)
+        out.append(#","msg":"#)
+        out.appendQuoted(message)
     }
 
     /// `,"key":value`, the one way a field is written, whether from a record or as it comes.
-    static func appendField(_ key: String, _ value: LogValue, to out: inout [UInt8]) {
+    static func appendField(_ key: String, _ value: LogValue, to out: inout JSONBlock) {
         appendKey(key, to: &out)
         appendValue(value, to: &out)
     }
 
     /// `,"key":`, the one way a key is written.
-    static func appendKey(_ key: String, to out: inout [UInt8]) {
+    static func appendKey(_ key: String, to out: inout JSONBlock) {
         out.append(UInt8(ascii: ","))
         // A metadata key must not shadow a fixed field: parsers keep only one of two equal keys.
-        if isReserved(key) { JSONString.appendQuoted("metadata." + key, to: &out) } else { JSONString.appendQuoted(key, to: &out) }
+        out.appendQuoted(isReserved(key) ? "metadata." + key : key)
         out.append(UInt8(ascii: ":"))
     }
 
     /// A field's value as JSON.
-    static func appendValue(_ value: LogValue, to out: inout [UInt8]) {
+    static func appendValue(_ value: LogValue, to out: inout JSONBlock) {
         switch value {
-        case .string(let s): JSONString.appendQuoted(s, to: &out)
-        case .int(let i): DecimalText.append(i, to: &out)
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .string(let s): out.appendQuoted(s)
+        case .int(let i): out.append(i)
+        case .bool(let b): out.append(b ? "true" : "false")
         case .double(let d):
             // JSON has no NaN or infinity; a string keeps the line parseable.
-            if d.isFinite { appendDouble(d, to: &out) } else { JSONString.appendQuoted(String(d), to: &out) }
+            if d.isFinite { appendDouble(d, to: &out) } else { out.appendQuoted(String(d)) }
         }
     }
 
@@ -508,10 +510,11 @@ final class LineWriter: Sendable {
                 batch.flush()
                 batch.writer = self
             }
-            if batch.bytes.isEmpty { batch.firstHeld = .now }
-            build(&batch.bytes)
-            batch.bytes.append(0x0A)
-            if batch.bytes.count >= LogBatching.flushBytes { batch.flush() }
+            // The held bytes are reached once for the whole line: each access to a class's
+            // stored array is checked for exclusivity at run time.
+            let (wasEmpty, full) = Self.appendLine(to: &batch.bytes, build)
+            if wasEmpty { batch.firstHeld = .now }
+            if full { batch.flush() }
             return
         }
         var bytes: [UInt8] = []
@@ -519,6 +522,15 @@ final class LineWriter: Sendable {
         build(&bytes)
         bytes.append(0x0A)
         write(bytes)
+    }
+
+    /// Appends a line and its newline to a batch's bytes: whether they were empty before, and
+    /// whether they now hold enough to be written at once.
+    private static func appendLine(to bytes: inout [UInt8], _ build: (inout [UInt8]) -> Void) -> (wasEmpty: Bool, full: Bool) {
+        let wasEmpty = bytes.isEmpty
+        build(&bytes)
+        bytes.append(0x0A)
+        return (wasEmpty, bytes.count >= LogBatching.flushBytes)
     }
 
     func write(_ bytes: [UInt8]) {
@@ -607,23 +619,21 @@ package enum LogBatching {
 /// ISO 8601 UTC with milliseconds, built by hand: a shared `DateFormatter` is slow and not
 /// safe to share across threads.
 func formatTimestamp(_ date: WallTime) -> String {
-    var out: [UInt8] = []
-    appendTimestamp(date, to: &out)
-    return String(decoding: out, as: UTF8.self)
+    String(decoding: JSONBlock.bytes { appendTimestamp(date, to: &$0) }, as: UTF8.self)
 }
 
-func appendTimestamp(_ date: WallTime, to out: inout [UInt8]) {
+func appendTimestamp(_ date: WallTime, to out: inout JSONBlock) {
     // Whole microseconds first (rounded, as when the clock was read as a Double), then milliseconds.
     let micros = date.unixMicroseconds
     let totalMillis = micros >= 0 ? micros / 1000 : (micros - 999) / 1000
-    var seconds = time_t(totalMillis >= 0 ? totalMillis / 1000 : (totalMillis - 999) / 1000)
-    let millis = Int(totalMillis - Int64(seconds) * 1000)
-    var parts = tm()
-    gmtime_r(&seconds, &parts)
-    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, put together on the stack and appended at once; a WallTime
-    // lies between the years 1677 and 2262, so the year has four digits.
-    var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
-    withUnsafeMutableBytes(of: &text) { b in
+    let seconds = totalMillis >= 0 ? totalMillis / 1000 : (totalMillis - 999) / 1000
+    let millis = Int(totalMillis - seconds * 1000)
+    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    let secondOfDay = Int(seconds - days * 86_400)
+    let date = CivilDate(daysSince1970: Int(days))
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, written straight into the line; a WallTime lies between the
+    // years 1677 and 2262, so the year has four digits.
+    out.append(upTo: 24) { b in
         func put(_ value: Int, at i: Int, width: Int) {
             var v = value
             for k in (0..<width).reversed() {
@@ -631,29 +641,54 @@ func appendTimestamp(_ date: WallTime, to out: inout [UInt8]) {
                 v /= 10
             }
         }
-        put(Int(parts.tm_year) + 1900, at: 0, width: 4); b[4] = UInt8(ascii: "-")
-        put(Int(parts.tm_mon) + 1, at: 5, width: 2); b[7] = UInt8(ascii: "-")
-        put(Int(parts.tm_mday), at: 8, width: 2); b[10] = UInt8(ascii: "T")
-        put(Int(parts.tm_hour), at: 11, width: 2); b[13] = UInt8(ascii: ":")
-        put(Int(parts.tm_min), at: 14, width: 2); b[16] = UInt8(ascii: ":")
-        put(Int(parts.tm_sec), at: 17, width: 2); b[19] = UInt8(ascii: ".")
+        put(date.year, at: 0, width: 4); b[4] = UInt8(ascii: "-")
+        put(date.month, at: 5, width: 2); b[7] = UInt8(ascii: "-")
+        put(date.day, at: 8, width: 2); b[10] = UInt8(ascii: "T")
+        put(secondOfDay / 3600, at: 11, width: 2); b[13] = UInt8(ascii: ":")
+        put(secondOfDay / 60 % 60, at: 14, width: 2); b[16] = UInt8(ascii: ":")
+        put(secondOfDay % 60, at: 17, width: 2); b[19] = UInt8(ascii: ".")
         put(millis, at: 20, width: 3); b[23] = UInt8(ascii: "Z")
-        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[0..<24]))
+        return 24
+    }
+}
+
+/// A day of the proleptic Gregorian calendar, what `gmtime_r` gives for it without its lock and
+/// time-zone bookkeeping (every line has a timestamp). Howard Hinnant's `civil_from_days`: the
+/// year is counted from March so the leap day comes last, in eras of 400 years.
+struct CivilDate: Equatable {
+    var year: Int, month: Int, day: Int
+
+    init(daysSince1970 days: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    }
+
+    init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
     }
 }
 
 /// `d` as `String(d)` spells it, without making a String when it has at most 3 decimals and
 /// fewer than 10 integer digits (every push's `latency_ms`): then the shortest decimal that reads
 /// back as `d` is its thousandths with the trailing zeros cut, keeping one (`12.0`, `0.05`).
-func appendDouble(_ d: Double, to out: inout [UInt8]) {
+func appendDouble(_ d: Double, to out: inout JSONBlock) {
     let thousandths = (d * 1000).rounded()
     guard d.isFinite, thousandths.magnitude < 1e12, thousandths / 1000 == d else {
-        out.append(contentsOf: String(d).utf8)
+        out.append(raw: String(d))
         return
     }
     if d.sign == .minus { out.append(UInt8(ascii: "-")) }
     let whole = Int(thousandths.magnitude)
-    DecimalText.append(whole / 1000, to: &out)
+    out.append(whole / 1000)
     out.append(UInt8(ascii: "."))
     var fraction = whole % 1000
     var width = 3

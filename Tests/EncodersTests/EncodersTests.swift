@@ -274,3 +274,80 @@ struct DecimalTextTests {
         #expect(String(decoding: out, as: UTF8.self) == text)
     }
 }
+
+@Suite("JSON text in a lent block")
+struct JSONBlockTests {
+    /// One piece of text, written both ways.
+    private enum Piece {
+        case quoted(String), raw(String), int(Int), byte(UInt8), literal
+
+        func write(to text: inout JSONBlock) {
+            switch self {
+            case .quoted(let s): text.appendQuoted(s)
+            case .raw(let s): text.append(raw: s)
+            case .int(let i): text.append(i)
+            case .byte(let b): text.append(b)
+            case .literal: text.append(#","key":"#)
+            }
+        }
+
+        func write(to out: inout [UInt8]) {
+            switch self {
+            case .quoted(let s): JSONString.appendQuoted(s, to: &out)
+            case .raw(let s): out.append(contentsOf: s.utf8)
+            case .int(let i): DecimalText.append(i, to: &out)
+            case .byte(let b): out.append(b)
+            case .literal: out.append(contentsOf: #","key":"#.utf8)
+            }
+        }
+    }
+
+    private static func randomString(_ rng: inout some RandomNumberGenerator) -> String {
+        let alphabet: [String] = ["a", "Z", "0", " ", "\"", "\\", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "\u{2028}",
+                                  "\u{2029}", "\u{2027}", "é", "😀", "-", "~"]
+        // Mostly short values, as a log line's are; now and then one longer than the block itself.
+        let length = Int.random(in: 0...9, using: &rng) == 0 ? Int.random(in: 100...1500, using: &rng) : Int.random(in: 0...40, using: &rng)
+        var s = ""
+        for _ in 0..<length { s += Bool.random(using: &rng) ? "x" : alphabet.randomElement(using: &rng)! }
+        return s
+    }
+
+    @Test("whatever is written through the block is byte for byte what the array writers append, in order")
+    func sameAsTheArrayWriters() {
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<150 {
+            var pieces: [Piece] = []
+            for _ in 0..<Int.random(in: 0...40, using: &rng) {
+                switch Int.random(in: 0..<5, using: &rng) {
+                case 0: pieces.append(.quoted(Self.randomString(&rng)))
+                case 1: pieces.append(.raw(Self.randomString(&rng)))
+                case 2: pieces.append(.int(Bool.random(using: &rng) ? Int.random(in: -1000...1000, using: &rng) : Int.random(in: .min ... .max, using: &rng)))
+                case 3: pieces.append(.byte(UInt8.random(in: 0...255, using: &rng)))
+                default: pieces.append(.literal)
+                }
+            }
+            // Text already in the array stays first, as a batch's earlier lines do.
+            var expected: [UInt8] = Array("earlier line\n".utf8)
+            for piece in pieces { piece.write(to: &expected) }
+            var written: [UInt8] = Array("earlier line\n".utf8)
+            JSONBlock.write(into: &written) { text in
+                for piece in pieces { piece.write(to: &text) }
+            }
+            #expect(written == expected, "round \(round)")
+            if written != expected { return }
+        }
+    }
+
+    @Test("an escape is written the same through the block wherever it falls, around every 8-byte block")
+    func escapesAtEveryPosition() {
+        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1F}", "\u{7F}", "\u{2028}", "\u{2029}", "\u{2027}", "é", "😀", "\"\u{2028}\\"]
+        for special in specials {
+            for position in 0...24 {
+                let text = String(repeating: "a", count: position) + special + String(repeating: "b", count: 24 - position)
+                #expect(JSONBlock.bytes { $0.appendQuoted(text) } == Array(JSONString.quoted(text).utf8),
+                        "\(special.debugDescription) at \(position)")
+            }
+        }
+        #expect(JSONBlock.bytes { $0.append(Int.min); $0.append(0) } == Array("\(Int.min)0".utf8))
+    }
+}

@@ -120,9 +120,7 @@ struct JSONLogSinkTests {
     @Test("numbers are written exactly as Swift prints them, latencies of every millisecond fraction included")
     func doubles() {
         func written(_ d: Double) -> String {
-            var out: [UInt8] = []
-            appendDouble(d, to: &out)
-            return String(decoding: out, as: UTF8.self)
+            String(decoding: JSONBlock.bytes { appendDouble(d, to: &$0) }, as: UTF8.self)
         }
         for thousandths in 0..<120_000 {
             let latency = Double(thousandths) / 1000
@@ -207,6 +205,41 @@ struct JSONLogSinkTests {
         try #require(lines.count == 2)
         #expect(lines[0].hasSuffix(#""msg":"push delivered","http.status":201}"#))
         #expect(lines[1].hasSuffix(#""msg":"plain","http.status":201}"#))
+    }
+
+    @Test("a push's line is written byte for byte as it always was")
+    func pushLineBytes() {
+        let line = JSONLogSink().format(timestamp: fixedDate, level: .info, label: "relay", message: "push delivered") { line in
+            line.add("apns.environment", "production")
+            line.add("apns.id", "8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b")
+            line.add("apns.status", 200)
+            line.add("device", "5d41402a")
+            line.add("http.status", 201)
+            line.add("latency_ms", .double(1.25))
+            line.add("peer", "127.0.0.1")
+            line.add("request.id", "0f5b8a52-7c1e-4d2b-a3f9-6e0d1c2b3a49")
+            line.add("route", "push")
+        }
+        #expect(line == #"{"ts":"2024-02-29T12:34:56.789Z","level":"info","label":"relay","msg":"push delivered","#
+            + #""apns.environment":"production","apns.id":"8e0f3f0c-1d5e-4c3a-9b1a-2f4e6d8c0a1b","apns.status":200,"#
+            + #""device":"5d41402a","http.status":201,"latency_ms":1.25,"peer":"127.0.0.1","#
+            + #""request.id":"0f5b8a52-7c1e-4d2b-a3f9-6e0d1c2b3a49","route":"push"}"#)
+
+        let refused = JSONLogSink().format(timestamp: fixedDate, level: .warning, label: "relay", message: "push answered 400") { line in
+            line.add("apns.environment", "sandbox")
+            line.add("apns.error", "timeout")
+            line.add("http.status", 400)
+            line.add("latency_ms", .double(0.05))
+            line.add("payload.degraded", true)
+            line.add("payload.degraded_reason", "too \"big\"\n")
+            line.add("reason", "bad\u{2028}é")
+            line.add("request.id", "r")
+            line.add("route", "relay-to")
+        }
+        #expect(refused == #"{"ts":"2024-02-29T12:34:56.789Z","level":"warning","label":"relay","msg":"push answered 400","#
+            + #""apns.environment":"sandbox","apns.error":"timeout","http.status":400,"latency_ms":0.05,"#
+            + #""payload.degraded":true,"payload.degraded_reason":"too \"big\"\n","reason":"bad\u2028é","#
+            + #""request.id":"r","route":"relay-to"}"#)
     }
 
     @Test("timestamps are UTC with milliseconds, zero-padded, also before 1970")
@@ -371,4 +404,46 @@ private func logfmtPairs(_ line: String) -> [(key: String, value: String)] {
         i = k
     }
     return pairs
+}
+
+@Suite("Calendar dates of timestamps")
+struct CivilDateTests {
+    @Test("every day a timestamp can fall on has the date gmtime_r gives it")
+    func everyDayAsGmtime() {
+        // WallTime reaches from 1677-09-21 to 2262-04-11: about 106,752 days either side of 1970.
+        for days in -106_752...106_751 {
+            var seconds = time_t(days) * 86_400
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let expected = CivilDate(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday))
+            let date = CivilDate(daysSince1970: days)
+            if date != expected {
+                Issue.record("day \(days): \(date), gmtime_r says \(expected)")
+                return
+            }
+        }
+    }
+
+    @Test("a timestamp at any instant reads as gmtime_r and its milliseconds spell it")
+    func instantsAsGmtime() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let nanos = Int64.random(in: -9_214_560_000_000_000_000...9_223_372_036_000_000_000, using: &rng)
+            let date = WallTime(nanosecondsSince1970: nanos)
+            let micros = date.unixMicroseconds
+            let millis = micros >= 0 ? micros / 1000 : (micros - 999) / 1000
+            var seconds = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+            let fraction = Int(millis - Int64(seconds) * 1000)
+            let expected = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+                + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))."
+                + String(repeating: "0", count: 3 - String(fraction).count) + "\(fraction)Z"
+            if formatTimestamp(date) != expected {
+                Issue.record("\(nanos) ns: \(formatTimestamp(date)), gmtime_r says \(expected)")
+                return
+            }
+        }
+    }
 }
