@@ -1,4 +1,6 @@
 import Testing
+import Dispatch
+import Synchronization
 @testable import OpenSSLSupport
 
 @Suite("SHA-256 by OpenSSL")
@@ -11,5 +13,23 @@ struct SHA256DigestTests {
     func knownDigests(message: String, firstWord: UInt32) {
         let word = Array(message.utf8).withUnsafeBytes { SHA256Digest.firstWord(of: $0) }
         #expect(word == firstWord)
+    }
+}
+
+@Suite("SHA-256 by OpenSSL, contexts reused")
+struct SHA256DigestReuseTests {
+    @Test("a context used before hashes the next message as a fresh one would, on several threads at once")
+    func reusedContextsCarryNothingOver() {
+        let messages: [(String, UInt32)] = [("abc", 0xba78_16bf), ("", 0xe3b0_c442),
+                                            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 0x248d_6a61)]
+        let wrong = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for round in 0..<500 {
+                let (message, expected) = messages[(round + thread) % messages.count]
+                let word = Array(message.utf8).withUnsafeBytes { SHA256Digest.firstWord(of: $0) }
+                if word != expected { wrong.withLock { $0 += 1 } }
+            }
+        }
+        #expect(wrong.withLock { $0 } == 0)
     }
 }
