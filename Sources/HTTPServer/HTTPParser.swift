@@ -527,18 +527,18 @@ package struct HTTPParser: Sendable {
         headers.withFieldBytes { fields in
             fields.forEach { name, value in
                 switch name.count {
-                case 4 where asciiCaseInsensitiveEquals(name, "Host"):
+                case 4 where asciiCaseInsensitiveEquals(name, literal: "Host"):
                     hostCount += 1
-                case 6 where asciiCaseInsensitiveEquals(name, "Expect"):
+                case 6 where asciiCaseInsensitiveEquals(name, literal: "Expect"):
                     expectations.append(String(decoding: value, as: UTF8.self))
-                case 10 where asciiCaseInsensitiveEquals(name, "Connection"):
+                case 10 where asciiCaseInsensitiveEquals(name, literal: "Connection"):
                     connectionValues.append(String(decoding: value, as: UTF8.self))
-                case 14 where asciiCaseInsensitiveEquals(name, "Content-Length"):
+                case 14 where asciiCaseInsensitiveEquals(name, literal: "Content-Length"):
                     contentLengthCount += 1
                     if contentLengthError == nil {
                         contentLengthError = readContentLength(value, into: &contentLength)
                     }
-                case 17 where asciiCaseInsensitiveEquals(name, "Transfer-Encoding"):
+                case 17 where asciiCaseInsensitiveEquals(name, literal: "Transfer-Encoding"):
                     transferEncodings.append(String(decoding: value, as: UTF8.self))
                 default:
                     break

@@ -121,10 +121,10 @@ package func reasonPhrase(_ status: Int) -> String {
 /// length first, so a usual header is compared with none of the four.
 private func isFramingName(_ name: UnsafeRawBufferPointer) -> Bool {
     switch name.count {
-    case 4: return asciiCaseInsensitiveEquals(name, "Date")
-    case 10: return asciiCaseInsensitiveEquals(name, "Connection")
-    case 14: return asciiCaseInsensitiveEquals(name, "Content-Length")
-    case 17: return asciiCaseInsensitiveEquals(name, "Transfer-Encoding")
+    case 4: return asciiCaseInsensitiveEquals(name, literal: "Date")
+    case 10: return asciiCaseInsensitiveEquals(name, literal: "Connection")
+    case 14: return asciiCaseInsensitiveEquals(name, literal: "Content-Length")
+    case 17: return asciiCaseInsensitiveEquals(name, literal: "Transfer-Encoding")
     default: return false
     }
 }

@@ -16,6 +16,20 @@ struct HTTPFastPathTests {
         }
     }
 
+    @Test("a name compared with a literal agrees with the comparison with a String, in any case and length")
+    func literalNames() {
+        let names = ["Host", "host", "HOST", "Hos", "Hostt", "Höst", "Content-Length", "content-length", "Content_Length",
+                     "Transfer-Encoding", "X-Request-ID", "x-request-id", "", "Date", "dATE", "Connection", "Expect"]
+        for name in names {
+            Array(name.utf8).withUnsafeBytes { bytes in
+                #expect(asciiCaseInsensitiveEquals(bytes, literal: "Host") == asciiCaseInsensitiveEquals(bytes, "Host"), "\(name)")
+                #expect(asciiCaseInsensitiveEquals(bytes, literal: "Content-Length") == asciiCaseInsensitiveEquals(bytes, "Content-Length"))
+                #expect(asciiCaseInsensitiveEquals(bytes, literal: "X-Request-ID") == asciiCaseInsensitiveEquals(bytes, "X-Request-ID"))
+                #expect(asciiCaseInsensitiveEquals(bytes, literal: "Date") == asciiCaseInsensitiveEquals(bytes, "Date"))
+            }
+        }
+    }
+
     @Test("the eight-at-a-time byte search finds what a byte-by-byte search finds, in every range")
     func byteSearch() {
         var rng = SplitMix64(seed: 14)
