@@ -32,30 +32,36 @@ package enum Base64URL {
         let n = src.count
         precondition(dst.count == (padded ? paddedCount(n) : unpaddedCount(n)), "base64 output of the wrong size")
         guard n > 0 else { return }
-        alphabet.withUnsafeBufferPointer { table in
-            var i = 0, o = 0
+        var i = 0, o = 0
+        pairs.withUnsafeBufferPointer { pairs in
+            // Three bytes are 24 bits: two lookups of two characters each.
+            let out = UnsafeMutableRawPointer(dst.baseAddress!)
             while i + 3 <= n {
-                let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
-                dst[o] = table[Int(v >> 18 & 63)]
-                dst[o + 1] = table[Int(v >> 12 & 63)]
-                dst[o + 2] = table[Int(v >> 6 & 63)]
-                dst[o + 3] = table[Int(v & 63)]
+                let v = Int(src[i]) << 16 | Int(src[i + 1]) << 8 | Int(src[i + 2])
+                out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
+                out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
                 i += 3
                 o += 4
             }
-            // The tail: one or two bytes left; padded, the rest of the last quantum is "=".
-            if n - i >= 1 {
-                let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
-                dst[o] = table[Int(v >> 18 & 63)]
-                dst[o + 1] = table[Int(v >> 12 & 63)]
-                if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
-                if padded {
-                    if n - i == 1 { dst[o + 2] = UInt8(ascii: "=") }
-                    dst[o + 3] = UInt8(ascii: "=")
-                }
+        }
+        // The tail: one or two bytes left; padded, the rest of the last quantum is "=".
+        guard n - i >= 1 else { return }
+        alphabet.withUnsafeBufferPointer { table in
+            let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
+            dst[o] = table[Int(v >> 18 & 63)]
+            dst[o + 1] = table[Int(v >> 12 & 63)]
+            if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
+            if padded {
+                if n - i == 1 { dst[o + 2] = UInt8(ascii: "=") }
+                dst[o + 3] = UInt8(ascii: "=")
             }
         }
     }
+
+    /// The two characters of every 12-bit value, the first in the low byte (stored little-endian,
+    /// so it comes first in memory): the encoder writes two characters a lookup. 8 KiB, made once
+    /// from `alphabet`.
+    private static let pairs: [UInt16] = (0 ..< 4096).map { v in UInt16(alphabet[v >> 6]) | UInt16(alphabet[v & 63]) << 8 }
 
     /// `bytes` encoded, unpadded unless asked.
     package static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
