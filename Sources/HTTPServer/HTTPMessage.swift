@@ -489,7 +489,8 @@ func trimOWS(_ s: Substring.UTF8View) -> Substring.UTF8View {
 @inline(__always)
 func isTokenChar(_ b: UInt8) -> Bool {
     let low: UInt64 = 0x03ff_6cfa_0000_0000, high: UInt64 = 0x57ff_ffff_c7ff_fffe
-    if b < 64 { return (low >> UInt64(b)) & 1 != 0 }
-    if b < 128 { return (high >> UInt64(b &- 64)) & 1 != 0 }
+    // `&>>`: each amount is below 64, so the plain shift instruction does (`>>` checks for more).
+    if b < 64 { return (low &>> UInt64(b)) & 1 != 0 }
+    if b < 128 { return (high &>> UInt64(b &- 64)) & 1 != 0 }
     return false
 }

@@ -310,7 +310,8 @@ package enum WebPushParser {
     private static func isParameterSyntax(_ byte: UInt8) -> Bool {
         // All four are below 0x40: one bit each in a 64-bit mask.
         let mask: UInt64 = 1 << 0x3B | 1 << 0x2C | 1 << 0x3D | 1 << 0x22
-        return byte < 0x40 && (mask >> UInt64(byte)) & 1 != 0
+        // `&>>`: the amount is known to be below 64, so the plain shift instruction does.
+        return byte < 0x40 && (mask &>> UInt64(byte)) & 1 != 0
     }
 
     /// `range` without its leading and trailing spaces and tabs.
