@@ -39,7 +39,7 @@ public struct APNsNotification: Sendable {
         let type = pushType ?? (payload.isBackgroundOnly ? .background : .alert)
 
         guard !topic.isEmpty else { throw .invalid("topic is empty; set it to the app's bundle id") }
-        guard topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+        guard Self.isVisibleASCII(topic) else {
             throw .invalid("topic \"\(topic)\" must be a bundle id: no spaces or control characters")
         }
 
@@ -81,6 +81,17 @@ public struct APNsNotification: Sendable {
         self.collapseID = collapseID
         self.apnsID = apnsID?.description ?? UUIDText.randomLowercase()
         self.payload = payload.bytes
+    }
+
+    /// Whether every byte of `text` is visible ASCII (no space, control byte or non-ASCII), read
+    /// over its contiguous bytes: every push checks its topic.
+    private static func isVisibleASCII(_ text: String) -> Bool {
+        func check(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            var outside = false
+            for b in bytes { outside = outside || !(b > 0x20 && b < 0x7f) }
+            return !outside
+        }
+        return text.utf8.withContiguousStorageIfAvailable(check) ?? text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f }
     }
 
     /// The request headers besides the pseudo-headers (`:method POST`, `:path` = ``path``,

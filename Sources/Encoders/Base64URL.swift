@@ -17,32 +17,51 @@ package enum Base64URL {
         let n = bytes.count
         guard n > 0 else { return }
         let start = out.count
-        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: padded ? paddedCount(n) : unpaddedCount(n)))
-        alphabet.withUnsafeBufferPointer { table in
-            bytes.withUnsafeBufferPointer { src in
-                out.withUnsafeMutableBufferPointer { all in
-                    let dst = UnsafeMutableBufferPointer(rebasing: all[start...])
-                    var i = 0, o = 0
-                    while i + 3 <= n {
-                        let v = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        dst[o + 2] = table[Int(v >> 6 & 63)]
-                        dst[o + 3] = table[Int(v & 63)]
-                        i += 3
-                        o += 4
-                    }
-                    // The tail: one or two bytes left; padded, the rest of the last quantum stays "=".
-                    if n - i >= 1 {
-                        let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
-                        dst[o] = table[Int(v >> 18 & 63)]
-                        dst[o + 1] = table[Int(v >> 12 & 63)]
-                        if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
-                    }
-                }
+        let count = padded ? paddedCount(n) : unpaddedCount(n)
+        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: count))
+        bytes.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { all in
+                encode(src, padded: padded, into: UnsafeMutableBufferPointer(rebasing: all[start ..< (start + count)]))
             }
         }
     }
+
+    /// Writes `bytes` encoded into `dst`, which must be exactly `paddedCount` (or `unpaddedCount`)
+    /// bytes long: for a writer that sized its output before writing it.
+    package static func encode(_ src: UnsafeBufferPointer<UInt8>, padded: Bool, into dst: UnsafeMutableBufferPointer<UInt8>) {
+        let n = src.count
+        precondition(dst.count == (padded ? paddedCount(n) : unpaddedCount(n)), "base64 output of the wrong size")
+        guard n > 0 else { return }
+        var i = 0, o = 0
+        pairs.withUnsafeBufferPointer { pairs in
+            // Three bytes are 24 bits: two lookups of two characters each.
+            let out = UnsafeMutableRawPointer(dst.baseAddress!)
+            while i + 3 <= n {
+                let v = Int(src[i]) << 16 | Int(src[i + 1]) << 8 | Int(src[i + 2])
+                out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
+                out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
+                i += 3
+                o += 4
+            }
+        }
+        // The tail: one or two bytes left; padded, the rest of the last quantum is "=".
+        guard n - i >= 1 else { return }
+        alphabet.withUnsafeBufferPointer { table in
+            let v = UInt32(src[i]) << 16 | (n - i == 2 ? UInt32(src[i + 1]) << 8 : 0)
+            dst[o] = table[Int(v >> 18 & 63)]
+            dst[o + 1] = table[Int(v >> 12 & 63)]
+            if n - i == 2 { dst[o + 2] = table[Int(v >> 6 & 63)] }
+            if padded {
+                if n - i == 1 { dst[o + 2] = UInt8(ascii: "=") }
+                dst[o + 3] = UInt8(ascii: "=")
+            }
+        }
+    }
+
+    /// The two characters of every 12-bit value, the first in the low byte (stored little-endian,
+    /// so it comes first in memory): the encoder writes two characters a lookup. 8 KiB, made once
+    /// from `alphabet`.
+    private static let pairs: [UInt16] = (0 ..< 4096).map { v in UInt16(alphabet[v >> 6]) | UInt16(alphabet[v & 63]) << 8 }
 
     /// `bytes` encoded, unpadded unless asked.
     package static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
@@ -74,25 +93,36 @@ package enum Base64URL {
             ?? Array(text.utf8).withUnsafeBufferPointer { decodedInfo(bytes: $0) }
     }
 
-    private static func decodedInfo(bytes: UnsafeBufferPointer<UInt8>) -> (count: Int, first: UInt8)? {
-        var symbols = 0
-        var padding = 0
-        var v0: UInt8 = 0
-        var v1: UInt8 = 0
-        for byte in bytes {
-            if byte == UInt8(ascii: "=") {
-                padding += 1
-                continue
-            }
-            guard padding == 0, let v = value(byte) else { return nil }
-            if symbols == 0 { v0 = v } else if symbols == 1 { v1 = v }
-            symbols += 1
-        }
+    /// `decodedInfo` over a String's bytes, without the generic path (the WebPush parser checks
+    /// a salt and a key per push).
+    package static func decodedInfo(_ text: String) -> (count: Int, first: UInt8)? {
+        var text = text
+        return text.withUTF8 { decodedInfo(bytes: $0) }
+    }
+
+    /// What `value` says for every byte, 0xFF where it says nil: the check reads one table entry
+    /// a character instead of a chain of range tests.
+    private static let values: [UInt8] = (0 ... 255).map { value(UInt8($0)) ?? 0xFF }
+
+    /// `decodedInfo` over bytes: the padding is the run of `=` at the end; every byte before it
+    /// must be a symbol (an `=` there, like any other non-symbol, has no value).
+    package static func decodedInfo(bytes: UnsafeBufferPointer<UInt8>) -> (count: Int, first: UInt8)? {
+        var symbols = bytes.count
+        while symbols > 0, bytes[symbols - 1] == UInt8(ascii: "=") { symbols -= 1 }
+        let padding = bytes.count - symbols
         guard symbols % 4 != 1 else { return nil }
         if padding > 0 {
             guard symbols > 0, padding <= 2, (symbols + padding) % 4 == 0 else { return nil }
         }
-        return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
+        return values.withUnsafeBufferPointer { table -> (count: Int, first: UInt8)? in
+            // Every symbol's value is below 64, so one OR says whether any byte had none.
+            var seen: UInt8 = 0
+            for i in 0 ..< symbols { seen |= table[Int(bytes[i])] }
+            guard seen < 64 else { return nil }
+            let v0 = symbols > 0 ? table[Int(bytes[0])] : 0
+            let v1 = symbols > 1 ? table[Int(bytes[1])] : 0
+            return (symbols * 3 / 4, v0 << 2 | v1 >> 4)
+        }
     }
 
     /// The bytes of a text `decodedInfo` accepts; nil for anything it refuses.

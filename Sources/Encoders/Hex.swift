@@ -3,6 +3,12 @@
 package enum Hex {
     package static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// The lower-case digit for `nibble` (0 to 15): what `digits[nibble]` holds, computed, so a
+    /// loop writing many of them reads no global table.
+    package static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble &+ (nibble < 10 ? UInt8(ascii: "0") : UInt8(ascii: "a") &- 10)
+    }
+
     /// What one hex digit stands for, either case; nil for any other byte.
     package static func value(_ digit: UInt8) -> UInt8? {
         switch digit {

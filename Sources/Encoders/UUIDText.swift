@@ -20,12 +20,15 @@ package enum UUIDText {
     package static func lowercase(_ uuid: Bytes) -> String {
         withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { out in
+                // The four dashes at their fixed places, the digits around them (computed, not read
+                // from `Hex.digits`: the global's access check per digit cost more than the digit).
                 var o = 0
-                for (i, b) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = Hex.digits[Int(b >> 4)]
-                    out[o + 1] = Hex.digits[Int(b & 0x0f)]
-                    o += 2
+                for i in 0 ..< 16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o &+= 1 }
+                    let b = bytes[i]
+                    out[o] = Hex.digit(b >> 4)
+                    out[o &+ 1] = Hex.digit(b & 0x0f)
+                    o &+= 2
                 }
                 return o
             }

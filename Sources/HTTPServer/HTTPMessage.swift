@@ -1,6 +1,9 @@
 // HTTP/1.1 message values shared by the parser, the serializer and the socket server.
 // Pure Swift, no Foundation: the fuzz build compiles this file on its own, with the Encoders
 // files it needs beside it (so it imports that module only in the package build).
+#if canImport(Glibc)
+import Glibc
+#endif
 #if !HTTPPARSER_FUZZ
 internal import Encoders
 #endif
@@ -23,8 +26,11 @@ package enum HTTPVersion: Sendable, Hashable {
 package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral {
     package typealias Element = (name: String, value: String)
 
-    /// Each field as `nameLength`, `valueLength` (4 bytes each, little-endian), name, value.
+    /// Each field as `nameLength`, `valueLength` (4 bytes each, little-endian), name, value, in
+    /// the first `used` bytes; the rest is zeroed room the next fields are written into.
     private var storage: [UInt8] = []
+    /// How many bytes of `storage` hold fields.
+    private var used = 0
     /// The number of fields, repeats included.
     package private(set) var count = 0
 
@@ -78,7 +84,7 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     /// Room for `byteCount` bytes of fields (each field takes its name, its value and 8 bytes).
     mutating func reserveBytes(_ byteCount: Int) {
-        storage.reserveCapacity(byteCount)
+        if byteCount > storage.count { grow(toHold: byteCount) }
     }
 
     /// The bytes this value holds, by capacity: part of what a parser holds for its connection.
@@ -92,19 +98,39 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     /// `add` from bytes, for the parser: nothing is decoded until a String is asked for.
     mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        appendLength(name.count)
-        appendLength(value.count)
-        storage.append(contentsOf: name)
-        storage.append(contentsOf: value)
+        // Written in place into room made beforehand: an array append per piece (two lengths, the
+        // name, the value) had a fixed cost several times that of copying a usual field.
+        let total = HTTPHeaders.lengthBytes + name.count + value.count
+        if used + total > storage.count { grow(toHold: used + total) }
+        let at = used
+        storage.withUnsafeMutableBytes { room in
+            room.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: at, as: UInt32.self)
+            room.storeBytes(of: UInt32(truncatingIfNeeded: value.count).littleEndian, toByteOffset: at + 4, as: UInt32.self)
+            let nameStart = at + HTTPHeaders.lengthBytes
+            if let source = name.baseAddress, !name.isEmpty {
+                (room.baseAddress! + nameStart).copyMemory(from: source, byteCount: name.count)
+            }
+            if let source = value.baseAddress, !value.isEmpty {
+                (room.baseAddress! + nameStart + name.count).copyMemory(from: source, byteCount: value.count)
+            }
+        }
+        used += total
         count += 1
     }
 
-    private mutating func appendLength(_ length: Int) {
-        let n = UInt32(truncatingIfNeeded: length)
-        storage.append(UInt8(truncatingIfNeeded: n))
-        storage.append(UInt8(truncatingIfNeeded: n >> 8))
-        storage.append(UInt8(truncatingIfNeeded: n >> 16))
-        storage.append(UInt8(truncatingIfNeeded: n >> 24))
+    /// Makes room for at least `byteCount` bytes of fields (doubling, so adds stay amortised
+    /// O(1)): the fields are copied over and the rest is zeroed, ready to be written in place.
+    private mutating func grow(toHold byteCount: Int) {
+        let size = Swift.max(byteCount, storage.count * 2, 64)
+        let old = storage, kept = used
+        storage = [UInt8](unsafeUninitializedCapacity: size) { room, initialized in
+            old.withUnsafeBufferPointer { fields in
+                if kept > 0 { room.baseAddress!.initialize(from: fields.baseAddress!, count: kept) }
+            }
+            // One memset: initialising the room byte by byte cost more than the fields written into it.
+            _ = memset(room.baseAddress! + kept, 0, size - kept)
+            initialized = size
+        }
     }
 
     /// Replaces every field named `name` with one field, for headers that must appear once.
@@ -130,7 +156,7 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
     /// `body` with every field's bytes: the buffers `FieldBytes` hands out stay valid until `body`
     /// returns, so a reader may keep them for the whole call (the WebPush parser does).
     package func withFieldBytes<R>(_ body: (FieldBytes) throws -> R) rethrows -> R {
-        try storage.withUnsafeBytes { try body(FieldBytes(bytes: $0)) }
+        try storage.withUnsafeBytes { try body(FieldBytes(bytes: UnsafeRawBufferPointer(rebasing: $0[..<used]))) }
     }
 
     /// The fields of one `HTTPHeaders` as bytes, valid during `withFieldBytes`.
@@ -177,10 +203,12 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     package struct Iterator: IteratorProtocol {
         fileprivate let storage: [UInt8]
+        /// Where the fields end in `storage`.
+        fileprivate let end: Int
         fileprivate var offset = 0
 
         package mutating func next() -> Element? {
-            guard offset < storage.count else { return nil }
+            guard offset < end else { return nil }
             return storage.withUnsafeBytes { bytes in
                 let nameCount = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
                 let valueCount = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
@@ -192,13 +220,13 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
         }
     }
 
-    package func makeIterator() -> Iterator { Iterator(storage: storage) }
+    package func makeIterator() -> Iterator { Iterator(storage: storage, end: used) }
 
     package var underestimatedCount: Int { count }
 
     /// Equal when the same fields arrive in the same order with the same spelling (byte for byte).
     package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.count == rhs.count && lhs.storage == rhs.storage
+        lhs.count == rhs.count && lhs.storage[..<lhs.used] == rhs.storage[..<rhs.used]
     }
 }
 
@@ -245,8 +273,26 @@ package struct HTTPRequest: Sendable, Equatable {
         self.body = body
         self.keepAlive = keepAlive
         self.peerAddress = peerAddress
-        self.forwardedFor = headers["X-Forwarded-For"].flatMap(firstListElement)
-        self.requestID = headers["X-Request-ID"]
+        // Both in one walk over the fields (each is the first value of its name, as a lookup by
+        // name reads it): two lookups walked every field twice per request.
+        var forwardedFor: String?, requestID: String?
+        var sawForwardedFor = false, sawRequestID = false
+        headers.withFieldBytes { fields in
+            fields.forEach { name, value in
+                switch name.count {
+                case 15 where !sawForwardedFor && asciiCaseInsensitiveEquals(name, literal: "X-Forwarded-For"):
+                    sawForwardedFor = true
+                    forwardedFor = firstListElement(String(decoding: value, as: UTF8.self))
+                case 12 where !sawRequestID && asciiCaseInsensitiveEquals(name, literal: "X-Request-ID"):
+                    sawRequestID = true
+                    requestID = String(decoding: value, as: UTF8.self)
+                default:
+                    break
+                }
+            }
+        }
+        self.forwardedFor = forwardedFor
+        self.requestID = requestID
     }
 
     /// `http://host:port/p?q` → `/p?q` (`/` when the path is empty); anything else as is.
@@ -365,6 +411,16 @@ func asciiCaseInsensitiveEquals(_ a: UnsafeRawBufferPointer, _ b: String) -> Boo
     return zip(a, bu).allSatisfy { asciiLower($0) == asciiLower($1) }
 }
 
+/// `asciiCaseInsensitiveEquals` for a stored name and a literal (the fields the server itself
+/// reads): a `StaticString`'s bytes are at hand, with none of a String's ways to reach them.
+func asciiCaseInsensitiveEquals(_ a: UnsafeRawBufferPointer, literal b: StaticString) -> Bool {
+    guard a.count == b.utf8CodeUnitCount else { return false }
+    return b.withUTF8Buffer { pb in
+        for i in 0..<pb.count where asciiLower(a[i]) != asciiLower(pb[i]) { return false }
+        return true
+    }
+}
+
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
     let au = a.utf8, bu = b.utf8
     guard au.count == bu.count else { return false }
@@ -393,7 +449,7 @@ func isOWS(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
 /// one by one cost several times the search, once per request for the target's `?`.
 func firstByteIndex(of byte: UInt8, in s: Substring) -> Substring.Index? {
     let utf8 = s.utf8
-    if let offset = utf8.withContiguousStorageIfAvailable({ $0.firstIndex(of: byte) }) {
+    if let offset = utf8.withContiguousStorageIfAvailable({ firstIndex(of: byte, in: $0, 0 ..< $0.count) }) {
         return offset.map { utf8.index(utf8.startIndex, offsetBy: $0) }
     }
     return utf8.firstIndex(of: byte)
@@ -427,18 +483,14 @@ func trimOWS(_ s: Substring.UTF8View) -> Substring.UTF8View {
     return u
 }
 
-/// RFC 9110 tchar: the bytes allowed in a method and a field name.
+/// RFC 9110 tchar: the bytes allowed in a method and a field name — `!#$%&'*+-.^_`|~`, digits
+/// and letters — as one bit per byte in two words (bytes 0–63, then 64–127; none above): a
+/// shift and a mask per byte instead of a chain of comparisons, for every byte of every name.
 @inline(__always)
 func isTokenChar(_ b: UInt8) -> Bool {
-    switch b {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-        UInt8(ascii: "0")...UInt8(ascii: "9"):
-        return true
-    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-        UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-        UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-        return true
-    default:
-        return false
-    }
+    let low: UInt64 = 0x03ff_6cfa_0000_0000, high: UInt64 = 0x57ff_ffff_c7ff_fffe
+    // `&>>`: each amount is below 64, so the plain shift instruction does (`>>` checks for more).
+    if b < 64 { return (low &>> UInt64(b)) & 1 != 0 }
+    if b < 128 { return (high &>> UInt64(b &- 64)) & 1 != 0 }
+    return false
 }

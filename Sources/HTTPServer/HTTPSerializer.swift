@@ -14,42 +14,43 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     let status = min(max(response.status, 100), 999)
     let noBody = status < 200 || status == 204 || status == 304
     out.reserveCapacity(out.count + 128 + response.body.count)
-    out.append(contentsOf: "HTTP/1.1 ".utf8)
+    append("HTTP/1.1 ", to: &out)
     DecimalText.append(status, to: &out)
     out.append(0x20)
-    out.append(contentsOf: reasonPhrase(status).utf8)
-    out.append(contentsOf: crlf)
+    var phrase = reasonPhrase(status)
+    phrase.withUTF8 { out.append(contentsOf: $0) }
+    appendCRLF(to: &out)
     response.headers.withFieldBytes { fields in
         fields.forEach { name, value in
             if name.isEmpty || !name.allSatisfy(isTokenChar) { return }
-            if asciiCaseInsensitiveEquals(name, "Content-Length") || asciiCaseInsensitiveEquals(name, "Transfer-Encoding")
-                || asciiCaseInsensitiveEquals(name, "Date") || asciiCaseInsensitiveEquals(name, "Connection")
-            {
-                return
-            }
-            out.append(contentsOf: name)
-            out.append(contentsOf: ": ".utf8)
+            if isFramingName(name) { return }
+            // Typed buffers, and the two-byte separators a byte at a time: each array append of a
+            // sequence costs more than a short copy, and the answer has several per header.
+            out.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+            out.append(UInt8(ascii: ":"))
+            out.append(0x20)
             // Whole when clean (the usual case: ids), else a byte at a time, control bytes as spaces.
             if value.allSatisfy({ !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) }) {
-                out.append(contentsOf: value)
+                out.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
             } else {
                 for b in value { out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b) }
             }
-            out.append(contentsOf: crlf)
+            appendCRLF(to: &out)
         }
     }
     if !noBody {
-        out.append(contentsOf: "Content-Length: ".utf8)
+        append("Content-Length: ", to: &out)
         DecimalText.append(response.body.count, to: &out)
-        out.append(contentsOf: crlf)
+        appendCRLF(to: &out)
     }
-    out.append(contentsOf: "Date: ".utf8)
-    out.append(contentsOf: date.utf8)
-    out.append(contentsOf: crlf)
+    append("Date: ", to: &out)
+    var date = date
+    date.withUTF8 { out.append(contentsOf: $0) }
+    appendCRLF(to: &out)
     if close {
-        out.append(contentsOf: "Connection: close\r\n".utf8)
+        append("Connection: close\r\n", to: &out)
     }
-    out.append(contentsOf: crlf)
+    appendCRLF(to: &out)
     if !noBody {
         out.append(contentsOf: response.body)
     }
@@ -116,7 +117,27 @@ package func reasonPhrase(_ status: Int) -> String {
     }
 }
 
-private let crlf: [UInt8] = [0x0D, 0x0A]
+/// Whether `name` is one of the fields the serializer frames itself (any case): told apart by
+/// length first, so a usual header is compared with none of the four.
+private func isFramingName(_ name: UnsafeRawBufferPointer) -> Bool {
+    switch name.count {
+    case 4: return asciiCaseInsensitiveEquals(name, literal: "Date")
+    case 10: return asciiCaseInsensitiveEquals(name, literal: "Connection")
+    case 14: return asciiCaseInsensitiveEquals(name, literal: "Content-Length")
+    case 17: return asciiCaseInsensitiveEquals(name, literal: "Transfer-Encoding")
+    default: return false
+    }
+}
+
+/// A literal's bytes as one typed buffer: appending a String's UTF8View went the generic way.
+private func append(_ text: StaticString, to out: inout [UInt8]) {
+    text.withUTF8Buffer { out.append(contentsOf: $0) }
+}
+
+private func appendCRLF(to out: inout [UInt8]) {
+    out.append(0x0D)
+    out.append(0x0A)
+}
 private let weekdayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
 private let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 

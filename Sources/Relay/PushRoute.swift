@@ -41,7 +41,7 @@ package struct PushRoute: Sendable, Equatable {
     /// The query's last `sandbox` parameter decides; other parameters are ignored.
     package static func match(path: String, query: String?) -> RouteMatch {
         let prefix = "/push/"
-        guard path.utf8.starts(with: prefix.utf8) else { return .notFound }
+        guard hasBytePrefix(path, prefix) else { return .notFound }
         // Two segments found by index, not by `split`: this runs for every push, and the array of
         // slices `split` builds was an allocation per push for two values.
         // The slashes are looked for in the contiguous bytes: stepping a UTF8View's indices cost
@@ -80,6 +80,20 @@ package struct PushRoute: Sendable, Equatable {
             }
         }
         return .push(PushRoute(deviceToken: token, device: device, id: id, sandbox: sandbox))
+    }
+
+    /// Whether `text`'s bytes begin with `prefix`'s, compared over contiguous bytes: the generic
+    /// `starts(with:)` over two UTF8Views stepped both a byte at a time, on every push.
+    static func hasBytePrefix(_ text: String, _ prefix: String) -> Bool {
+        let fast = text.utf8.withContiguousStorageIfAvailable { t in
+            prefix.utf8.withContiguousStorageIfAvailable { p in
+                guard t.count >= p.count else { return false }
+                for i in 0 ..< p.count where t[i] != p[i] { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
+        return text.utf8.starts(with: prefix.utf8)
     }
 
     /// Where `{token}/{id}[/]` from byte `start` splits: the offsets of the slash after the token
@@ -127,7 +141,8 @@ package struct PushRoute: Sendable, Equatable {
     static func decodedPathText(_ raw: Substring.UTF8View.SubSequence, what: String) -> Result<String, PathRefusal> {
         // The usual id has no escape: its bytes are already the text (a String's bytes are UTF-8),
         // so it is taken as is, without the byte array and the UTF-8 check.
-        if !raw.contains(UInt8(ascii: "%")) {
+        let escaped = raw.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? raw.contains(UInt8(ascii: "%"))
+        if !escaped {
             guard raw.count <= maxIDBytes else {
                 return .failure(PathRefusal(reason: "\(what) is \(raw.count) bytes, over the \(maxIDBytes)-byte limit"))
             }

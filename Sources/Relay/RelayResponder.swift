@@ -122,7 +122,7 @@ package final class RelayResponder: HTTPResponder {
         default:
             break
         }
-        let relayTo = request.path.utf8.starts(with: RelayToRoute.prefix.utf8)
+        let relayTo = PushRoute.hasBytePrefix(request.path, RelayToRoute.prefix)
         let match = relayTo ? RelayToRoute.match(path: request.path) : PushRoute.match(path: request.path, query: request.query)
         let label = relayTo ? PushTarget.relayToLabel : PushTarget.pushLabel
         let target: PushTarget

@@ -142,11 +142,11 @@ package enum WebPushParser {
             // and made once either way.
             guard encryption.isPresent else { throw .bad("Encryption header is missing") }
             guard let salt = encryption.withBytes({ parameter("salt", in: $0) }) else { throw .bad("Encryption header has no salt") }
-            guard let saltInfo = base64Info(salt[...]) else { throw .bad("Encryption salt is not base64url") }
+            guard let saltInfo = base64Info(salt) else { throw .bad("Encryption salt is not base64url") }
             guard saltInfo.count == 16 else { throw .bad("Encryption salt is \(saltInfo.count) bytes, not 16") }
             guard cryptoKey.isPresent else { throw .bad("Crypto-Key header is missing") }
             guard let dh = cryptoKey.withBytes({ parameter("dh", in: $0) }) else { throw .bad("Crypto-Key header has no dh") }
-            guard let dhInfo = base64Info(dh[...]) else { throw .bad("Crypto-Key dh is not base64url") }
+            guard let dhInfo = base64Info(dh) else { throw .bad("Crypto-Key dh is not base64url") }
             guard dhInfo.count == 65, dhInfo.first == 0x04 else {
                 throw .bad("Crypto-Key dh is not a 65-byte uncompressed P-256 point")
             }
@@ -232,13 +232,13 @@ package enum WebPushParser {
 
     /// The value of the first parameter called `name` (case-insensitive) in a `;`/`,`-separated
     /// list, unquoted. Quoted values may contain separators; a backslash escapes the next byte.
-    static func parameter(_ name: String, in header: String) -> Substring? {
+    static func parameter(_ name: StaticString, in header: String) -> Substring? {
         var header = header
         return header.withUTF8 { parameter(name, in: $0) }?[...]
     }
 
     /// `parameter` over bytes; the value as a String of its own (what the message keeps).
-    static func parameter(_ name: String, in header: UnsafeBufferPointer<UInt8>) -> String? {
+    static func parameter(_ name: StaticString, in header: UnsafeBufferPointer<UInt8>) -> String? {
         guard let (range, quoted) = parameterRange(name, in: header) else { return nil }
         let raw = UnsafeBufferPointer(rebasing: header[range])
         // Base64 never holds a backslash; unescape only when one is there.
@@ -257,7 +257,7 @@ package enum WebPushParser {
     }
 
     /// Where `parameter` finds the value, as byte offsets, and whether it was quoted.
-    private static func parameterRange(_ name: String, in p: UnsafeBufferPointer<UInt8>) -> (Range<Int>, quoted: Bool)? {
+    private static func parameterRange(_ name: StaticString, in p: UnsafeBufferPointer<UInt8>) -> (Range<Int>, quoted: Bool)? {
         let n = p.count
         var i = 0
         while i < n {
@@ -270,6 +270,11 @@ package enum WebPushParser {
             let itemStart = i
             while i < n {
                 let byte = p[i]
+                // Most bytes (a base64 value's) are none of the four that matter outside quotes.
+                if !quoted && !isParameterSyntax(byte) {
+                    i &+= 1
+                    continue
+                }
                 if quoted {
                     if byte == UInt8(ascii: "\\") {
                         i += 1
@@ -301,6 +306,14 @@ package enum WebPushParser {
         return nil
     }
 
+    /// Whether `byte` is one the parameter scan looks at outside quotes: `;` `,` `=` `"`.
+    private static func isParameterSyntax(_ byte: UInt8) -> Bool {
+        // All four are below 0x40: one bit each in a 64-bit mask.
+        let mask: UInt64 = 1 << 0x3B | 1 << 0x2C | 1 << 0x3D | 1 << 0x22
+        // `&>>`: the amount is known to be below 64, so the plain shift instruction does.
+        return byte < 0x40 && (mask &>> UInt64(byte)) & 1 != 0
+    }
+
     /// `range` without its leading and trailing spaces and tabs.
     private static func trimmed(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Range<Int> {
         var start = range.lowerBound, end = range.upperBound
@@ -317,6 +330,12 @@ package enum WebPushParser {
         return info
     }
 
+    /// `base64Info` of a whole String, the parser's case, over its bytes.
+    static func base64Info(_ s: String) -> (count: Int, first: UInt8)? {
+        guard let info = Base64URL.decodedInfo(s), info.count > 0 else { return nil }
+        return info
+    }
+
     /// The bytes of a value `base64Info` accepts; nil for anything it refuses. For receivers
     /// that want the salt and key as bytes, not as sent.
     package static func base64Decode(_ s: Substring) -> [UInt8]? {
@@ -325,15 +344,14 @@ package enum WebPushParser {
 
     /// ASCII case-insensitive equality of bytes (a field's name or value) against an already
     /// lower-case literal, without allocating.
-    private static func asciiEqualsLowercase(_ bytes: UnsafeRawBufferPointer, _ lower: String) -> Bool {
+    private static func asciiEqualsLowercase(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
         asciiEqualsLowercase(bytes.assumingMemoryBound(to: UInt8.self), lower)
     }
 
-    /// `asciiEqualsLowercase` for typed bytes (the parameter scan's).
-    private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: String) -> Bool {
-        guard bytes.count == lower.utf8.count else { return false }
-        if let equal = lower.utf8.withContiguousStorageIfAvailable({ asciiEqualsLowercase(bytes, $0) }) { return equal }
-        return zip(bytes, lower.utf8).allSatisfy { x, y in ((x >= 0x41 && x <= 0x5A) ? x | 0x20 : x) == y }
+    /// `asciiEqualsLowercase` for typed bytes (the parameter scan's). The literal is a
+    /// `StaticString`: its bytes are at hand, with none of a String's ways to reach them.
+    private static func asciiEqualsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        lower.withUTF8Buffer { asciiEqualsLowercase(bytes, $0) }
     }
 
     /// `asciiEqualsLowercase` for two byte buffers, the second already lower-case.

@@ -73,3 +73,19 @@ struct PushRouteTests {
                 == .badRequest(reason: "push id is 513 bytes, over the 512-byte limit"))
     }
 }
+
+@Suite("push route prefix check")
+struct PushRoutePrefixTests {
+    @Test("the byte prefix check agrees with starts(with:) over the UTF-8, for texts and prefixes of every shape")
+    func prefixes() {
+        let texts = ["", "/", "/push/", "/push", "/push/ab/1", "/relay-to/production/ab", "/pushé/", "é/push/", "/PUSH/", "/push/\u{0}"]
+        for text in texts {
+            for prefix in ["/push/", "/relay-to/", "", "/", "é", text] {
+                #expect(PushRoute.hasBytePrefix(text, prefix) == text.utf8.starts(with: prefix.utf8), "\(text) \(prefix)")
+            }
+            // A bridged or substring-made String may lack contiguous bytes only elsewhere; both ways agree.
+            let copy = String(text[...])
+            #expect(PushRoute.hasBytePrefix(copy, "/push/") == copy.utf8.starts(with: "/push/".utf8))
+        }
+    }
+}
