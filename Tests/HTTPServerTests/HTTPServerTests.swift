@@ -335,7 +335,8 @@ struct HTTPServerTests {
                 return c.readResponse()?.status
             }
             #expect(health == 200)
-            #expect(server.evictedConnectionCount == 1)
+            // The idle one may live on the other loop, which closes it while the new one is served.
+            #expect(await eventually { server.evictedConnectionCount == 1 })
             #expect(server.rejectedConnectionCount == 0)
             #expect(await eventually { server.openConnectionCount <= 3 })
             withExtendedLifetime(flood) {}
@@ -360,7 +361,7 @@ struct HTTPServerTests {
                 return c.readResponse()?.status
             }
             #expect(health == 200)
-            #expect(server.evictedConnectionCount == 1)
+            #expect(await eventually { server.evictedConnectionCount == 1 })
             // The one cut for the cap hears so at once; the others meet the request deadline.
             let answers = try await blocking { slow.map { $0.readResponse() } }
             #expect(answers.map { $0?.status } == [408, 408, 408])
@@ -392,7 +393,7 @@ struct HTTPServerTests {
             }
             #expect(health == 200)
             #expect(newcomerServed == "GET /mine ")
-            #expect(server.evictedConnectionCount == 1)
+            #expect(await eventually { server.evictedConnectionCount == 1 })
             withExtendedLifetime(slow) {}
         }
     }
