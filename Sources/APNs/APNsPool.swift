@@ -209,7 +209,8 @@ final class APNsPoolShard: @unchecked Sendable {
     /// Why the last connect failed (`ConnectFailure`), until one succeeds: a push that fails
     /// `unavailable` meanwhile says it.
     var lastConnectFailure: String?
-    private var connections: [ConnectionID: APNsConnection] = [:]
+    /// A handful (the shard's slots, and those draining): searched, not hashed.
+    private var connections = SmallMap<ConnectionID, APNsConnection>()
     private var nextPush: UInt64 = 1
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     /// Nested `handle` calls: a send is submitted directly only from a caller's outermost one,

@@ -278,7 +278,8 @@ struct PoolStateMachine {
     private var delayedRetries: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
     private(set) var queuedCount = 0
-    private var connections: [ConnectionID: Connection] = [:]
+    /// A handful per machine (its slots, and those draining): searched, not hashed.
+    private var connections = SmallMap<ConnectionID, Connection>()
     private var slots: [Slot]
     /// Connections opened so far; the next id is made from it (see `Configuration.shard`).
     private var opened: UInt64 = 0
@@ -531,8 +532,7 @@ struct PoolStateMachine {
     private mutating func dispatch(now: Instant, into actions: inout [Action]) {
         if !delayedRetries.isEmpty { releaseDelayedRetries(now: now) }
         if !tokenWaiters.isEmpty { dispatchTokenWaiters(now: now, into: &actions) }
-        while let (id, fromRetry) = peekQueued() {
-            let push = pushes[id]!
+        while let (id, push, fromRetry) = peekQueued() {
             if now >= push.deadline {
                 popQueued(fromRetry: fromRetry)
                 end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
@@ -591,17 +591,18 @@ struct PoolStateMachine {
         }
     }
 
-    /// The next push that is really still queued, skipping entries left by ended or moved pushes.
-    private mutating func peekQueued() -> (PushID, Bool)? {
+    /// The next push that is really still queued, skipping entries left by ended or moved pushes;
+    /// with the push itself, found in the same lookup.
+    private mutating func peekQueued() -> (PushID, Push, Bool)? {
         while retryHead < retryQueue.count {
             let id = retryQueue[retryHead]
-            if pushes[id]?.state == .queued { return (id, true) }
+            if let push = pushes[id], push.state == .queued { return (id, push, true) }
             retryHead += 1
         }
         if retryHead > 0 { retryQueue.removeAll(keepingCapacity: true); retryHead = 0 }
         while queueHead < queue.count {
             let id = queue[queueHead]
-            if pushes[id]?.state == .queued { return (id, false) }
+            if let push = pushes[id], push.state == .queued { return (id, push, false) }
             queueHead += 1
         }
         if queueHead > 0 { queue.removeAll(keepingCapacity: true); queueHead = 0 }
@@ -632,7 +633,8 @@ struct PoolStateMachine {
         let tokenAfter = push?.needsTokenAfter
         var best: (id: ConnectionID, open: Int, limit: Int, opened: Int)?
         var fallback: ConnectionID?
-        for (id, connection) in connections {
+        for index in connections.values.indices {
+            let id = connections.keys[index], connection = connections.values[index]
             guard connection.free > 0 else { continue }
             if let tokenAfter, (connection.tokenSerial ?? 0) <= tokenAfter { continue }
             if id == avoided { fallback = id; continue }
@@ -801,8 +803,8 @@ struct PoolStateMachine {
 
     /// Replaces every connection whose token is as old as one Apple just refused as expired.
     private mutating func retireStale(issuedAt refused: Int64, now: Instant, into actions: inout [Action]) {
-        let stale = connections.filter { $0.value.state != .draining && ($0.value.tokenIssuedAt ?? .max) <= refused }
-        for other in stale.keys.sorted() { retire(other, failed: false, now: now, into: &actions) }
+        let stale = connections.keys { $0.state != .draining && ($0.tokenIssuedAt ?? .max) <= refused }
+        for other in stale.sorted() { retire(other, failed: false, now: now, into: &actions) }
     }
 
     private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
@@ -894,9 +896,9 @@ struct PoolStateMachine {
             end(id, with: .failPush(id, .timeout("no free stream to APNs before the push's deadline")), into: &actions)
         }
         // A stream unanswered well past its deadline means Apple stopped answering on that connection.
-        let stalled = connections.filter { _, connection in
+        let stalled = connections.keys { connection in
             connection.streams.values.contains { $0 + configuration.stallGrace <= now }
-        }.keys.sorted()
+        }.sorted()
         for c in stalled {
             guard let connection = connections.removeValue(forKey: c) else { continue }
             actions.append(.closeConnection(c))
