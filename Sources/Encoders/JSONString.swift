@@ -66,7 +66,9 @@ package enum JSONString {
 
     /// Bytes `s` takes between the quotes once escaped.
     package static func escapedCount(_ s: String) -> Int {
-        StringBytes.with(s) { escapedCount(utf8: $0) }
+        var n = 0
+        StringBytes.with(s) { n = escapedCount(utf8: $0) }
+        return n
     }
 
     /// `escapedCount` over the bytes, scanned as `escape(_:into:)` scans them: whole words, the
