@@ -66,18 +66,31 @@ package enum JSONString {
 
     /// Bytes `s` takes between the quotes once escaped.
     package static func escapedCount(_ s: String) -> Int {
-        var s = s
-        return s.withUTF8 { bytes in
-            var n = bytes.count
-            var i = 0
-            while i < bytes.count {
-                if i &+ 8 <= bytes.count, !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
-                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i += 1; continue }
+        var n = 0
+        StringBytes.with(s) { n = escapedCount(utf8: $0) }
+        return n
+    }
+
+    /// `escapedCount` over the bytes, scanned as `escape(_:into:)` scans them: whole words, the
+    /// tail as one padded word, byte by byte only in a word that may hold an escape.
+    private static func escapedCount(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let count = bytes.count
+        var n = count
+        var i = 0
+        while i < count {
+            if i &+ 8 <= count {
+                if !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
+            } else if !wordMayNeedEscape(tailWord(bytes, from: i)) {
+                break
+            }
+            let end = min(i &+ 8, count)
+            while i < end {
+                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i &+= 1; continue }
                 n += (found.text.utf8CodeUnitCount == 0 ? 6 : found.text.utf8CodeUnitCount) - found.width
                 i += found.width
             }
-            return n
         }
+        return n
     }
 
     /// Appends `s` escaped, without the quotes.

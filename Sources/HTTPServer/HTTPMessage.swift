@@ -92,8 +92,8 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
 
     /// Appends a field, keeping any earlier one of the same name (repeats are legal).
     package mutating func add(_ name: String, _ value: String) {
-        var name = name, value = value
-        name.withUTF8 { n in value.withUTF8 { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
+        // The bytes where they are: copies of the two values cost a retain and release each.
+        StringBytes.with(name) { n in StringBytes.with(value) { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
     }
 
     /// `add` from bytes, for the parser: nothing is decoded until a String is asked for.

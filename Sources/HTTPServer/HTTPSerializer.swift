@@ -17,8 +17,7 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     append("HTTP/1.1 ", to: &out)
     DecimalText.append(status, to: &out)
     out.append(0x20)
-    var phrase = reasonPhrase(status)
-    phrase.withUTF8 { out.append(contentsOf: $0) }
+    StringBytes.with(reasonPhrase(status)) { out.append(contentsOf: $0) }
     appendCRLF(to: &out)
     response.headers.withFieldBytes { fields in
         fields.forEach { name, value in
@@ -30,7 +29,7 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
             out.append(UInt8(ascii: ":"))
             out.append(0x20)
             // Whole when clean (the usual case: ids), else a byte at a time, control bytes as spaces.
-            if value.allSatisfy({ !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) }) {
+            if isCleanFieldValue(value) {
                 out.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
             } else {
                 for b in value { out.append((b < 0x20 && b != 0x09) || b == 0x7F ? 0x20 : b) }
@@ -44,8 +43,7 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
         appendCRLF(to: &out)
     }
     append("Date: ", to: &out)
-    var date = date
-    date.withUTF8 { out.append(contentsOf: $0) }
+    StringBytes.with(date) { out.append(contentsOf: $0) }
     appendCRLF(to: &out)
     if close {
         append("Connection: close\r\n", to: &out)
@@ -54,6 +52,29 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
     if !noBody {
         out.append(contentsOf: response.body)
     }
+}
+
+/// True when no byte of `value` is one the serializer turns into a space (a control byte other
+/// than tab, or DEL): eight bytes at a time (SWAR, exact as in the parser's line scan), and a
+/// word that may hold one, and the tail, byte by byte. The answer's ids are passed this way.
+func isCleanFieldValue(_ value: UnsafeRawBufferPointer) -> Bool {
+    @inline(__always) func isClean(_ b: UInt8) -> Bool { !((b < 0x20 && b != 0x09) || b == 0x7F) }
+    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+    var i = 0
+    while i &+ 8 <= value.count {
+        let w = value.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let below20 = (w &- ones &* 0x20) & ~w & highs
+        let del = w ^ (ones &* 0x7F)
+        if (below20 | ((del &- ones) & ~del & highs)) != 0 {
+            for k in i ..< i &+ 8 where !isClean(value[k]) { return false }
+        }
+        i &+= 8
+    }
+    while i < value.count {
+        if !isClean(value[i]) { return false }
+        i &+= 1
+    }
+    return true
 }
 
 /// The IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix second. Computed without

@@ -181,8 +181,7 @@ package enum PayloadMapper {
         }
 
         mutating func put(_ text: String) {
-            var text = text
-            text.withUTF8 { put($0) }
+            StringBytes.with(text) { put($0) }
         }
 
         mutating func putBase64(_ bytes: [UInt8]) {

@@ -135,6 +135,23 @@ struct JSONStringTests {
         }
     }
 
+    @Test("a short value's count is exact wherever its escape falls, the tail tested as one word")
+    func countsOfShortValues() {
+        // Values shorter than a word and the last bytes of longer ones: a salt of 22 characters
+        // ends in a 6-byte tail, a key of 87 in a 7-byte one.
+        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1F}", "\u{7F}", "\u{2028}", "\u{2029}", "\u{2027}", "é", "a"]
+        for length in 1...17 {
+            for special in specials {
+                for position in 0..<length {
+                    let text = String(repeating: "x", count: position) + special + String(repeating: "y", count: length - 1 - position)
+                    var out: [UInt8] = []
+                    JSONString.appendEscaped(text, to: &out)
+                    #expect(JSONString.escapedCount(text) == out.count, "\(special.debugDescription) at \(position) of \(length)")
+                }
+            }
+        }
+    }
+
     @Test("whatever is written parses back to the same string")
     func roundTrips() throws {
         let nasty = "a\"b\\c\nd\re\tf\u{01}g\u{7F}h\u{2028}é🙂\u{0}"

@@ -102,4 +102,37 @@ struct HTTPFastPathTests {
         expected += "Content-Length: 0\r\nDate: D\r\n\r\n"
         #expect(text == expected)
     }
+
+    @Test("a field value is clean by words exactly when it is clean byte by byte, a bad byte anywhere in it")
+    func cleanValues() {
+        // The definition the serializer keeps: a control byte other than tab, or DEL, is replaced.
+        func clean(_ bytes: [UInt8]) -> Bool { bytes.allSatisfy { !(($0 < 0x20 && $0 != 0x09) || $0 == 0x7F) } }
+        let odd: [UInt8] = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x7E, 0x7F, 0x80, 0xA0, 0xE2, 0xFF]
+        for length in 0 ... 24 {
+            let plain = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            #expect(plain.withUnsafeBytes(isCleanFieldValue))
+            for position in 0 ..< length {
+                for b in odd {
+                    var value = plain
+                    value[position] = b
+                    #expect(value.withUnsafeBytes(isCleanFieldValue) == clean(value), "byte \(b) at \(position) of \(length)")
+                }
+            }
+        }
+    }
+
+    @Test("a control byte in an answer's field value goes out as a space, wherever it falls")
+    func controlBytesInValues() {
+        for position in 0 ..< 40 {
+            var value = Array(String(repeating: "7", count: 40).utf8)
+            value[position] = 0x0A
+            var headers = HTTPHeaders()
+            headers.add("apns-id", String(decoding: value, as: UTF8.self))
+            var out: [UInt8] = []
+            serialize(HTTPResponse(status: 201, headers: headers), date: "D", close: false, into: &out)
+            value[position] = 0x20
+            let expected = "HTTP/1.1 201 Created\r\napns-id: \(String(decoding: value, as: UTF8.self))\r\nContent-Length: 0\r\nDate: D\r\n\r\n"
+            #expect(String(decoding: out, as: UTF8.self) == expected, "newline at \(position)")
+        }
+    }
 }
