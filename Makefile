@@ -76,7 +76,7 @@ slow-bodies: deps
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.
 FUZZ_SECONDS ?= 30
-FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift Sources/Encoders/JSONString.swift Sources/Encoders/Hex.swift Sources/Encoders/StringBytes.swift \
+FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift Sources/Encoders/JSONString.swift Sources/Encoders/Hex.swift Sources/Encoders/StringBytes.swift Sources/Encoders/DecimalText.swift \
 	Tests/HTTPServerTests/ParserHarness.swift Tests/HTTPServerTests/LibFuzzerEntry.swift
 fuzz:
 	@mkdir -p .build/fuzz/corpus

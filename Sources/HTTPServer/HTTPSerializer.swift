@@ -1,5 +1,8 @@
-// Response serialization and the Date header. Pure Swift, no Foundation.
+// Response serialization and the Date header. Pure Swift, no Foundation. The fuzz build
+// compiles this file with the Encoders files it needs beside it (see HTTPMessage.swift).
+#if !HTTPPARSER_FUZZ
 internal import Encoders
+#endif
 
 /// Serializes a response: status line, the response's headers, Content-Length, Date, and
 /// `Connection: close` when `close` is set.
