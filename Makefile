@@ -74,7 +74,8 @@ slow-bodies: deps
 	.build/release/relay-bench slow-bodies
 
 # Fuzzes the HTTP/1.1 parser for FUZZ_SECONDS (default 30): libFuzzer (swiftc -sanitize=fuzzer,address
-# on the parser sources) where the toolchain has it, otherwise the seeded random test for that long.
+# on the parser sources) where the toolchain has it, otherwise the seeded random test for that long;
+# with FUZZ_STRICT set (CI) a libFuzzer build that fails is a failure, not a fallback.
 FUZZ_SECONDS ?= 30
 FUZZ_SOURCES := Sources/HTTPServer/HTTPMessage.swift Sources/HTTPServer/HTTPParser.swift Sources/HTTPServer/HTTPSerializer.swift Sources/Encoders/JSONString.swift Sources/Encoders/Hex.swift Sources/Encoders/StringBytes.swift Sources/Encoders/DecimalText.swift \
 	Tests/HTTPServerTests/ParserHarness.swift Tests/HTTPServerTests/LibFuzzerEntry.swift
@@ -87,6 +88,7 @@ fuzz:
 		printf '\x02POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n0\r\nT: x\r\n\r\n' >.build/fuzz/corpus/seed-chunked; \
 		.build/fuzz/http1parser -max_total_time=$(FUZZ_SECONDS) -max_len=2048 -print_final_stats=1 .build/fuzz/corpus; \
 	else \
+		if [ -n "$(FUZZ_STRICT)" ]; then cat .build/fuzz/build.log; echo "libFuzzer build failed (FUZZ_STRICT is set)"; exit 1; fi; \
 		echo "libFuzzer unavailable (see .build/fuzz/build.log): running the seeded random test for $(FUZZ_SECONDS) s"; \
 		$(SWIFT) build --build-tests && HTTP_FUZZ_SECONDS=$(FUZZ_SECONDS) $(SWIFT) test --skip-build --filter HTTPParserFuzzTests/seededRandom; \
 	fi
