@@ -71,26 +71,37 @@ package enum JSONString {
         return n
     }
 
-    /// `escapedCount` over the bytes, scanned as `escape(_:into:)` scans them: whole words, the
-    /// tail as one padded word, byte by byte only in a word that may hold an escape.
+    /// `escapedCount` over the bytes: each escape's text replaces its bytes.
     private static func escapedCount(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var n = bytes.count
+        forEachEscape(in: bytes) { _, found in
+            n += (found.text.utf8CodeUnitCount == 0 ? 6 : found.text.utf8CodeUnitCount) - found.width
+        }
+        return n
+    }
+
+    /// Calls `body` with the offset and escape of every byte sequence of `bytes` that needs one,
+    /// in order: the one scan of the escape rule, for counting, appending and writing alike.
+    /// Whole words pass while none of their bytes may need an escape, the tail as one padded
+    /// word; only a word that may hold one is looked at byte by byte.
+    @inline(__always)
+    private static func forEachEscape(in bytes: UnsafeBufferPointer<UInt8>,
+                                      _ body: (_ at: Int, _ found: (text: StaticString, width: Int)) -> Void) {
         let count = bytes.count
-        var n = count
         var i = 0
         while i < count {
             if i &+ 8 <= count {
                 if !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
             } else if !wordMayNeedEscape(tailWord(bytes, from: i)) {
-                break
+                return
             }
             let end = min(i &+ 8, count)
             while i < end {
                 guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i &+= 1; continue }
-                n += (found.text.utf8CodeUnitCount == 0 ? 6 : found.text.utf8CodeUnitCount) - found.width
+                body(i, found)
                 i += found.width
             }
         }
-        return n
     }
 
     /// Appends `s` escaped, without the quotes.
@@ -98,12 +109,7 @@ package enum JSONString {
         var s = s
         s.withUTF8 { bytes in
             var runStart = 0
-            var i = 0
-            while i < bytes.count {
-                // Most bytes of a log line or payload are plain: skip them 8 at a time, then one
-                // cheap test each, and look closer only at a byte that may need an escape.
-                if i &+ 8 <= bytes.count, !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
-                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i += 1; continue }
+            forEachEscape(in: bytes) { i, found in
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart ..< i]))
                 if found.text.utf8CodeUnitCount > 0 {
                     found.text.withUTF8Buffer { out.append(contentsOf: $0) }
@@ -113,8 +119,7 @@ package enum JSONString {
                     out.append(Hex.digits[Int(b >> 4)])
                     out.append(Hex.digits[Int(b & 0x0F)])
                 }
-                i += found.width
-                runStart = i
+                runStart = i + found.width
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart ..< bytes.count]))
         }
@@ -124,41 +129,27 @@ package enum JSONString {
     /// byte (what `\u00xx` takes); returns how many it wrote. `JSONBlock`'s way to the rule, byte
     /// for byte what `appendEscaped` appends.
     static func escape(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Int {
-        let count = bytes.count
         var written = 0
         var runStart = 0
-        var i = 0
-        while i < count {
-            // Whole words while none of their bytes may need an escape, the tail as a padded word;
-            // only a word that may hold one is looked at byte by byte.
-            if i &+ 8 <= count {
-                if !blockMayNeedEscape(bytes, at: i) { i &+= 8; continue }
-            } else if !wordMayNeedEscape(tailWord(bytes, from: i)) {
-                break
+        forEachEscape(in: bytes) { i, found in
+            (out + written).initialize(from: bytes.baseAddress! + runStart, count: i - runStart)
+            written += i - runStart
+            if found.text.utf8CodeUnitCount > 0 {
+                (out + written).initialize(from: found.text.utf8Start, count: found.text.utf8CodeUnitCount)
+                written += found.text.utf8CodeUnitCount
+            } else {
+                let b = bytes[i]
+                let prefix: StaticString = #"\u00"#
+                (out + written).initialize(from: prefix.utf8Start, count: 4)
+                out[written + 4] = Hex.digits[Int(b >> 4)]
+                out[written + 5] = Hex.digits[Int(b & 0x0F)]
+                written += 6
             }
-            let end = min(i &+ 8, count)
-            while i < end {
-                guard mayNeedEscape(bytes[i]), let found = escape(bytes, at: i) else { i &+= 1; continue }
-                (out + written).initialize(from: bytes.baseAddress! + runStart, count: i - runStart)
-                written += i - runStart
-                if found.text.utf8CodeUnitCount > 0 {
-                    (out + written).initialize(from: found.text.utf8Start, count: found.text.utf8CodeUnitCount)
-                    written += found.text.utf8CodeUnitCount
-                } else {
-                    let b = bytes[i]
-                    let prefix: StaticString = #"\u00"#
-                    (out + written).initialize(from: prefix.utf8Start, count: 4)
-                    out[written + 4] = Hex.digits[Int(b >> 4)]
-                    out[written + 5] = Hex.digits[Int(b & 0x0F)]
-                    written += 6
-                }
-                i += found.width
-                runStart = i
-            }
+            runStart = i + found.width
         }
-        if runStart < count {
-            (out + written).initialize(from: bytes.baseAddress! + runStart, count: count - runStart)
-            written += count - runStart
+        if runStart < bytes.count {
+            (out + written).initialize(from: bytes.baseAddress! + runStart, count: bytes.count - runStart)
+            written += bytes.count - runStart
         }
         return written
     }
