@@ -118,8 +118,7 @@ public struct APNsNotification: Sendable {
     /// straight into its request, so a push makes no header list and no strings.
     package func writeHeaders(_ field: (_ name: String, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
         func text(_ name: String, _ value: String) {
-            var value = value
-            value.withUTF8 { field(name, $0) }
+            StringBytes.with(value) { field(name, $0) }
         }
         func number(_ name: String, _ value: Int) {
             DecimalText.withDigits(value) { field(name, $0) }

@@ -96,8 +96,9 @@ package enum Base64URL {
     /// `decodedInfo` over a String's bytes, without the generic path (the WebPush parser checks
     /// a salt and a key per push).
     package static func decodedInfo(_ text: String) -> (count: Int, first: UInt8)? {
-        var text = text
-        return text.withUTF8 { decodedInfo(bytes: $0) }
+        var info: (count: Int, first: UInt8)?
+        StringBytes.with(text) { info = decodedInfo(bytes: $0) }
+        return info
     }
 
     /// What `value` says for every byte, 0xFF where it says nil: the check reads one table entry

@@ -259,11 +259,7 @@ package struct JSONBlock {
 
     /// `text`'s bytes as they are, unescaped.
     package mutating func append(raw text: String) {
-        // A native or literal string lends its bytes where they are, with no copy of the value
-        // to retain and release; any other is made contiguous first.
-        if text.utf8.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil { return }
-        var text = text
-        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+        StringBytes.with(text) { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// `value` in decimal, as `DecimalText.append` writes it.
@@ -279,11 +275,8 @@ package struct JSONBlock {
 
     /// `s` as a quoted JSON string literal, as `JSONString.appendQuoted` writes it.
     package mutating func appendQuoted(_ s: String) {
-        // As in `append(raw:)`: the bytes where they are when the string has them contiguous.
-        let written = s.utf8.withContiguousStorageIfAvailable { appendQuoted(utf8: $0) } ?? {
-            var s = s
-            return s.withUTF8 { appendQuoted(utf8: $0) }
-        }()
+        var written = false
+        StringBytes.with(s) { written = appendQuoted(utf8: $0) }
         if !written { JSONString.appendQuoted(s, to: &out) }
     }
 
