@@ -1,8 +1,8 @@
 # apns-relay container image.
 #   docker build -t apns-relay .
 #   docker run --env-file config/apns-relay.env -p 3000:3000 apns-relay
-# Two stages: the toolchain image compiles a binary with the Swift runtime, OpenSSL, nghttp2
-# and libstdc++ linked in statically, and a slim Debian image runs it with libc and the CA bundle.
+# Two stages: the toolchain image compiles one static binary (the Swift runtime, glibc, OpenSSL,
+# nghttp2 and libstdc++ linked in), and a slim Debian image runs it with the CA bundle.
 
 ARG SWIFT_VERSION=6.3
 ARG DEBIAN_RELEASE=bookworm
@@ -10,7 +10,7 @@ ARG DEBIAN_RELEASE=bookworm
 # ---- build -------------------------------------------------------------------
 FROM swift:${SWIFT_VERSION}-${DEBIAN_RELEASE} AS build
 # The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a) the binary
-# links; the toolchain image already has libstdc++-12-dev (libstdc++.a).
+# links; the toolchain image already has libstdc++-12-dev (libstdc++.a) and libc6-dev (libc.a).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libnghttp2-dev libssl-dev pkg-config \
@@ -22,11 +22,12 @@ COPY scripts/ship-build.sh scripts/ship-symbol-order.txt ./scripts/
 COPY Sources ./Sources
 COPY Tests ./Tests
 # scripts/ship-build.sh holds the flags (make bench and make image-smoke build the same binary):
-# --static-swift-stdlib links the Swift runtime in (the relay imports no Foundation); Debian's static
-# OpenSSL, nghttp2 and libstdc++ follow, so only the objects the relay uses are in the binary;
-# lld puts the functions the relay runs together (scripts/ship-symbol-order.txt), packs the
-# relocations (DT_RELR, glibc 2.36+), and --strip-all drops the symbols. The result loads only
-# libc, libm and libgcc_s (measured with Swift 6.3 on Debian 12).
+# -static-executable -static-pie links the Swift runtime and glibc in (the relay imports no
+# Foundation) and keeps the binary position-independent; Debian's static OpenSSL, nghttp2 and
+# libstdc++ follow, so only the objects the relay uses are in the binary; lld puts the functions
+# the relay runs together (scripts/ship-symbol-order.txt), packs the relocations (DT_RELR,
+# glibc 2.36+), and --strip-all drops the symbols. The result loads no shared library at all
+# (measured with Swift 6.3 on Debian 12).
 # The build cache lives in a cache mount, so the binary is copied out in the same step.
 RUN --mount=type=cache,target=/src/.build \
     bash scripts/ship-build.sh apns-relay \
@@ -34,17 +35,17 @@ RUN --mount=type=cache,target=/src/.build \
 
 # ---- runtime -----------------------------------------------------------------
 FROM debian:${DEBIAN_RELEASE}-slim
-# What `ldd` shows the binary still loads (measured on Debian 12 with Swift 6.3): libc, libm
-# and libgcc_s.so.1 (the unwinder glibc and the Swift runtime share; libc6 depends on it, so
-# the base image has it). No libssl3, libnghttp2-14 or libstdc++6: they are linked in, so
-# Debian's security updates to them reach the relay only when this image is rebuilt.
+# The binary loads no shared library: glibc, libssl3, libnghttp2-14 and libstdc++6 are linked in,
+# so Debian's security updates to them reach the relay only when this image is rebuilt. It
+# resolves APNS_HOST through glibc's built-in `files` and `dns` sources, which is what the
+# image's /etc/nsswitch.conf names.
 # ca-certificates is the trust store used to verify Apple; the linked-in OpenSSL reads it, and
 # its configuration, from Debian's /usr/lib/ssl as the shared library would. (ca-certificates
 # depends on the openssl package, which brings libssl3 along; the relay does not load it.)
 # No tzdata: the relay only ever formats UTC.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgcc-s1 ca-certificates \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 apns-relay \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -1,8 +1,9 @@
 # apns-relay — every target installs what it needs on a fresh Debian machine (as root).
 SHELL := /bin/bash
 SWIFT ?= swift
-# libssl-dev, libnghttp2-dev and libstdc++-12-dev also hold the static archives the shipped binary links.
-APT_PACKAGES := libnghttp2-dev libssl-dev libstdc++-12-dev pkg-config ca-certificates
+# libssl-dev, libnghttp2-dev, libstdc++-12-dev and libc6-dev also hold the static archives the shipped
+# binary links (it is one static PIE: scripts/ship-build.sh).
+APT_PACKAGES := libnghttp2-dev libssl-dev libstdc++-12-dev libc6-dev pkg-config ca-certificates
 
 .PHONY: deps test run mock bench symbol-order soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test
 

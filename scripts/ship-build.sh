@@ -5,14 +5,24 @@
 #   scripts/ship-build.sh --bin-path   prints the directory the shipped binaries are in
 #   scripts/ship-build.sh --flags      prints the flags
 # The flags, and why (figures from make bench; README's performance section has them):
-#   -c release --static-swift-stdlib   the Swift runtime linked in: no toolchain at run time
+#   -c release -static-executable      one static binary: the Swift runtime, glibc, and Debian's
+#     -Xclang-linker -static-pie       static archives of OpenSSL, nghttp2 and libstdc++
+#                                      (libssl-dev, libnghttp2-dev, libstdc++-12-dev) linked in,
+#                                      only the objects the relay uses; no dynamic loader, no
+#                                      shared library at run time. A static PIE, so it still
+#                                      loads at a random address (ASLR). The shared libc, libm,
+#                                      ld.so and libgcc_s kept 2.4 MiB of their code resident;
+#                                      the parts of glibc the relay calls now sit packed with its
+#                                      own code (--symbol-ordering-file). Host names resolve
+#                                      through glibc's built-in `files` and `dns` sources
+#                                      (/etc/hosts, /etc/resolv.conf), which is what
+#                                      /etc/nsswitch.conf names on Debian and in the image
+#   --disable-local-rpath              no DT_RUNPATH ($ORIGIN): a static PIE must have none
+#                                      (glibc's start-up asserts so), and there is nothing to find
 #   --scratch-path .build/ship         objects of their own: the Swift driver does not recompile
 #                                      when only -Xfrontend flags change, and `-c release`
 #                                      builds (make soak) no longer alternate with these ones
 #                                      (after changing a flag here, rm -rf .build/ship)
-#   --pkg-config-path DIR              OpenSSL, nghttp2 and libstdc++ from Debian's static archives
-#                                      (DIR is made below), so only the objects the relay uses are
-#                                      in the binary, and it loads only libc, libm and libgcc_s
 #   -function-sections                 each Swift function in a section of its own, so the linker
 #                                      can drop unused ones and order the rest (next two flags)
 #   -use-ld=lld                        the toolchain's lld rather than gold, for the next two flags
@@ -24,55 +34,22 @@
 #                                      of the binary resident, packed about 5 MiB
 #   -z pack-relative-relocs            the PIE's relative relocations as DT_RELR (glibc 2.36 and
 #                                      later, Debian 12): 14 KB instead of 1.4 MB of .rela.dyn,
-#                                      which the loader read at every start
+#                                      which start-up read at every start
 #   --no-export-dynamic                the relay's own symbols stay out of the dynamic symbol
-#                                      table (0.3 MB, 0.4 MiB RSS): nothing loads plugins or looks
-#                                      symbols up by name. A backtrace or profile of this binary
-#                                      shows addresses only; use a `swift build -c release` binary
-#                                      for names
+#                                      table: nothing looks symbols up by name. A backtrace or
+#                                      profile of this binary shows addresses only; use a
+#                                      `swift build -c release` binary for names
 #   --strip-all                        no symbol table
-# .eh_frame stays: libstdc++'s exceptions, glibc's pthread_exit and the Swift backtracer unwind
-# through it.
-# Tried and not kept (README's performance section): -Osize, --icf=all, a static libgcc.
+# .eh_frame stays: libstdc++'s exceptions, glibc's thread cancellation and the Swift backtracer
+# unwind through it (through its .eh_frame_hdr index; nothing registers the table itself).
+# Tried and not kept (README's performance section): -Osize, --icf=all, a static libgcc alone.
 # The debug and test builds link the shared libraries, as Debian ships them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
-static_libs="$PWD/.build/static-libs"
 
-# A pkg-config directory whose openssl.pc and libnghttp2.pc point the linker at itself, where the
-# libraries exist only as symlinks to Debian's static archives (libssl-dev, libnghttp2-dev,
-# libstdc++-12-dev): the linker takes the first directory holding a library, and this one comes
-# before the system's. The compiler flags stay Debian's, so the modules compile as in any build.
-make_static_libs() {
-  mkdir -p "$static_libs"
-  local libdir nghttp2_libdir stdcxx archive
-  libdir=$(pkg-config --variable=libdir libssl)
-  nghttp2_libdir=$(pkg-config --variable=libdir libnghttp2)
-  stdcxx=$(clang -print-file-name=libstdc++.a 2>/dev/null || true)
-  [ -f "$stdcxx" ] || stdcxx=$(ls /usr/lib/gcc/*/*/libstdc++.a 2>/dev/null | sort -V | tail -1)
-  for archive in "$libdir/libssl.a" "$libdir/libcrypto.a" "$nghttp2_libdir/libnghttp2.a" "$stdcxx"; do
-    [ -f "$archive" ] || { echo "ship-build: ${archive:-libstdc++.a} is missing (libssl-dev, libnghttp2-dev, libstdc++-12-dev)" >&2; exit 1; }
-    ln -sfn "$archive" "$static_libs/$(basename "$archive")"
-  done
-  # libcrypto.a also needs libdl and libpthread, which the Swift runtime links anyway.
-  cat >"$static_libs/openssl.pc" <<PC
-Name: OpenSSL
-Description: Debian's OpenSSL, linked statically
-Version: $(pkg-config --modversion openssl)
-Libs: -L\${pcfiledir} -lssl -lcrypto
-Cflags: $(pkg-config --cflags openssl)
-PC
-  cat >"$static_libs/libnghttp2.pc" <<PC
-Name: libnghttp2
-Description: Debian's nghttp2, linked statically
-Version: $(pkg-config --modversion libnghttp2)
-Libs: -L\${pcfiledir} -lnghttp2
-Cflags: $(pkg-config --cflags libnghttp2)
-PC
-}
-
-FLAGS=(-c release --scratch-path "$PWD/.build/ship" --static-swift-stdlib --pkg-config-path "$static_libs"
+FLAGS=(-c release --scratch-path "$PWD/.build/ship" -Xswiftc -static-executable -Xswiftc -Xclang-linker -Xswiftc -static-pie
+       --disable-local-rpath
        -Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld
        -Xlinker --symbol-ordering-file="$PWD/scripts/ship-symbol-order.txt" -Xlinker --no-warn-symbol-ordering
        -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --strip-all)
@@ -81,8 +58,7 @@ case "${1:-}" in
   "") echo "usage: scripts/ship-build.sh PRODUCT... | --bin-path | --flags" >&2; exit 2;;
   --flags) echo "${FLAGS[*]}";;
   --bin-path) "$SWIFT" build "${FLAGS[@]}" --show-bin-path;;
-  *) make_static_libs
-     bin=$("$SWIFT" build "${FLAGS[@]}" --show-bin-path)
+  *) bin=$("$SWIFT" build "${FLAGS[@]}" --show-bin-path)
      for product in "$@"; do
        # SwiftPM knows nothing of the order file: a binary older than it is linked again.
        [ "scripts/ship-symbol-order.txt" -nt "$bin/$product" ] && rm -f "$bin/$product"

@@ -98,7 +98,7 @@ enum Demo {
             mock.stop()
             return drained
         }
-        dispatchMain()
+        MainThread.park()
     }
 
     /// Sends one push through the relay, prints the answer and what "Apple" received, exits 0

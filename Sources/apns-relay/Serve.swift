@@ -41,7 +41,7 @@ enum Serve {
             let new = try readConfiguration(envFile: settingsFile)
             return (new, try relay.reload(new))
         }
-        dispatchMain()
+        MainThread.park()
     }
 
     static func readConfiguration(envFile: String?) throws(ConfigurationError) -> RelayConfiguration {
@@ -68,14 +68,14 @@ enum Serve {
 /// A second signal while draining exits at once.
 enum Shutdown {
     /// Dispatch sources must stay alive as long as the process; they live here. Unsafe is fine:
-    /// written once, on the main thread, before `dispatchMain`, and never read.
+    /// written once, on the main thread, before it parks, and never read.
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
     static let started = Atomic<Bool>(false)
 
     static func onSignal(logger: Logger, _ stop: @escaping @Sendable () async -> Bool) {
         for number in [SIGTERM, SIGINT] {
             signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: MainThread.signals)
             source.setEventHandler {
                 if started.exchange(true, ordering: .sequentiallyConsistent) {
                     logger.warning("second signal: exiting without waiting for the drain")
@@ -99,7 +99,7 @@ enum Shutdown {
 /// restart. A configuration that does not load is logged, naming its variable, and the running
 /// one stays. The process never exits on SIGHUP.
 enum Reload {
-    /// Lives as long as the process, like `Shutdown.sources`; written once before `dispatchMain`.
+    /// Lives as long as the process, like `Shutdown.sources`; written once before the main thread parks.
     nonisolated(unsafe) static var source: DispatchSourceSignal?
 
     /// - Parameter reload: loads the settings again and applies them; returns them with the names
@@ -107,7 +107,7 @@ enum Reload {
     static func onSignal(logger: Logger,
                          _ reload: @escaping @Sendable () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
         signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: MainThread.signals)
         source.setEventHandler {
             do throws(ConfigurationError) {
                 let (new, needRestart) = try reload()
