@@ -200,7 +200,7 @@ struct PoolStateMachine {
         var answered = false
         /// Streams open on the wire, with their push's deadline; includes pushes that
         /// already ended by deadline (the stream still holds an HTTP/2 slot).
-        var streams: [PushID: Instant] = [:]
+        var streams = IDTable<PushID, Instant>()
 
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { state == .ready ? max(0, limit - streams.count) : 0 }
@@ -265,7 +265,7 @@ struct PoolStateMachine {
 
     let configuration: Configuration
     private var random: any RandomNumberGenerator
-    private var pushes: [PushID: Push] = [:]
+    private var pushes = IDTable<PushID, Push>()
     /// New pushes in arrival order; entries whose push is no longer queued are skipped lazily.
     private var queue: [PushID] = []
     private var queueHead = 0
@@ -846,7 +846,7 @@ struct PoolStateMachine {
     /// connection later says the push never left (`.notSent`).
     private mutating func lostStreams(of connection: Connection, _ c: ConnectionID, _ why: String,
                                       now: Instant, into actions: inout [Action]) {
-        for id in connection.streams.keys.sorted() where pushes[id]?.state == .inFlight(c) {
+        for id in connection.streams.sortedKeys where pushes[id]?.state == .inFlight(c) {
             retryOrFail(id, .unavailable(why), from: c, counts: true, now: now, into: &actions)
             if pushes[id]?.state == .queued { pushes[id]!.lossCountedOn = c }
         }
@@ -897,7 +897,7 @@ struct PoolStateMachine {
         }
         // A stream unanswered well past its deadline means Apple stopped answering on that connection.
         let stalled = connections.keys { connection in
-            connection.streams.values.contains { $0 + configuration.stallGrace <= now }
+            connection.streams.containsValue { $0 + configuration.stallGrace <= now }
         }.sorted()
         for c in stalled {
             guard let connection = connections.removeValue(forKey: c) else { continue }

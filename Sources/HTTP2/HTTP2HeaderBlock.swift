@@ -11,6 +11,8 @@ private import Glibc
 /// Each field is checked as it is appended (a name that is not a lower-case token, a value with
 /// CR, LF or NUL, a pseudo-header after a regular field); the block keeps the first problem and
 /// submitting it throws that. So a block made once is checked once, not at every request.
+/// A caller whose fields are valid by construction (constant names, values it has held to
+/// HTTP/2's rules already) may append them with `checked: false`, which skips that work.
 ///
 /// Each field is stored as a flags byte (1: never index), the name's and the value's byte counts
 /// (4 bytes each, little-endian), then the name and the value.
@@ -47,10 +49,12 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
     }
 
     /// Appends one field whose value is given as bytes.
-    package mutating func append(_ name: String, bytes value: UnsafeBufferPointer<UInt8>, neverIndex: Bool = false) {
+    /// - Parameter checked: false skips the check of name and value (see the type's comment).
+    package mutating func append(_ name: String, bytes value: UnsafeBufferPointer<UInt8>, neverIndex: Bool = false,
+                                 checked: Bool = true) {
         var name = name
         name.withUTF8 { name in
-            append(name: name, neverIndex: neverIndex, valueSize: value.count) { $0.append(contentsOf: value) }
+            append(name: name, neverIndex: neverIndex, valueSize: value.count, checked: checked) { $0.append(contentsOf: value) }
         }
     }
 
@@ -62,13 +66,15 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
 
     /// Appends one field whose value `writeValue` appends to the buffer it is handed, in as many
     /// pieces as it likes (`/3/device/` and a token, digits written in place).
-    package mutating func append(_ name: String, neverIndex: Bool = false, value writeValue: (inout [UInt8]) -> Void) {
+    /// - Parameter checked: false skips the check of name and value (see the type's comment).
+    package mutating func append(_ name: String, neverIndex: Bool = false, checked: Bool = true,
+                                 value writeValue: (inout [UInt8]) -> Void) {
         var name = name
         // Room for a UUID-sized value; a longer one grows the storage as it is written.
-        name.withUTF8 { append(name: $0, neverIndex: neverIndex, valueSize: 36, writeValue) }
+        name.withUTF8 { append(name: $0, neverIndex: neverIndex, valueSize: 36, checked: checked, writeValue) }
     }
 
-    private mutating func append(name: UnsafeBufferPointer<UInt8>, neverIndex: Bool, valueSize: Int, checked: Bool = true,
+    private mutating func append(name: UnsafeBufferPointer<UInt8>, neverIndex: Bool, valueSize: Int, checked: Bool,
                                  _ writeValue: (inout [UInt8]) -> Void) {
         // Grown once for the whole field, not piece by piece (a response's first field was three allocations).
         let needed = bytes.count + Self.fieldHeaderSize + name.count + valueSize

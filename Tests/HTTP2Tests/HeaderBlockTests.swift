@@ -80,6 +80,23 @@ struct HeaderBlockTests {
         #expect(block.problem == nil)
     }
 
+    @Test("a field appended with checked: false is stored as given and not checked; the next checked one still is")
+    func uncheckedAppend() {
+        var block = HTTP2HeaderBlock()
+        let bad = Array("a\nb".utf8)
+        bad.withUnsafeBufferPointer { block.append("x-trusted", bytes: $0, checked: false) }
+        block.append(":path", neverIndex: true, checked: false) { $0.append(contentsOf: "/3\r".utf8) }
+        #expect(block.problem == nil, "the caller vouched for both fields")
+        #expect(block.fields == [HTTP2Header(name: "x-trusted", value: "a\nb"),
+                                 HTTP2Header(name: ":path", value: "/3\r", neverIndex: true)])
+        bad.withUnsafeBufferPointer { block.append("x-checked", bytes: $0) }
+        #expect(block.problem?.contains("x-checked") == true)
+        var pseudoLate = HTTP2HeaderBlock()
+        pseudoLate.append("x-trusted", bytes: UnsafeBufferPointer(start: nil, count: 0), checked: false)
+        pseudoLate.append(":path", "/late")
+        #expect(pseudoLate.problem?.contains(":path") == true, "an unchecked regular field still counts as one")
+    }
+
     @Test("a pseudo-header after a regular field, an upper-case name or a CR in a value is refused before a stream opens",
           arguments: [("apns-topic", "x", ":path"), ("Apns-Topic", "x", "x-ok"), ("apns-topic", "a\rb", "x-ok")])
     func refused(name: String, value: String, after: String) throws {

@@ -1,0 +1,156 @@
+/// A key handed out in sequence, each new one the last plus one (`PushID`, from its shard's counter).
+protocol SequentialKey: Comparable {
+    /// Consecutive for consecutive keys; the table's home slot is this modulo its capacity.
+    var sequence: UInt64 { get }
+}
+
+extension PushID: SequentialKey {
+    var sequence: UInt64 { value }
+}
+
+/// A map from ids handed out in sequence (the pool machine's pushes, and each connection's
+/// streams by push) to their values, in an open-addressed table whose hash is the id itself.
+///
+/// The ids in use at once are neighbours, so they fill neighbouring slots: a lookup is an index
+/// and a compare of the id found there, where a `Dictionary` hashed the id with SipHash at every
+/// lookup, insert and removal (about seven per push). Only our own ids are keys, so nobody can
+/// choose colliding ones; an entry that outlives thousands of later ones costs a longer probe,
+/// never a wrong answer. Linear probing with backward-shift deletion (no tombstones), at most
+/// half full; the table shrinks again after a burst (below a sixteenth full). `HTTP2`'s `StreamTable` is the same idea
+/// for the session's own stream objects.
+struct IDTable<Key: SequentialKey, Value> {
+    /// Which key each slot holds (nil: empty). Apart from the values, so that a probe reads
+    /// small keys only and a value is moved once per operation, not with its key at every step.
+    private var keys: [Key?]
+    /// The value of the key in the same slot; nil exactly where `keys` is.
+    private var values: [Value?]
+    private(set) var count = 0
+
+    /// Room for a shard's usual pushes in flight, so that a load that comes and goes does not
+    /// make the table grow and shrink over and over (each a new array, every entry moved).
+    static var minimumCapacity: Int { 64 }
+
+    init() {
+        keys = Array(repeating: nil, count: Self.minimumCapacity)
+        values = Array(repeating: nil, count: Self.minimumCapacity)
+    }
+
+    /// Slots in all (a power of two), for tests of growing and shrinking.
+    var capacity: Int { keys.count }
+    var isEmpty: Bool { count == 0 }
+
+    subscript(key: Key) -> Value? {
+        get {
+            guard let index = find(key) else { return nil }
+            return values[index]
+        }
+        set {
+            if let newValue { insert(newValue, for: key) } else { removeValue(forKey: key) }
+        }
+    }
+
+    /// Changes the value of `key` where it is stored (no copy taken out and written back) and
+    /// returns what `body` returns; nil, and `body` not called, when the key is absent.
+    mutating func update<R>(_ key: Key, _ body: (inout Value) -> R) -> R? {
+        guard let index = find(key) else { return nil }
+        return body(&values[index]!)
+    }
+
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Value? {
+        guard let index = find(key) else { return nil }
+        // Moved out, not copied: a copy retained every reference the value holds, and the
+        // emptied slot released them again.
+        var removed: Value?
+        swap(&removed, &values[index])
+        closeGap(at: index)
+        count -= 1
+        if count * 16 < keys.count && keys.count > Self.minimumCapacity { resize(to: keys.count / 2) }
+        return removed
+    }
+
+    mutating func removeAll() {
+        self = Self()
+    }
+
+    /// The keys in ascending order (the order they were handed out).
+    var sortedKeys: [Key] { keys.compactMap { $0 }.sorted() }
+
+    /// True when some value satisfies `predicate`.
+    func containsValue(where predicate: (Value) -> Bool) -> Bool {
+        values.contains { $0.map(predicate) ?? false }
+    }
+
+    /// Every entry, in slot order (not sorted).
+    func forEach(_ body: (Key, Value) -> Void) {
+        for index in keys.indices {
+            if let key = keys[index], let value = values[index] { body(key, value) }
+        }
+    }
+
+    private func find(_ key: Key) -> Int? {
+        let mask = keys.count - 1
+        var index = Self.home(key, mask)
+        while let found = keys[index] {
+            if found == key { return index }
+            index = (index + 1) & mask
+        }
+        return nil
+    }
+
+    private mutating func insert(_ value: Value, for key: Key) {
+        let mask = keys.count - 1
+        var index = Self.home(key, mask)
+        while let found = keys[index] {
+            if found == key {
+                values[index] = value
+                return
+            }
+            index = (index + 1) & mask
+        }
+        keys[index] = key
+        values[index] = value
+        count += 1
+        if count * 2 > keys.count { resize(to: keys.count * 2) }
+    }
+
+    /// Empties `start` and moves later members of the probe run back into the gap, so every
+    /// member stays reachable from its home slot without a run-ending hole before it.
+    private mutating func closeGap(at start: Int) {
+        let mask = keys.count - 1
+        var gap = start
+        var index = (start + 1) & mask
+        while let key = keys[index] {
+            let home = Self.home(key, mask)
+            // The member may fill the gap unless its home lies cyclically in (gap, index].
+            let homeAfterGap = (index - home) & mask < (index - gap) & mask
+            if !homeAfterGap {
+                keys[gap] = key
+                values.swapAt(gap, index)
+                gap = index
+            }
+            index = (index + 1) & mask
+        }
+        keys[gap] = nil
+        values[gap] = nil
+    }
+
+    private mutating func resize(to capacity: Int) {
+        let oldKeys = keys
+        var oldValues = values
+        keys = Array(repeating: nil, count: capacity)
+        values = Array(repeating: nil, count: capacity)
+        let mask = capacity - 1
+        for old in oldKeys.indices {
+            guard let key = oldKeys[old] else { continue }
+            var index = Self.home(key, mask)
+            while keys[index] != nil { index = (index + 1) & mask }
+            keys[index] = key
+            swap(&values[index], &oldValues[old])
+        }
+    }
+
+    private static func home(_ key: Key, _ mask: Int) -> Int {
+        Int(truncatingIfNeeded: key.sequence) & mask
+    }
+}
