@@ -325,7 +325,7 @@ package final class RelayResponder: HTTPResponder {
         metrics.pushDuration.observe(elapsed)
         var headers = HTTPHeaders()
         headers.reserveCapacity(4)  // one allocation for the answer's fields (and a JSON body's type), not one per field
-        headers.add("X-Request-ID", log.requestID)
+        log.requestID.withText { headers.add("X-Request-ID", bytes: UnsafeRawBufferPointer($0)) }
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
 
@@ -363,7 +363,7 @@ package final class RelayResponder: HTTPResponder {
             }
             if let peer = log.peer { line.add(LineKey.peer, .string(peer)) }
             if let reason = answer.reason, answer.status != 201 { line.add(LineKey.reason, .string(reason)) }
-            line.add(LineKey.requestID, .string(log.requestID))
+            log.requestID.withText { line.add(LineKey.requestID, text: $0) }
             line.add(LineKey.route, .string(log.route))
         })
     }
@@ -389,7 +389,7 @@ package final class RelayResponder: HTTPResponder {
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as
     /// its fingerprint, never the key.
     private struct PushLog {
-        var requestID: String
+        var requestID: RequestID
         /// `push` or `relay-to`.
         var route: String
         var sandbox: Bool
@@ -409,9 +409,36 @@ package final class RelayResponder: HTTPResponder {
     /// The caller's `X-Request-ID` when it is a plain token (at most `maxRequestIDLength` characters
     /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
     /// every log line of the push, so it must be short and unable to forge log syntax.
-    static func requestID(_ request: HTTPRequest) -> String {
-        guard let given = request.requestID, isPlainRequestID(given) else { return UUIDText.randomLowercase() }
-        return given
+    static func requestID(_ request: HTTPRequest) -> RequestID {
+        guard let given = request.requestID, isPlainRequestID(given) else { return RequestID(generated: UUIDText.random()) }
+        return RequestID(given: given)
+    }
+
+    /// A push's request id: the caller's, or a fresh UUID kept as its 16 bytes and written as text
+    /// straight where it goes (the answer's field, the log line), so it is never made a String:
+    /// that was an allocation per push without `X-Request-ID`, as Mastodon sends them.
+    struct RequestID {
+        private let given: String?
+        private let uuid: UUIDText.Bytes
+
+        init(given: String) { self.given = given; uuid = (0, 0) }
+        init(generated uuid: UUIDText.Bytes) { given = nil; self.uuid = uuid }
+
+        /// Runs `body` over the id's text (UTF-8), valid during the call.
+        func withText(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+            if let given { return StringBytes.with(given, body) }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.textCount) { text in
+                UUIDText.write(uuid, into: UnsafeMutableRawBufferPointer(text))
+                body(UnsafeBufferPointer(text))
+            }
+        }
+
+        /// The id's text as a String.
+        var text: String {
+            var text = ""
+            withText { text = String(decoding: $0, as: UTF8.self) }
+            return text
+        }
     }
 
     static let maxRequestIDLength = 128

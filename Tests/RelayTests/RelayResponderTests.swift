@@ -111,6 +111,27 @@ struct RelayResponderTests {
         #expect(given.headers["X-Request-ID"] == "abc-1")
     }
 
+    @Test("a generated request id is its UUID's text wherever it is written; a given one is itself")
+    func requestIDText() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0 ..< 200 {
+            let uuid: UUIDText.Bytes = (rng.next(), rng.next())
+            let id = RelayResponder.RequestID(generated: uuid)
+            var lent: [UInt8] = []
+            id.withText { lent = Array($0) }
+            #expect(lent.count == UUIDText.textCount)
+            #expect(String(decoding: lent, as: UTF8.self) == UUIDText.lowercase(uuid))
+            #expect(id.text == UUIDText.lowercase(uuid))
+        }
+        #expect(RelayResponder.RequestID(given: "abc-1").text == "abc-1")
+        var request = Sample.aesgcm()
+        request.requestID = "Req.1"
+        #expect(RelayResponder.requestID(request).text == "Req.1")
+        request.requestID = "a b"
+        let fresh = RelayResponder.requestID(request).text
+        #expect(UUID(uuidString: fresh)?.uuidString.lowercased() == fresh)
+    }
+
     @Test("an X-Request-ID that is long or holds other characters is replaced by a fresh one")
     func hostileRequestIDReplaced() async throws {
         let (responder, sink) = make()
