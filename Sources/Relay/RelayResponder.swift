@@ -290,22 +290,24 @@ package final class RelayResponder: HTTPResponder {
     }
 
     /// Apple's answer (or why there was none) turned into the sender's answer, counted and logged.
-    private func answered(_ result: Result<APNsResponse, APNsError>, log pending: PushLog,
+    private func answered(_ result: Result<APNsResponse, APNsError>, log: PushLog,
                           started: ContinuousClock.Instant) -> HTTPResponse {
-        var log = pending
+        // Apple's part of the line beside the log (which the completion holds), not in a changed
+        // copy of it: the copy retained and released each of its strings.
+        var apns = APNsOutcome()
         let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
         switch result {
         case .success(let response):
-            log.apnsStatus = response.status
-            log.apnsReason = response.reason?.rawValue
+            apns.status = response.status
+            apns.reason = response.reason?.rawValue
             metrics.countAPNsAnswer(status: String(response.status), reason: response.reason?.rawValue ?? "none")
             if answer.misconfiguration { metrics.countMisconfiguration(reason: response.reason?.rawValue ?? "status \(response.status)") }
         case .failure(let error):
-            log.apnsError = error.code.description
+            apns.error = error.code.description
             metrics.countAPNsAnswer(status: "none", reason: error.code.description)
             if answer.misconfiguration { metrics.countMisconfiguration(reason: error.code.description) }
         }
-        return finish(log, answer: answer, started: started)
+        return finish(log, apns: apns, answer: answer, started: started)
     }
 
     /// A push refused before anything was parsed (a bad token, id or extra path in the path).
@@ -320,7 +322,8 @@ package final class RelayResponder: HTTPResponder {
     }
 
     /// Writes the push's log line, observes its latency and builds the HTTP answer.
-    private func finish(_ log: PushLog, answer: RelayAnswer, started: ContinuousClock.Instant) -> HTTPResponse {
+    private func finish(_ log: PushLog, apns: APNsOutcome = APNsOutcome(), answer: RelayAnswer,
+                        started: ContinuousClock.Instant) -> HTTPResponse {
         let elapsed = ContinuousClock.now - started
         metrics.pushDuration.observe(elapsed)
         var headers = HTTPHeaders()
@@ -337,21 +340,21 @@ package final class RelayResponder: HTTPResponder {
         }
         // The line's fields (and the token's SHA-256 fingerprint) only when the line is written: at
         // the default `info` every push is logged, at `warning` a delivered push writes nothing.
-        if logger.isEnabled(level) { writeLog(log, answer: answer, level: level, elapsed: elapsed) }
+        if logger.isEnabled(level) { writeLog(log, apns: apns, answer: answer, level: level, elapsed: elapsed) }
 
         if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
         return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
     }
 
-    private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
+    private func writeLog(_ log: PushLog, apns: APNsOutcome, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
             line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
-            if let error = log.apnsError { line.add(LineKey.apnsError, .string(error)) }
+            if let error = apns.error { line.add(LineKey.apnsError, .string(error)) }
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
-            if let reason = log.apnsReason { line.add(LineKey.apnsReason, .string(reason)) }
-            if let status = log.apnsStatus { line.add(LineKey.apnsStatus, .int(status)) }
+            if let reason = apns.reason { line.add(LineKey.apnsReason, .string(reason)) }
+            if let status = apns.status { line.add(LineKey.apnsStatus, .int(status)) }
             if let device = log.device {
                 line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
@@ -397,11 +400,16 @@ package final class RelayResponder: HTTPResponder {
         /// Logged as its fingerprint, computed only when the line is written.
         var device: DeviceToken?
         var apnsID: String?
-        var apnsStatus: Int?
-        var apnsReason: String?
-        var apnsError: String?
         /// Why the payload went out without the message, when it did.
         var degraded: String?
+    }
+
+    /// What Apple answered, or why nothing came, for the push's line: empty for a push refused
+    /// before it was sent.
+    private struct APNsOutcome {
+        var status: Int?
+        var reason: String?
+        var error: String?
     }
 
     // MARK: Helpers
