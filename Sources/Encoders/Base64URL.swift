@@ -38,7 +38,7 @@ package enum Base64URL {
             let out = UnsafeMutableRawPointer(dst.baseAddress!)
             // Six bytes at a time, read as one big-endian word (so eight must be there to read):
             // four 12-bit values, each two characters from `pairs`, stored as one word. Three
-            // bytes a step, each read on its own, cost twice as much over a push's body.
+            // bytes a step, each read on its own, cost half as much again over a push's body.
             while i &+ 8 <= n {
                 let w = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: i, as: UInt64.self))
                 let chars = UInt64(pairs[Int(truncatingIfNeeded: w >> 52)])

@@ -271,7 +271,7 @@ package enum WebPushParser {
             while i < n {
                 if !quoted {
                     // Most bytes (a base64 value's) are none of the four that matter outside
-                    // quotes: eight at a time up to the first that may be one.
+                    // quotes: eight at a time up to the first that is one.
                     while i &+ 8 <= n {
                         let hits = parameterSyntaxHits(p, at: i)
                         if hits == 0 {
@@ -319,9 +319,9 @@ package enum WebPushParser {
         return nil
     }
 
-    /// The eight bytes at `i` with the high bit set in each that is `;` `,` `=` or `"`, the first
-    /// byte lowest (SWAR: a zero byte of `word ^ pattern` is a match; the lowest flagged byte is
-    /// exact, a borrow only spreading upwards from a real one); 0 when none of them is.
+    /// High bits flagging the bytes at `i` that are `;` `,` `=` or `"`, the first byte lowest; 0
+    /// when none of the eight is (SWAR: a zero byte of `word ^ pattern` is a match; the lowest
+    /// flag is exact, a borrow only spreading flags upwards from a real one).
     @inline(__always)
     private static func parameterSyntaxHits(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> UInt64 {
         let w = UInt64(littleEndian: UnsafeRawPointer(p.baseAddress! + i).loadUnaligned(as: UInt64.self))
