@@ -34,14 +34,28 @@ package enum Base64URL {
         guard n > 0 else { return }
         var i = 0, o = 0
         pairs.withUnsafeBufferPointer { pairs in
-            // Three bytes are 24 bits: two lookups of two characters each.
+            let input = UnsafeRawPointer(src.baseAddress!)
             let out = UnsafeMutableRawPointer(dst.baseAddress!)
-            while i + 3 <= n {
-                let v = Int(src[i]) << 16 | Int(src[i + 1]) << 8 | Int(src[i + 2])
+            // Six bytes at a time, read as one big-endian word (so eight must be there to read):
+            // four 12-bit values, each two characters from `pairs`, stored as one word. Three
+            // bytes a step, each read on its own, cost half as much again over a push's body.
+            while i &+ 8 <= n {
+                let w = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                let chars = UInt64(pairs[Int(truncatingIfNeeded: w >> 52)])
+                    | UInt64(pairs[Int(truncatingIfNeeded: w >> 40) & 0xFFF]) << 16
+                    | UInt64(pairs[Int(truncatingIfNeeded: w >> 28) & 0xFFF]) << 32
+                    | UInt64(pairs[Int(truncatingIfNeeded: w >> 16) & 0xFFF]) << 48
+                out.storeBytes(of: chars.littleEndian, toByteOffset: o, as: UInt64.self)
+                i &+= 6
+                o &+= 8
+            }
+            // Three bytes are 24 bits: two lookups of two characters each.
+            while i &+ 3 <= n {
+                let v = Int(src[i]) << 16 | Int(src[i &+ 1]) << 8 | Int(src[i &+ 2])
                 out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
-                out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
-                i += 3
-                o += 4
+                out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o &+ 2, as: UInt16.self)
+                i &+= 3
+                o &+= 4
             }
         }
         // The tail: one or two bytes left; padded, the rest of the last quantum is "=".

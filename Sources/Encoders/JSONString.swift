@@ -276,13 +276,18 @@ package struct JSONBlock {
     /// `s` as a quoted JSON string literal, as `JSONString.appendQuoted` writes it.
     package mutating func appendQuoted(_ s: String) {
         var written = false
-        StringBytes.with(s) { written = appendQuoted(utf8: $0) }
+        StringBytes.with(s) { written = appendQuotedInBlock($0) }
         if !written { JSONString.appendQuoted(s, to: &out) }
+    }
+
+    /// The text whose UTF-8 bytes are `bytes`, quoted, as `appendQuoted(_:)` writes it.
+    package mutating func appendQuoted(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        if !appendQuotedInBlock(bytes) { JSONString.appendQuoted(String(decoding: bytes, as: UTF8.self), to: &out) }
     }
 
     /// False, and nothing written, when even the worst case (every byte a `\u00xx`) would not
     /// fit in the block: the array writer takes such a value.
-    private mutating func appendQuoted(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    private mutating func appendQuotedInBlock(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard room(bytes.count &* 6 &+ 2) else { return false }
         base[used] = UInt8(ascii: "\"")
         let n = JSONString.escape(bytes, into: base + used + 1)

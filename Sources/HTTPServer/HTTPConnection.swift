@@ -9,7 +9,7 @@ import Synchronization
 /// pipelined answers keep their order), and closes when the protocol or a timeout says so.
 ///
 /// Not `Sendable`: every member is touched only on its loop's thread; the responder's answer
-/// comes back to it through a `LoopBound` carried into `loop.execute`.
+/// comes back to it through its `AnswerSlot`, which holds it in a `LoopBound`.
 final class HTTPConnection: TCPStreamHandler {
     private let stream: TCPStream
     private let core: HTTPServerCore
@@ -47,7 +47,7 @@ final class HTTPConnection: TCPStreamHandler {
     /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.
     private var lookahead: HTTPParserEvent?
     /// Where the responder's answers come back (made once: see `AnswerSlot`).
-    private let answerSlot = AnswerSlot()
+    private let answerSlot: AnswerSlot
     /// Of the request being answered: whether the connection may stay open after it, and
     /// whether it is a HEAD (its answer goes out without a body).
     private var answerKeepsAlive = true
@@ -58,6 +58,7 @@ final class HTTPConnection: TCPStreamHandler {
         self.core = core
         self.context = context
         peer = stream.peerAddress?.description
+        answerSlot = AnswerSlot(loop: stream.loop)
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
         timeouts = ConnectionTimeouts(configuration: core.configuration, now: .now)
     }
@@ -239,7 +240,7 @@ final class HTTPConnection: TCPStreamHandler {
         // RFC 9110 §9.3.2: a HEAD answer has no content, or the peer reads it as the next answer.
         answeringHead = request.method == "HEAD"
         let slot = answerSlot
-        slot.expect(LoopBound(self, on: stream.loop))
+        slot.expect(self)
         core.responder.respond(to: request) { answer in slot.deliver(answer) }
     }
 

@@ -96,6 +96,12 @@ package struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictiona
         StringBytes.with(name) { n in StringBytes.with(value) { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
     }
 
+    /// Appends a field whose value is lent as bytes (UTF-8), for a value that is never a String:
+    /// the relay's generated request id.
+    package mutating func add(_ name: String, bytes value: UnsafeRawBufferPointer) {
+        StringBytes.with(name) { n in add(name: UnsafeRawBufferPointer(n), value: value) }
+    }
+
     /// `add` from bytes, for the parser: nothing is decoded until a String is asked for.
     mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         // Written in place into room made beforehand: an array append per piece (two lengths, the

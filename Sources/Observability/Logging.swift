@@ -169,6 +169,18 @@ package struct LogFieldWriter {
         JSONLogSink.appendValue(value, to: &line!)
     }
 
+    /// Adds one field whose value is text lent as UTF-8 bytes, as `.string` of that text would:
+    /// a value written where it is needed (the relay's generated request id) is made no String
+    /// for a JSON line.
+    package mutating func add(_ key: LogKey, text: UnsafeBufferPointer<UInt8>) {
+        guard line != nil else { return add(name: key.name, .string(String(decoding: text, as: UTF8.self))) }
+        #if DEBUG
+        checkOrder(key.name)
+        #endif
+        key.json.withUnsafeBytes { line!.append($0) }
+        line!.appendQuoted(utf8: text)
+    }
+
     /// Adds one field whose key is made at run time; keys must come in increasing order.
     package mutating func add(name key: String, _ value: LogValue) {
         #if DEBUG

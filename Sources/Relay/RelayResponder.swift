@@ -290,22 +290,24 @@ package final class RelayResponder: HTTPResponder {
     }
 
     /// Apple's answer (or why there was none) turned into the sender's answer, counted and logged.
-    private func answered(_ result: Result<APNsResponse, APNsError>, log pending: PushLog,
+    private func answered(_ result: Result<APNsResponse, APNsError>, log: PushLog,
                           started: ContinuousClock.Instant) -> HTTPResponse {
-        var log = pending
+        // Apple's part of the line beside the log (which the completion holds), not in a changed
+        // copy of it: the copy retained and released each of its strings.
+        var apns = APNsOutcome()
         let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
         switch result {
         case .success(let response):
-            log.apnsStatus = response.status
-            log.apnsReason = response.reason?.rawValue
+            apns.status = response.status
+            apns.reason = response.reason?.rawValue
             metrics.countAPNsAnswer(status: String(response.status), reason: response.reason?.rawValue ?? "none")
             if answer.misconfiguration { metrics.countMisconfiguration(reason: response.reason?.rawValue ?? "status \(response.status)") }
         case .failure(let error):
-            log.apnsError = error.code.description
+            apns.error = error.code.description
             metrics.countAPNsAnswer(status: "none", reason: error.code.description)
             if answer.misconfiguration { metrics.countMisconfiguration(reason: error.code.description) }
         }
-        return finish(log, answer: answer, started: started)
+        return finish(log, apns: apns, answer: answer, started: started)
     }
 
     /// A push refused before anything was parsed (a bad token, id or extra path in the path).
@@ -320,12 +322,13 @@ package final class RelayResponder: HTTPResponder {
     }
 
     /// Writes the push's log line, observes its latency and builds the HTTP answer.
-    private func finish(_ log: PushLog, answer: RelayAnswer, started: ContinuousClock.Instant) -> HTTPResponse {
+    private func finish(_ log: PushLog, apns: APNsOutcome = APNsOutcome(), answer: RelayAnswer,
+                        started: ContinuousClock.Instant) -> HTTPResponse {
         let elapsed = ContinuousClock.now - started
         metrics.pushDuration.observe(elapsed)
         var headers = HTTPHeaders()
         headers.reserveCapacity(4)  // one allocation for the answer's fields (and a JSON body's type), not one per field
-        headers.add("X-Request-ID", log.requestID)
+        log.requestID.withText { headers.add("X-Request-ID", bytes: UnsafeRawBufferPointer($0)) }
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
 
@@ -337,21 +340,21 @@ package final class RelayResponder: HTTPResponder {
         }
         // The line's fields (and the token's SHA-256 fingerprint) only when the line is written: at
         // the default `info` every push is logged, at `warning` a delivered push writes nothing.
-        if logger.isEnabled(level) { writeLog(log, answer: answer, level: level, elapsed: elapsed) }
+        if logger.isEnabled(level) { writeLog(log, apns: apns, answer: answer, level: level, elapsed: elapsed) }
 
         if answer.status == 201 { return HTTPResponse(status: 201, headers: headers) }
         return HTTPResponse(status: answer.status, json: answer.jsonBody, headers: headers)
     }
 
-    private func writeLog(_ log: PushLog, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
+    private func writeLog(_ log: PushLog, apns: APNsOutcome, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
             line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
-            if let error = log.apnsError { line.add(LineKey.apnsError, .string(error)) }
+            if let error = apns.error { line.add(LineKey.apnsError, .string(error)) }
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
-            if let reason = log.apnsReason { line.add(LineKey.apnsReason, .string(reason)) }
-            if let status = log.apnsStatus { line.add(LineKey.apnsStatus, .int(status)) }
+            if let reason = apns.reason { line.add(LineKey.apnsReason, .string(reason)) }
+            if let status = apns.status { line.add(LineKey.apnsStatus, .int(status)) }
             if let device = log.device {
                 line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
@@ -363,7 +366,7 @@ package final class RelayResponder: HTTPResponder {
             }
             if let peer = log.peer { line.add(LineKey.peer, .string(peer)) }
             if let reason = answer.reason, answer.status != 201 { line.add(LineKey.reason, .string(reason)) }
-            line.add(LineKey.requestID, .string(log.requestID))
+            log.requestID.withText { line.add(LineKey.requestID, text: $0) }
             line.add(LineKey.route, .string(log.route))
         })
     }
@@ -389,7 +392,7 @@ package final class RelayResponder: HTTPResponder {
     /// What one push's log line says, filled in as the push goes; the token is only ever logged as
     /// its fingerprint, never the key.
     private struct PushLog {
-        var requestID: String
+        var requestID: RequestID
         /// `push` or `relay-to`.
         var route: String
         var sandbox: Bool
@@ -397,11 +400,16 @@ package final class RelayResponder: HTTPResponder {
         /// Logged as its fingerprint, computed only when the line is written.
         var device: DeviceToken?
         var apnsID: String?
-        var apnsStatus: Int?
-        var apnsReason: String?
-        var apnsError: String?
         /// Why the payload went out without the message, when it did.
         var degraded: String?
+    }
+
+    /// What Apple answered, or why nothing came, for the push's line: empty for a push refused
+    /// before it was sent.
+    private struct APNsOutcome {
+        var status: Int?
+        var reason: String?
+        var error: String?
     }
 
     // MARK: Helpers
@@ -409,9 +417,36 @@ package final class RelayResponder: HTTPResponder {
     /// The caller's `X-Request-ID` when it is a plain token (at most `maxRequestIDLength` characters
     /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
     /// every log line of the push, so it must be short and unable to forge log syntax.
-    static func requestID(_ request: HTTPRequest) -> String {
-        guard let given = request.requestID, isPlainRequestID(given) else { return UUIDText.randomLowercase() }
-        return given
+    static func requestID(_ request: HTTPRequest) -> RequestID {
+        guard let given = request.requestID, isPlainRequestID(given) else { return RequestID(generated: UUIDText.random()) }
+        return RequestID(given: given)
+    }
+
+    /// A push's request id: the caller's, or a fresh UUID kept as its 16 bytes and written as text
+    /// straight where it goes (the answer's field, the log line), so it is never made a String:
+    /// that was an allocation per push without `X-Request-ID`, as Mastodon sends them.
+    struct RequestID {
+        private let given: String?
+        private let uuid: UUIDText.Bytes
+
+        init(given: String) { self.given = given; uuid = (0, 0) }
+        init(generated uuid: UUIDText.Bytes) { given = nil; self.uuid = uuid }
+
+        /// Runs `body` over the id's text (UTF-8), valid during the call.
+        func withText(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+            if let given { return StringBytes.with(given, body) }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.textCount) { text in
+                UUIDText.write(uuid, into: UnsafeMutableRawBufferPointer(text))
+                body(UnsafeBufferPointer(text))
+            }
+        }
+
+        /// The id's text as a String.
+        var text: String {
+            var text = ""
+            withText { text = String(decoding: $0, as: UTF8.self) }
+            return text
+        }
     }
 
     static let maxRequestIDLength = 128

@@ -19,6 +19,19 @@ struct HTTPHeadersTests {
         #expect(headers.count == 2)
     }
 
+    @Test("a field added from bytes is the field added from the same text, in its place among the others")
+    func addFromBytes() {
+        var fromText = HTTPHeaders(), fromBytes = HTTPHeaders()
+        for (name, value) in [("A", "1"), ("X-Request-ID", "0f5b8a52-7c1e-4d2b-a3f9-6e0d1c2b3a49"), ("Empty", ""), ("B", "é2")] {
+            fromText.add(name, value)
+            Array(value.utf8).withUnsafeBytes { fromBytes.add(name, bytes: $0) }
+        }
+        #expect(fromBytes == fromText)
+        #expect(fromBytes.list.map(\.name) == ["A", "X-Request-ID", "Empty", "B"])
+        #expect(fromBytes["x-request-id"] == "0f5b8a52-7c1e-4d2b-a3f9-6e0d1c2b3a49")
+        #expect(fromBytes["Empty"] == "" && fromBytes["B"] == "é2")
+    }
+
     @Test("parsed header names keep their spelling and answer any case")
     func parsedLookup() throws {
         var parser = HTTPParser()

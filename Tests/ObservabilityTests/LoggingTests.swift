@@ -242,6 +242,28 @@ struct JSONLogSinkTests {
             + #""request.id":"r","route":"relay-to"}"#)
     }
 
+    @Test("a value added as bytes is written as the same text added as a string, in a JSON line and in a record",
+          arguments: ["0f5b8a52-7c1e-4d2b-a3f9-6e0d1c2b3a49", "", "q\"u\\o\nte\u{7}", "bad\u{2028}é",
+                      String(repeating: "\u{1}", count: 400), String(repeating: "z", count: 3000)])
+    func textBytesAsString(_ text: String) {
+        func line(_ fields: (inout LogFieldWriter) -> Void) -> String {
+            JSONLogSink().format(timestamp: fixedDate, level: .info, label: "relay", message: "m", fields: fields)
+        }
+        let asString = line { $0.add("a", 1); $0.add("request.id", .string(text)); $0.add("route", "push") }
+        let asBytes = line { w in
+            w.add("a", 1)
+            Array(text.utf8).withUnsafeBufferPointer { w.add("request.id", text: $0) }
+            w.add("route", "push")
+        }
+        #expect(asBytes == asString)
+
+        let sink = InMemoryLogSink()
+        Logger(label: "relay", sink: sink).log(.info, "m", inKeyOrder: { w in
+            Array(text.utf8).withUnsafeBufferPointer { w.add("request.id", text: $0) }
+        })
+        #expect(sink.records.last?.metadata["request.id"] == .string(text))
+    }
+
     @Test("timestamps are UTC with milliseconds, zero-padded, also before 1970")
     func timestamps() {
         #expect(formatTimestamp(WallTime(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")

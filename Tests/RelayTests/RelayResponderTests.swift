@@ -111,6 +111,27 @@ struct RelayResponderTests {
         #expect(given.headers["X-Request-ID"] == "abc-1")
     }
 
+    @Test("a generated request id is its UUID's text wherever it is written; a given one is itself")
+    func requestIDText() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0 ..< 200 {
+            let uuid: UUIDText.Bytes = (rng.next(), rng.next())
+            let id = RelayResponder.RequestID(generated: uuid)
+            var lent: [UInt8] = []
+            id.withText { lent = Array($0) }
+            #expect(lent.count == UUIDText.textCount)
+            #expect(String(decoding: lent, as: UTF8.self) == UUIDText.lowercase(uuid))
+            #expect(id.text == UUIDText.lowercase(uuid))
+        }
+        #expect(RelayResponder.RequestID(given: "abc-1").text == "abc-1")
+        var request = Sample.aesgcm()
+        request.requestID = "Req.1"
+        #expect(RelayResponder.requestID(request).text == "Req.1")
+        request.requestID = "a b"
+        let fresh = RelayResponder.requestID(request).text
+        #expect(UUID(uuidString: fresh)?.uuidString.lowercased() == fresh)
+    }
+
     @Test("an X-Request-ID that is long or holds other characters is replaced by a fresh one")
     func hostileRequestIDReplaced() async throws {
         let (responder, sink) = make()
@@ -251,12 +272,34 @@ struct RelayResponderTests {
         #expect(record.metadata["route"] == .string("push"))
         #expect(record.metadata["http.status"] == .int(410))
         #expect(record.metadata["apns.reason"] == .string("Unregistered"))
+        #expect(record.metadata["apns.status"] == .int(410))
+        #expect(record.metadata["apns.error"] == nil)
         #expect(record.metadata["apns.id"] == .string(response.headers["apns-id"] ?? "missing"))
         #expect(record.metadata["latency_ms"] != nil)
         #expect(record.metadata["device"] == .string(try DeviceToken(Sample.token).fingerprint))
         let line = JSONLogSink().format(record)
         #expect(!line.contains(Sample.token))
         #expect(!line.lowercased().contains("bearer"))
+    }
+
+    @Test("Apple's answer goes in the push's line: its status and reason, or the error when none came; a refused push has neither")
+    func apnsPartOfTheLine() async throws {
+        let (failing, failedSink) = make(FakeSender { _ in .failure(APNsError(code: .timeout, message: "no answer")) })
+        _ = await failing.respond(to: Sample.aesgcm())
+        let failed = try #require(failedSink.records.last)
+        #expect(failed.metadata["apns.error"] == .string("timeout"))
+        #expect(failed.metadata["apns.status"] == nil && failed.metadata["apns.reason"] == nil)
+
+        let (delivering, deliveredSink) = make()
+        _ = await delivering.respond(to: Sample.aesgcm())
+        let delivered = try #require(deliveredSink.records.last)
+        #expect(delivered.metadata["apns.status"] == .int(200))
+        #expect(delivered.metadata["apns.error"] == nil && delivered.metadata["apns.reason"] == nil)
+
+        _ = await delivering.respond(to: Sample.aesgcm(path: "/push/xyz/a"))
+        let refused = try #require(deliveredSink.records.last)
+        #expect(refused.metadata["http.status"] == .int(400))
+        #expect(refused.metadata["apns.status"] == nil && refused.metadata["apns.error"] == nil && refused.metadata["apns.reason"] == nil)
     }
 
     @Test("a misconfiguration answers 502, logs an error and counts it")

@@ -80,4 +80,34 @@ struct ParameterFastPathTests {
             #expect(WebPushParser.parameter("dh", in: header).map(String.init) == referenceParameter("dh", in: header), "\(header)")
         }
     }
+
+    @Test("long values are scanned eight bytes at a time and each separator, quote or = is found at every offset")
+    func longParameters() {
+        var rng = ParameterRandom(state: 8188)
+        let syntax = ["=", ";", ",", "\"", "\\", " "]
+        let base64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/".utf8)
+        func run(_ count: Int) -> String {
+            String(decoding: (0 ..< count).map { _ in base64.randomElement(using: &rng)! }, as: UTF8.self)
+        }
+        for _ in 0 ..< 3000 {
+            // Runs of every length from 0 to 40 between names and syntax, so each syntax byte falls
+            // at every place of an eight-byte word.
+            var header = ""
+            for _ in 0 ..< Int.random(in: 1 ... 8, using: &rng) {
+                switch Int.random(in: 0 ..< 4, using: &rng) {
+                case 0: header += ["salt=", "dh=", "p256ecdsa=", "keyid=", "DH = "].randomElement(using: &rng)!
+                case 1: header += syntax.randomElement(using: &rng)!
+                default: header += run(Int.random(in: 0 ... 40, using: &rng))
+                }
+            }
+            let names: [(StaticString, String)] = [("salt", "salt"), ("dh", "dh"), ("p256ecdsa", "p256ecdsa")]
+            for (literal, name) in names {
+                #expect(WebPushParser.parameter(literal, in: header).map(String.init) == referenceParameter(name, in: header), "\(header)")
+            }
+        }
+        // A Mastodon-shaped Crypto-Key: dh, then its p256ecdsa, each 87 characters.
+        let dh = run(87), key = run(87)
+        #expect(WebPushParser.parameter("dh", in: "dh=\(dh);p256ecdsa=\(key)").map(String.init) == dh)
+        #expect(WebPushParser.parameter("p256ecdsa", in: "dh=\(dh);p256ecdsa=\(key)").map(String.init) == key)
+    }
 }
