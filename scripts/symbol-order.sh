@@ -68,8 +68,9 @@ PY
 kill -TERM "$relay_pid"
 wait "$relay_pid" || fail "the relay under valgrind did not exit 0 on SIGTERM: $(tail -5 "$work/relay.out")"
 
-# Functions in the order callgrind first names them, kept when they are code in the binary.
-nm --defined-only "$RELAY" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$work/functions"
+# Functions in the order callgrind first names them, kept when they are code in the binary
+# (IFUNC resolvers too, nm type i: a static binary runs every one of them at start-up).
+nm --defined-only "$RELAY" | awk '$2 ~ /^[tTwWi]$/ {print $3}' | sort -u >"$work/functions"
 python3 - "$work/callgrind.out" "$work/functions" scripts/ship-symbol-order.txt <<'PY'
 import re, sys
 profile, functions, out = sys.argv[1:]
