@@ -84,6 +84,35 @@ struct TLSSessionTests {
         #expect(try server.readPlaintext(into: &received) == .closed)
     }
 
+    /// Leaves an entry on this thread's OpenSSL error queue, as a failed parse elsewhere would.
+    func leaveStaleError() throws {
+        let garbage: [UInt8] = [0x30, 0x82, 0xFF]
+        garbage.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            #expect(d2i_X509(nil, &cursor, buffer.count) == nil)
+        }
+        try #require(ERR_peek_error() != 0, "the failed parse queued no error")
+    }
+
+    @Test("an error left on the thread's queue does not fail later reads and writes, and clearQueue empties it")
+    func staleErrorIsCleared() throws {
+        let (client, server) = try connectedPair()
+        var plaintext: [UInt8] = []
+        // Nothing was fed: SSL_read wants more input, which a stale entry would turn into a failure.
+        try leaveStaleError()
+        #expect(try client.readPlaintext(into: &plaintext) == .ok)
+        try leaveStaleError()
+        let hello = Array("hello".utf8)
+        try hello.withUnsafeBytes { try client.writePlaintext($0) }
+        #expect(try receive(hello.count, on: server, from: client) == hello)
+
+        try leaveStaleError()
+        OpenSSLErrorQueue.clearQueue()
+        #expect(ERR_peek_error() == 0)
+        OpenSSLErrorQueue.clearQueue()
+        #expect(ERR_peek_error() == 0)
+    }
+
     @Test("a client trusting a different CA fails with certificateVerificationFailed")
     func wrongCAFails() throws {
         let other = try TestCertificates.make()
