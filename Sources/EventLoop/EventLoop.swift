@@ -212,7 +212,7 @@ package final class EventLoop: @unchecked Sendable {
         }
         let timer = Timer(work, tally: cancelledTimers)
         scheduledTimerCount &+= 1
-        timers.insert(timer, deadline: .now + max(delay, .zero))
+        timers.insert(timer, deadline: LoopClock.now() + LoopClock.nanoseconds(delay))
         return timer
     }
 
@@ -356,25 +356,20 @@ package final class EventLoop: @unchecked Sendable {
     /// Milliseconds until the nearest timer, rounded up so a timer never spins the loop;
     /// -1 (sleep until an event) when no timer is pending.
     private func timeoutMilliseconds(logDue: Duration? = nil) -> Int32 {
+        var wait: Int64?
+        if let deadline = timers.nearestDeadline { wait = deadline - LoopClock.now() }
         // Held log lines wake the loop when they are due, like a timer.
-        let logDeadline = logDue.map { ContinuousClock.now + $0 }
-        let deadline: ContinuousClock.Instant
-        switch (timers.nearestDeadline, logDeadline) {
-        case (nil, nil): return -1
-        case (let timer?, nil): deadline = timer
-        case (nil, let log?): deadline = log
-        case (let timer?, let log?): deadline = min(timer, log)
+        if let logDue {
+            let log = LoopClock.nanoseconds(logDue)
+            wait = min(wait ?? log, log)
         }
-        let remaining = deadline - .now
-        if remaining <= .zero { return 0 }
-        let (seconds, attoseconds) = remaining.components
-        let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(min(ms, Int64(Int32.max)))
+        guard let wait else { return -1 }
+        return LoopClock.milliseconds(wait)
     }
 
     private func fireDueTimers() {
         guard !timers.isEmpty else { return }
-        let now = ContinuousClock.now
+        let now = LoopClock.now()
         while let timer = timers.popDue(now: now) {
             timer.popped()
             timer.fire()
