@@ -61,8 +61,7 @@ package final class EventLoop: @unchecked Sendable {
     private static let sigpipeIgnored: Bool = { clinux_ignore_sigpipe(); return true }()
 
     // Loop-thread state.
-    private var registrations: [UInt64: LoopRegistered] = [:]
-    private var nextRegistrationID: UInt64 = 1
+    private var registrations = RegistrationTable<any LoopRegistered>()
     private var timers = TimerHeap<Timer>()
     private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
@@ -284,15 +283,14 @@ package final class EventLoop: @unchecked Sendable {
 
     // MARK: - Registration (loop thread)
 
-    /// Keeps `object` alive and reachable from epoll events until `untrack`.
+    /// Keeps `object` alive and reachable from epoll events until `untrack`; the id (never 0)
+    /// is what its fd is registered with.
     func track(_ object: LoopRegistered) -> UInt64 {
-        let id = nextRegistrationID
-        nextRegistrationID += 1
-        registrations[id] = object
-        return id
+        registrations.insert(object)
     }
 
-    func untrack(_ id: UInt64) { registrations[id] = nil }
+    /// Forgets `id`'s object; a stale id (already untracked) changes nothing.
+    func untrack(_ id: UInt64) { registrations.remove(id) }
 
     /// Number of live registrations, for leak checks in tests.
     var registrationCount: Int { registrations.count }
@@ -338,7 +336,7 @@ package final class EventLoop: @unchecked Sendable {
                     let ev = events[i]
                     if ev.data == 0 {
                         _ = clinux_eventfd_drain(wakeFD)
-                    } else if let target = registrations[ev.data] {
+                    } else if let target = registrations.object(for: ev.data) {
                         target.handleEvents(ev.events)
                     }
                 }
@@ -408,7 +406,7 @@ package final class EventLoop: @unchecked Sendable {
                 return b
             }
             for job in batch { job() }
-            let open = Array(registrations.values)
+            let open = registrations.objects
             for object in open { object.closeForShutdown() }
             registrations.removeAll()
             if batch.isEmpty { break }
