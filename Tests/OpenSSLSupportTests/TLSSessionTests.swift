@@ -67,6 +67,34 @@ struct TLSSessionTests {
         #expect(try receive(big.count, on: server, from: client) == big)
     }
 
+    @Test("ciphertext taken in small pieces into raw memory arrives whole and in order")
+    func ciphertextInPieces() throws {
+        let (client, server) = try connectedPair()
+        var generator = SystemRandomNumberGenerator()
+        let message = (0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try message.withUnsafeBytes { try client.writePlaintext($0) }
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 1)
+        defer { piece.deallocate() }
+        // No room: nothing is taken, and the ciphertext still waits.
+        #expect(client.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: piece[..<0])) == 0)
+        #expect(client.hasPendingCiphertext)
+        var pieces = 0, sizes: [Int] = []
+        while true {
+            let got = client.takeCiphertext(into: piece)
+            sizes.append(got)
+            server.feed(UnsafeRawBufferPointer(rebasing: piece[..<got]))
+            pieces += 1
+            if got < piece.count { break }
+        }
+        #expect(!client.hasPendingCiphertext)
+        #expect(pieces > 50)
+        #expect(sizes.dropLast().allSatisfy { $0 == 1000 })
+        #expect(client.takeCiphertext(into: piece) == 0)
+        var received: [UInt8] = []
+        #expect(try server.readPlaintext(into: &received) == .ok)
+        #expect(received == message)
+    }
+
     @Test("close_notify is reported as .closed")
     func closeNotifyIsClosed() throws {
         let (client, server) = try connectedPair()
