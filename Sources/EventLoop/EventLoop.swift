@@ -61,8 +61,7 @@ package final class EventLoop: @unchecked Sendable {
     private static let sigpipeIgnored: Bool = { clinux_ignore_sigpipe(); return true }()
 
     // Loop-thread state.
-    private var registrations: [UInt64: LoopRegistered] = [:]
-    private var nextRegistrationID: UInt64 = 1
+    private var registrations = RegistrationTable<any LoopRegistered>()
     private var timers = TimerHeap<Timer>()
     private let cancelledTimers = CancelledTally()
     /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
@@ -212,7 +211,7 @@ package final class EventLoop: @unchecked Sendable {
         }
         let timer = Timer(work, tally: cancelledTimers)
         scheduledTimerCount &+= 1
-        timers.insert(timer, deadline: .now + max(delay, .zero))
+        timers.insert(timer, deadline: LoopClock.now() + LoopClock.nanoseconds(delay))
         return timer
     }
 
@@ -284,15 +283,14 @@ package final class EventLoop: @unchecked Sendable {
 
     // MARK: - Registration (loop thread)
 
-    /// Keeps `object` alive and reachable from epoll events until `untrack`.
+    /// Keeps `object` alive and reachable from epoll events until `untrack`; the id (never 0)
+    /// is what its fd is registered with.
     func track(_ object: LoopRegistered) -> UInt64 {
-        let id = nextRegistrationID
-        nextRegistrationID += 1
-        registrations[id] = object
-        return id
+        registrations.insert(object)
     }
 
-    func untrack(_ id: UInt64) { registrations[id] = nil }
+    /// Forgets `id`'s object; a stale id (already untracked) changes nothing.
+    func untrack(_ id: UInt64) { registrations.remove(id) }
 
     /// Number of live registrations, for leak checks in tests.
     var registrationCount: Int { registrations.count }
@@ -338,7 +336,7 @@ package final class EventLoop: @unchecked Sendable {
                     let ev = events[i]
                     if ev.data == 0 {
                         _ = clinux_eventfd_drain(wakeFD)
-                    } else if let target = registrations[ev.data] {
+                    } else if let target = registrations.object(for: ev.data) {
                         target.handleEvents(ev.events)
                     }
                 }
@@ -356,25 +354,20 @@ package final class EventLoop: @unchecked Sendable {
     /// Milliseconds until the nearest timer, rounded up so a timer never spins the loop;
     /// -1 (sleep until an event) when no timer is pending.
     private func timeoutMilliseconds(logDue: Duration? = nil) -> Int32 {
+        var wait: Int64?
+        if let deadline = timers.nearestDeadline { wait = deadline - LoopClock.now() }
         // Held log lines wake the loop when they are due, like a timer.
-        let logDeadline = logDue.map { ContinuousClock.now + $0 }
-        let deadline: ContinuousClock.Instant
-        switch (timers.nearestDeadline, logDeadline) {
-        case (nil, nil): return -1
-        case (let timer?, nil): deadline = timer
-        case (nil, let log?): deadline = log
-        case (let timer?, let log?): deadline = min(timer, log)
+        if let logDue {
+            let log = LoopClock.nanoseconds(logDue)
+            wait = min(wait ?? log, log)
         }
-        let remaining = deadline - .now
-        if remaining <= .zero { return 0 }
-        let (seconds, attoseconds) = remaining.components
-        let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(min(ms, Int64(Int32.max)))
+        guard let wait else { return -1 }
+        return LoopClock.milliseconds(wait)
     }
 
     private func fireDueTimers() {
         guard !timers.isEmpty else { return }
-        let now = ContinuousClock.now
+        let now = LoopClock.now()
         while let timer = timers.popDue(now: now) {
             timer.popped()
             timer.fire()
@@ -413,7 +406,7 @@ package final class EventLoop: @unchecked Sendable {
                 return b
             }
             for job in batch { job() }
-            let open = Array(registrations.values)
+            let open = registrations.objects
             for object in open { object.closeForShutdown() }
             registrations.removeAll()
             if batch.isEmpty { break }

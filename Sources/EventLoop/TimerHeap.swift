@@ -1,7 +1,8 @@
 /// A binary min-heap of deadlines. Pure: the caller passes `now`, so ordering and expiry
 /// are tested without sleeping. Ties fire in scheduling order (a sequence number breaks them).
+/// Deadlines are `LoopClock` nanoseconds.
 struct TimerHeap<Element> {
-    typealias Instant = ContinuousClock.Instant
+    typealias Instant = Int64
     private struct Entry { let deadline: Instant; let seq: UInt64; let element: Element }
     private var entries: [Entry] = []
     private var nextSeq: UInt64 = 0

@@ -1,45 +1,24 @@
 internal import COpenSSL
-import Synchronization
 
 /// SHA-256 by OpenSSL, which uses the CPU's SHA instructions where it has them (a few times
 /// faster than a portable implementation); the relay's log line hashes a token with it.
 package enum SHA256Digest {
-    /// Fetched once: `EVP_sha256()` would make OpenSSL look the algorithm up on every call,
-    /// which costs more than hashing a device token. Never freed (it lives as long as the process).
-    nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
-
-    /// Digest contexts between uses, one per thread that hashed at the same time (the event
-    /// loops): `EVP_Digest` made and freed one per call, about 1,100 instructions of a log line.
-    /// Never freed either; there are never more than threads hashed at once.
-    private static let spare = Mutex<[UnsafeSendableContext]>([])
-
-    private struct UnsafeSendableContext: @unchecked Sendable {
-        let pointer: OpaquePointer
-    }
-
-    /// The first 4 bytes of the digest of `bytes`, big-endian; nil if OpenSSL failed (its
-    /// error queue is emptied then: the caller has its own SHA-256 to fall back on).
+    /// The first 4 bytes of the digest of `bytes`, big-endian; nil if OpenSSL failed (the
+    /// caller has its own SHA-256 to fall back on).
+    ///
+    /// Through OpenSSL's SHA256_Init/Update/Final on a context on the stack, deprecated in 3.0
+    /// but the same code (and assembly) its provider runs: through EVP, even with the algorithm
+    /// fetched once and the contexts kept for reuse, each digest re-made the provider's context
+    /// and took a lock, about 1,000 instructions on top of the ~2,000 of hashing a token.
     package static func firstWord(of bytes: UnsafeRawBufferPointer) -> UInt32? {
-        guard let algorithm,
-              let context = spare.withLock({ $0.popLast() })?.pointer ?? EVP_MD_CTX_new() else { return nil }
-        // Back to the spares only after a clean run: a context OpenSSL failed on is freed.
-        var ok = false
-        defer {
-            if ok {
-                spare.withLock { $0.append(UnsafeSendableContext(pointer: context)) }
-            } else {
-                EVP_MD_CTX_free(context)
-                OpenSSLErrorQueue.clearQueue()
-            }
+        var context = SHA256_CTX()
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let hashed = withUnsafeMutableBytes(of: &digest) { out in
+            SHA256_Init(&context) == 1
+                && SHA256_Update(&context, bytes.baseAddress, bytes.count) == 1
+                && SHA256_Final(out.baseAddress!.assumingMemoryBound(to: UInt8.self), &context) == 1
         }
-        return withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { out -> UInt32? in
-            var length: UInt32 = 0
-            let digest = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guard EVP_DigestInit_ex2(context, algorithm, nil) == 1,
-                  EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1,
-                  EVP_DigestFinal_ex(context, digest, &length) == 1, length == 32 else { return nil }
-            ok = true
-            return UInt32(bigEndian: out.load(as: UInt32.self))
-        }
+        guard hashed else { return nil }
+        return withUnsafeBytes(of: digest) { UInt32(bigEndian: $0.load(as: UInt32.self)) }
     }
 }

@@ -231,17 +231,26 @@ package final class TLSSession {
         }
     }
 
+    /// Moves ciphertext waiting to be sent to the peer into `buffer`, as much as fits; returns
+    /// how many bytes (0 when none waits). Less than `buffer.count` means the queue is empty now.
+    /// The owner reads straight into memory of its own and sends from there: appending to an
+    /// array first meant zero-filling the room for it.
+    package func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        var got = 0
+        // An empty memory BIO fails the read with "retry", which is no error: nothing waits.
+        return BIO_read_ex(networkOut, base, buffer.count, &got) == 1 ? got : 0
+    }
+
     /// Appends all ciphertext waiting to be sent to the peer and empties the queue.
     package func takeCiphertext(into buffer: inout [UInt8]) {
-        let pending = copenssl_BIO_ctrl_pending(networkOut)
-        guard pending > 0 else { return }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: pending))
-        var got = 0
-        let rc = buffer.withUnsafeMutableBytes { raw in
-            BIO_read_ex(networkOut, raw.baseAddress! + start, pending, &got)
+        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { chunk in
+            while true {
+                let got = takeCiphertext(into: chunk)
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<got]))
+                if got < chunk.count { return }
+            }
         }
-        buffer.removeLast(pending - (rc == 1 ? got : 0))
     }
 
     /// Whether ciphertext is waiting: the owner asks for write readiness only then.

@@ -30,7 +30,9 @@ final class TLSChannel: TCPStreamHandler {
     private var flushScheduled = false
     private var plaintextIn: [UInt8] = []
     private var plaintextOut: [UInt8] = []
-    private var ciphertextOut: [UInt8] = []
+    /// Ciphertext goes from OpenSSL through here to the socket. 64 KiB: a turn's batch of
+    /// pushes fits, so it leaves in one send.
+    private let ciphertextOut = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     private var handshakeTimer: EventLoop.Timer?
 
     var loop: EventLoop { stream.loop }
@@ -39,6 +41,10 @@ final class TLSChannel: TCPStreamHandler {
         self.stream = stream
         self.tls = tls
         plaintextIn.reserveCapacity(64 * 1024)
+    }
+
+    deinit {
+        ciphertextOut.deallocate()
     }
 
     /// Attaches to the stream and starts the handshake; a client speaks first.
@@ -138,11 +144,14 @@ final class TLSChannel: TCPStreamHandler {
         (error as? TLSError).map(TransportError.init) ?? TransportError(.tls, "\(error)")
     }
 
+    /// Sends all the ciphertext OpenSSL holds (or drops it once the socket is closed).
     private func sendCiphertext() {
-        ciphertextOut.removeAll(keepingCapacity: true)
-        tls.takeCiphertext(into: &ciphertextOut)
-        if !ciphertextOut.isEmpty, stream.isOpen {
-            stream.write(ciphertextOut)
+        while true {
+            let got = tls.takeCiphertext(into: ciphertextOut)
+            if got > 0, stream.isOpen {
+                stream.write(UnsafeRawBufferPointer(rebasing: ciphertextOut[..<got]))
+            }
+            if got < ciphertextOut.count { return }
         }
     }
 

@@ -82,30 +82,76 @@ struct EventLoopTests {
     @Test("the timer heap pops due deadlines in order, ties in scheduling order")
     func timerHeapOrder() {
         var heap = TimerHeap<String>()
-        let base = ContinuousClock.now
-        heap.insert("c", deadline: base + .seconds(3))
-        heap.insert("a", deadline: base + .seconds(1))
-        heap.insert("b", deadline: base + .seconds(2))
-        heap.insert("a2", deadline: base + .seconds(1))
-        heap.insert("d", deadline: base + .seconds(9))
+        let base = LoopClock.now(), second: Int64 = 1_000_000_000
+        heap.insert("c", deadline: base + 3 * second)
+        heap.insert("a", deadline: base + second)
+        heap.insert("b", deadline: base + 2 * second)
+        heap.insert("a2", deadline: base + second)
+        heap.insert("d", deadline: base + 9 * second)
         #expect(heap.popDue(now: base) == nil)
-        #expect(heap.nearestDeadline == base + .seconds(1))
+        #expect(heap.popDue(now: base + second - 1) == nil)
+        #expect(heap.nearestDeadline == base + second)
         var popped: [String] = []
-        while let e = heap.popDue(now: base + .seconds(3)) { popped.append(e) }
+        while let e = heap.popDue(now: base + 3 * second) { popped.append(e) }
         #expect(popped == ["a", "a2", "b", "c"])
         #expect(heap.count == 1)
+    }
+
+    @Test("an idle loop sleeps until its timer is due: the timer fires on time, not early, without spinning")
+    func idleLoopSleepsUntilTimer() async throws {
+        let loop = try EventLoop(name: "timer-sleep-test")
+        defer { loop.shutdown() }
+        let done = Waiter<(wakeUps: Int, elapsed: Duration)>()
+        loop.execute {
+            let start = ContinuousClock.now
+            let wakeUps = loop.wakeUpCount
+            // 100.4 ms: the fraction of a millisecond must round the sleep up, not to a spin.
+            loop.schedule(after: .microseconds(100_400)) {
+                done.fulfill((loop.wakeUpCount - wakeUps, ContinuousClock.now - start))
+            }
+        }
+        let result = try #require(await done.value(timeout: 5))
+        #expect(result.elapsed >= .microseconds(100_400))
+        #expect(result.elapsed < .seconds(2))
+        #expect(result.wakeUps <= 3, "the loop woke \(result.wakeUps) times for one timer")
+    }
+
+    @Test("the loop clock converts delays rounding up, never below zero or past its cap")
+    func loopClockConversions() async throws {
+        #expect(LoopClock.nanoseconds(.zero) == 0)
+        #expect(LoopClock.nanoseconds(.milliseconds(-5)) == 0)
+        #expect(LoopClock.nanoseconds(.nanoseconds(-1)) == 0)
+        #expect(LoopClock.nanoseconds(.nanoseconds(1)) == 1)
+        #expect(LoopClock.nanoseconds(.seconds(8)) == 8_000_000_000)
+        #expect(LoopClock.nanoseconds(.milliseconds(1500)) == 1_500_000_000)
+        // A part of a nanosecond counts as a whole one: a timer fires late, never early.
+        #expect(LoopClock.nanoseconds(.seconds(2) + .nanoseconds(1) / 4) == 2_000_000_001)
+        #expect(LoopClock.nanoseconds(.seconds(Int64.max)) == LoopClock.maxDelay)
+        #expect(LoopClock.now() + LoopClock.maxDelay > LoopClock.now())
+        // Timeouts: due now (or overdue) is 0, anything shorter than a millisecond is 1.
+        #expect(LoopClock.milliseconds(0) == 0)
+        #expect(LoopClock.milliseconds(-3_000_000) == 0)
+        #expect(LoopClock.milliseconds(1) == 1)
+        #expect(LoopClock.milliseconds(1_000_000) == 1)
+        #expect(LoopClock.milliseconds(1_000_001) == 2)
+        #expect(LoopClock.milliseconds(LoopClock.maxDelay) == Int32.max)
+        // Monotonic, and in nanoseconds: a 20 ms sleep moves it by about 20,000,000.
+        let before = LoopClock.now()
+        try await Task.sleep(for: .milliseconds(20))
+        let slept = LoopClock.now() - before
+        #expect(slept >= 20_000_000 && slept < 2_000_000_000)
     }
 
     @Test("removing elements from the timer heap keeps the others in deadline and tie order")
     func timerHeapRemoval() {
         var heap = TimerHeap<Int>()
-        let base = ContinuousClock.now
+        let base = LoopClock.now(), second: Int64 = 1_000_000_000
         // Deadlines in a scrambled order, with ties: element i is due at second (i * 7) % 10.
-        for i in 0..<200 { heap.insert(i, deadline: base + .seconds((i * 7) % 10)) }
+        for i in 0..<200 { heap.insert(i, deadline: base + Int64((i * 7) % 10) * second) }
         heap.removeAll { $0 % 3 == 0 }
         #expect(heap.count == 200 - 67)
         var popped: [Int] = []
-        while let e = heap.popDue(now: base + .seconds(10)) { popped.append(e) }
+        while let e = heap.popDue(now: base + 10 * second) { popped.append(e) }
         let expected = (0..<200).filter { $0 % 3 != 0 }.sorted { a, b in
             (a * 7) % 10 != (b * 7) % 10 ? (a * 7) % 10 < (b * 7) % 10 : a < b
         }

@@ -67,6 +67,34 @@ struct TLSSessionTests {
         #expect(try receive(big.count, on: server, from: client) == big)
     }
 
+    @Test("ciphertext taken in small pieces into raw memory arrives whole and in order")
+    func ciphertextInPieces() throws {
+        let (client, server) = try connectedPair()
+        var generator = SystemRandomNumberGenerator()
+        let message = (0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try message.withUnsafeBytes { try client.writePlaintext($0) }
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 1)
+        defer { piece.deallocate() }
+        // No room: nothing is taken, and the ciphertext still waits.
+        #expect(client.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: piece[..<0])) == 0)
+        #expect(client.hasPendingCiphertext)
+        var pieces = 0, sizes: [Int] = []
+        while true {
+            let got = client.takeCiphertext(into: piece)
+            sizes.append(got)
+            server.feed(UnsafeRawBufferPointer(rebasing: piece[..<got]))
+            pieces += 1
+            if got < piece.count { break }
+        }
+        #expect(!client.hasPendingCiphertext)
+        #expect(pieces > 50)
+        #expect(sizes.dropLast().allSatisfy { $0 == 1000 })
+        #expect(client.takeCiphertext(into: piece) == 0)
+        var received: [UInt8] = []
+        #expect(try server.readPlaintext(into: &received) == .ok)
+        #expect(received == message)
+    }
+
     @Test("close_notify is reported as .closed")
     func closeNotifyIsClosed() throws {
         let (client, server) = try connectedPair()
@@ -82,6 +110,35 @@ struct TLSSessionTests {
         #expect(try server.readPlaintext(into: &received) == .closed)
         #expect(received == last)
         #expect(try server.readPlaintext(into: &received) == .closed)
+    }
+
+    /// Leaves an entry on this thread's OpenSSL error queue, as a failed parse elsewhere would.
+    func leaveStaleError() throws {
+        let garbage: [UInt8] = [0x30, 0x82, 0xFF]
+        garbage.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            #expect(d2i_X509(nil, &cursor, buffer.count) == nil)
+        }
+        try #require(ERR_peek_error() != 0, "the failed parse queued no error")
+    }
+
+    @Test("an error left on the thread's queue does not fail later reads and writes, and clearQueue empties it")
+    func staleErrorIsCleared() throws {
+        let (client, server) = try connectedPair()
+        var plaintext: [UInt8] = []
+        // Nothing was fed: SSL_read wants more input, which a stale entry would turn into a failure.
+        try leaveStaleError()
+        #expect(try client.readPlaintext(into: &plaintext) == .ok)
+        try leaveStaleError()
+        let hello = Array("hello".utf8)
+        try hello.withUnsafeBytes { try client.writePlaintext($0) }
+        #expect(try receive(hello.count, on: server, from: client) == hello)
+
+        try leaveStaleError()
+        OpenSSLErrorQueue.clearQueue()
+        #expect(ERR_peek_error() == 0)
+        OpenSSLErrorQueue.clearQueue()
+        #expect(ERR_peek_error() == 0)
     }
 
     @Test("a client trusting a different CA fails with certificateVerificationFailed")

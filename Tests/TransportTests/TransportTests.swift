@@ -148,6 +148,22 @@ struct TransportTests {
         #expect(state.2 == 1000)
     }
 
+    @Test("a flush of more ciphertext than the channel's 64 KiB send buffer goes out whole, in order")
+    func flushLargerThanSendBuffer() throws {
+        let fixture = try Fixture { EchoServerDelegate() }
+        defer { fixture.shutdown() }
+        let recorder = Recorder(expected: 500)
+        let connection = try fixture.connect(recorder).get()
+        // 500 requests submitted in one job leave in one flush: about 150 KiB of TLS records,
+        // sent as several buffer-fulls. A lost, doubled or reordered piece breaks the records' MACs.
+        let body = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        fixture.submit(connection, count: 500, body: body)
+        #expect(recorder.done.wait(timeout: .now() + 30) == .success)
+        let answers = recorder.lock.withLock { $0.results.values.compactMap { try? $0.get() } }
+        #expect(answers.count == 500)
+        #expect(answers.allSatisfy { $0.status == 200 && $0.body == body })
+    }
+
     @Test("a GOAWAY ends the streams above last_stream_id as not processed, and the rest complete")
     func goAway() throws {
         let fixture = try Fixture { EchoServerDelegate(goAwayAfter: 5) }
