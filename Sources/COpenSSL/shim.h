@@ -14,6 +14,20 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+/* SHA-256 of one buffer through SHA256_Init/Update/Final on a stack context: deprecated in
+   OpenSSL 3.0 but the same code (and assembly) its provider runs, without EVP's per-digest
+   provider context and lock. The deprecation is silenced here only, for this one use. */
+static inline int copenssl_sha256(const void *data, size_t count, unsigned char *out) {
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    SHA256_CTX context;
+    int ok = SHA256_Init(&context) == 1 && SHA256_Update(&context, data, count) == 1
+        && SHA256_Final(out, &context) == 1;
+#pragma clang diagnostic pop
+    return ok;
+}
 
 /* Function-like macros are invisible to Swift: wrap each one here. */
 static inline long copenssl_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {

@@ -6,17 +6,14 @@ package enum SHA256Digest {
     /// The first 4 bytes of the digest of `bytes`, big-endian; nil if OpenSSL failed (the
     /// caller has its own SHA-256 to fall back on).
     ///
-    /// Through OpenSSL's SHA256_Init/Update/Final on a context on the stack, deprecated in 3.0
-    /// but the same code (and assembly) its provider runs: through EVP, even with the algorithm
-    /// fetched once and the contexts kept for reuse, each digest re-made the provider's context
-    /// and took a lock, about 1,000 instructions on top of the ~2,000 of hashing a token.
+    /// Through `copenssl_sha256` (SHA256_Init/Update/Final on a stack context): through EVP,
+    /// even with the algorithm fetched once and the contexts kept for reuse, each digest re-made
+    /// the provider's context and took a lock, about 1,000 instructions on top of the ~2,000 of
+    /// hashing a token.
     package static func firstWord(of bytes: UnsafeRawBufferPointer) -> UInt32? {
-        var context = SHA256_CTX()
         var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let hashed = withUnsafeMutableBytes(of: &digest) { out in
-            SHA256_Init(&context) == 1
-                && SHA256_Update(&context, bytes.baseAddress, bytes.count) == 1
-                && SHA256_Final(out.baseAddress!.assumingMemoryBound(to: UInt8.self), &context) == 1
+            copenssl_sha256(bytes.baseAddress, bytes.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 1
         }
         guard hashed else { return nil }
         return withUnsafeBytes(of: digest) { UInt32(bigEndian: $0.load(as: UInt32.self)) }
