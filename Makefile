@@ -41,8 +41,8 @@ mock: deps
 # with LOG_LEVEL=info and then warning, then the same load straight to the emulator over HTTP/2 as
 # the ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2),
 # BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
-# pages (what the relay allocates) apart from file pages (the binary's and shared libraries'
-# read-only pages, shared with every process that maps them).
+# pages (what the relay allocates) apart from file pages (the binary's read-only pages, shared
+# with every process running it).
 bench: deps
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay relay-bench
 	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
@@ -99,8 +99,9 @@ fuzz:
 deploy-check:
 	bash scripts/check-deploy.sh
 
-# What can be checked of the container image without a Docker engine: the static binary's
-# shared libraries against the Dockerfile's runtime stage, and a real start against the emulator.
+# What can be checked of the container image without a Docker engine: that the binary is one
+# static PIE (no shared library to install), its size, its OpenSSL's trust store, and a real start
+# against the emulator.
 image-smoke: deps
 	bash scripts/image-smoke.sh
 
