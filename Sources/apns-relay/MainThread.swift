@@ -11,9 +11,8 @@ enum MainThread {
     static let signals = DispatchQueue(label: "apns-relay.signals")
 
     /// Blocks the main thread for good. Not `dispatchMain()`: that ends the main thread with
-    /// `pthread_exit`, whose forced unwind, in the shipped static binary (its unwinder has no
-    /// `dl_iterate_phdr` index to search), reads and sorts every frame description of the
-    /// binary first: 1.4 MB of `.eh_frame` read and its sorted table allocated, for nothing.
+    /// `pthread_exit`, and the forced unwind of its frames, through the shipped static binary's
+    /// unwind tables, kept about 1 MiB more of the binary resident (idle RSS 8.9 against 7.9 MiB).
     static func park() -> Never {
         while true { pause() }
     }
