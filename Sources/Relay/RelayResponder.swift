@@ -418,26 +418,27 @@ package final class RelayResponder: HTTPResponder {
     /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
     /// every log line of the push, so it must be short and unable to forge log syntax.
     static func requestID(_ request: HTTPRequest) -> RequestID {
-        guard let given = request.requestID, isPlainRequestID(given) else { return RequestID(generated: UUIDText.random()) }
-        return RequestID(given: given)
+        guard let given = request.requestID, isPlainRequestID(given) else { return .generated(UUIDText.random()) }
+        return .given(given)
     }
 
     /// A push's request id: the caller's, or a fresh UUID kept as its 16 bytes and written as text
     /// straight where it goes (the answer's field, the log line), so it is never made a String:
     /// that was an allocation per push without `X-Request-ID`, as Mastodon sends them.
-    struct RequestID {
-        private let given: String?
-        private let uuid: UUIDText.Bytes
-
-        init(given: String) { self.given = given; uuid = (0, 0) }
-        init(generated uuid: UUIDText.Bytes) { given = nil; self.uuid = uuid }
+    enum RequestID {
+        case given(String)
+        case generated(UUIDText.Bytes)
 
         /// Runs `body` over the id's text (UTF-8), valid during the call.
         func withText(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-            if let given { return StringBytes.with(given, body) }
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.textCount) { text in
-                UUIDText.write(uuid, into: UnsafeMutableRawBufferPointer(text))
-                body(UnsafeBufferPointer(text))
+            switch self {
+            case .given(let text):
+                StringBytes.with(text, body)
+            case .generated(let uuid):
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.textCount) { text in
+                    UUIDText.write(uuid, into: UnsafeMutableRawBufferPointer(text))
+                    body(UnsafeBufferPointer(text))
+                }
             }
         }
 

@@ -116,14 +116,14 @@ struct RelayResponderTests {
         var rng = SystemRandomNumberGenerator()
         for _ in 0 ..< 200 {
             let uuid: UUIDText.Bytes = (rng.next(), rng.next())
-            let id = RelayResponder.RequestID(generated: uuid)
+            let id = RelayResponder.RequestID.generated(uuid)
             var lent: [UInt8] = []
             id.withText { lent = Array($0) }
             #expect(lent.count == UUIDText.textCount)
             #expect(String(decoding: lent, as: UTF8.self) == UUIDText.lowercase(uuid))
             #expect(id.text == UUIDText.lowercase(uuid))
         }
-        #expect(RelayResponder.RequestID(given: "abc-1").text == "abc-1")
+        #expect(RelayResponder.RequestID.given("abc-1").text == "abc-1")
         var request = Sample.aesgcm()
         request.requestID = "Req.1"
         #expect(RelayResponder.requestID(request).text == "Req.1")
