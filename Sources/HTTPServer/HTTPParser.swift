@@ -698,16 +698,22 @@ package struct HTTPParser: Sendable {
 // MARK: - byte helpers
 
 /// True when the 8 bytes at `i` are all in 0x20...0x7E, the bytes the line scan passes without
-/// a closer look (SWAR: a high bit, a byte below 0x20 or a 0x7F anywhere makes it false; each
-/// "any byte" test is exact for the whole word, a borrow spreading only from a real hit).
+/// a closer look (a high bit, a control byte or a 0x7F anywhere makes it false).
 @inline(__always)
 private func allPrintableASCII(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {
     let w = UnsafeRawPointer(p.baseAddress! + i).loadUnaligned(as: UInt64.self)
+    return (controlOrDELBytes(w) | (w & 0x8080_8080_8080_8080)) == 0
+}
+
+/// The high bit of every byte of `w` below 0x20 or equal to 0x7F, for the parser's line scan
+/// and the serializer's field check (SWAR: each test is exact for the word as a whole, a
+/// borrow spreading only from a real hit, so zero means no such byte).
+@inline(__always)
+func controlOrDELBytes(_ w: UInt64) -> UInt64 {
     let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
     let below20 = (w &- ones &* 0x20) & ~w & highs
     let del = w ^ (ones &* 0x7F)
-    let isDel = (del &- ones) & ~del & highs
-    return (below20 | isDel | (w & highs)) == 0
+    return below20 | ((del &- ones) & ~del & highs)
 }
 
 @inline(__always)

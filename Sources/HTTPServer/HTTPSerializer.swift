@@ -58,17 +58,13 @@ package func serialize(_ response: HTTPResponse, date: String, close: Bool, into
 }
 
 /// True when no byte of `value` is one the serializer turns into a space (a control byte other
-/// than tab, or DEL): eight bytes at a time (SWAR, exact as in the parser's line scan), and a
-/// word that may hold one, and the tail, byte by byte. The answer's ids are passed this way.
+/// than tab, or DEL): eight bytes at a time (`controlOrDELBytes`, the parser's line-scan test),
+/// and a word that may hold one, and the tail, byte by byte. The answer's ids are passed this way.
 func isCleanFieldValue(_ value: UnsafeRawBufferPointer) -> Bool {
     @inline(__always) func isClean(_ b: UInt8) -> Bool { !((b < 0x20 && b != 0x09) || b == 0x7F) }
-    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
     var i = 0
     while i &+ 8 <= value.count {
-        let w = value.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        let below20 = (w &- ones &* 0x20) & ~w & highs
-        let del = w ^ (ones &* 0x7F)
-        if (below20 | ((del &- ones) & ~del & highs)) != 0 {
+        if controlOrDELBytes(value.loadUnaligned(fromByteOffset: i, as: UInt64.self)) != 0 {
             for k in i ..< i &+ 8 where !isClean(value[k]) { return false }
         }
         i &+= 8
