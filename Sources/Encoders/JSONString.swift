@@ -106,8 +106,7 @@ package enum JSONString {
 
     /// Appends `s` escaped, without the quotes.
     package static func appendEscaped(_ s: String, to out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { bytes in
+        StringBytes.with(s) { bytes in
             var runStart = 0
             forEachEscape(in: bytes) { i, found in
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart ..< i]))
