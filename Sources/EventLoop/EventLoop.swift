@@ -327,7 +327,7 @@ package final class EventLoop: @unchecked Sendable {
         let maxEvents: Int32 = 256
         let events = UnsafeMutablePointer<clinux_epoll_event>.allocate(capacity: Int(maxEvents))
         defer { events.deallocate() }
-        var logDue: Duration?
+        var logDue: Int64?
         while true {
             let n = clinux_epoll_wait(epfd, events, maxEvents, queuedFromLoop ? 0 : timeoutMilliseconds(logDue: logDue))
             wakeUpCount &+= 1
@@ -343,7 +343,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             fireDueTimers()
             let stopping = runQueuedJobs()
-            logDue = LogBatching.endOfTurn()
+            logDue = LogBatching.endOfTurn(now: LoopClock.now())
             if stopping { break }
         }
         closeEverything()
@@ -353,14 +353,11 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Milliseconds until the nearest timer, rounded up so a timer never spins the loop;
     /// -1 (sleep until an event) when no timer is pending.
-    private func timeoutMilliseconds(logDue: Duration? = nil) -> Int32 {
+    private func timeoutMilliseconds(logDue: Int64? = nil) -> Int32 {
         var wait: Int64?
         if let deadline = timers.nearestDeadline { wait = deadline - LoopClock.now() }
         // Held log lines wake the loop when they are due, like a timer.
-        if let logDue {
-            let log = LoopClock.nanoseconds(logDue)
-            wait = min(wait ?? log, log)
-        }
+        if let logDue { wait = min(wait ?? logDue, logDue) }
         guard let wait else { return -1 }
         return LoopClock.milliseconds(wait)
     }

@@ -524,9 +524,7 @@ final class LineWriter: Sendable {
             }
             // The held bytes are reached once for the whole line: each access to a class's
             // stored array is checked for exclusivity at run time.
-            let (wasEmpty, full) = Self.appendLine(to: &batch.bytes, build)
-            if wasEmpty { batch.firstHeld = .now }
-            if full { batch.flush() }
+            if Self.appendLine(to: &batch.bytes, build) { batch.flush() }
             return
         }
         var bytes: [UInt8] = []
@@ -536,13 +534,12 @@ final class LineWriter: Sendable {
         write(bytes)
     }
 
-    /// Appends a line and its newline to a batch's bytes: whether they were empty before, and
-    /// whether they now hold enough to be written at once.
-    private static func appendLine(to bytes: inout [UInt8], _ build: (inout [UInt8]) -> Void) -> (wasEmpty: Bool, full: Bool) {
-        let wasEmpty = bytes.isEmpty
+    /// Appends a line and its newline to a batch's bytes: whether they now hold enough to be
+    /// written at once.
+    private static func appendLine(to bytes: inout [UInt8], _ build: (inout [UInt8]) -> Void) -> Bool {
         build(&bytes)
         bytes.append(0x0A)
-        return (wasEmpty, bytes.count >= LogBatching.flushBytes)
+        return bytes.count >= LogBatching.flushBytes
     }
 
     func write(_ bytes: [UInt8]) {
@@ -564,25 +561,30 @@ final class LineWriter: Sendable {
     }
 }
 
-/// Holds the log lines of an event-loop thread and writes them in one write(2) when its loop
-/// turn ends — or, on a busy loop whose turns are short, once `maxDelay` has passed since the
-/// first held line or `flushBytes` are held, so a write carries many lines. Lines stay in order;
-/// a loop holding lines sleeps at most `maxDelay` before writing them.
+/// Holds the log lines of an event-loop thread and writes them in one write(2) at the end of a
+/// loop turn: once `maxDelay` has passed since the end of the turn that logged the oldest held
+/// line, or `flushBytes / 2` are held, so on a busy loop a write carries many lines. Lines stay
+/// in order; a loop holding lines sleeps at most `maxDelay` before writing them.
+///
+/// It reads no clock: the loop passes its own time to `endOfTurn(now:)`, so logging a line costs
+/// no clock read.
 package enum LogBatching {
     /// Past this a batch is written at once, so one long turn cannot hold much memory.
     static let flushBytes = 64 * 1024
-    /// How long a line may wait for company; short beside anything that reads logs.
-    package static let maxDelay: Duration = .milliseconds(5)
+    /// How long, in nanoseconds, a line may wait for company; short beside anything that reads logs.
+    package static let maxDelay: Int64 = 5_000_000
 
     final class Buffer {
         var writer: LineWriter?
         var bytes: [UInt8] = []
-        /// When the oldest held line was added.
-        var firstHeld = ContinuousClock.now
+        /// The loop's time at the end of the turn that found the oldest held line; nil while
+        /// nothing is held or that turn has not ended yet.
+        var firstHeldTurn: Int64?
 
         init() { bytes.reserveCapacity(flushBytes + 4096) }
 
         func flush() {
+            firstHeldTurn = nil
             guard let writer, !bytes.isEmpty else { return }
             writer.write(bytes)
             bytes.removeAll(keepingCapacity: true)
@@ -606,11 +608,14 @@ package enum LogBatching {
         pthread_setspecific(key, Unmanaged.passRetained(Buffer()).toOpaque())
     }
 
-    /// The end of a loop turn: writes the held lines once they are `maxDelay` old (or many);
-    /// returns how long the loop may sleep before it must call again, nil when nothing is held.
-    package static func endOfTurn() -> Duration? {
+    /// The end of a loop turn at `now` (nanoseconds of the loop's monotonic clock): writes the
+    /// held lines once they are `maxDelay` old (or many); returns how many nanoseconds the loop
+    /// may sleep before it must call again, nil when nothing is held.
+    package static func endOfTurn(now: Int64) -> Int64? {
         guard let buffer = current(), !buffer.bytes.isEmpty else { return nil }
-        let waited = ContinuousClock.now - buffer.firstHeld
+        let since = buffer.firstHeldTurn ?? now
+        buffer.firstHeldTurn = since
+        let waited = now - since
         if waited >= maxDelay || buffer.bytes.count >= flushBytes / 2 {
             buffer.flush()
             return nil

@@ -319,31 +319,33 @@ struct JSONLogSinkTests {
 
 @Suite("Batched log writes")
 struct LogBatchingTests {
-    @Test("a batching thread holds its lines until the batch ends, then writes them whole and in order")
+    @Test("a batching thread holds its lines for maxDelay after the turn that logged them, then writes them whole and in order")
     func heldThenWritten() throws {
-        var heldBefore: String?
-        var due: Duration?
+        /// What the file held and what `endOfTurn` answered at each of the loop's times.
+        var turns: [(written: Bool, due: Int64?)] = []
+        let start: Int64 = 7_000_000_000
         let output = try capture { fd in
             let done = DispatchSemaphore(value: 0)
-            nonisolated(unsafe) var seen: (String?, Duration?) = (nil, nil)
+            nonisolated(unsafe) var seen: [(Bool, Int64?)] = []
             let thread = Thread {
                 LogBatching.begin()
                 let logger = Logger(label: "t", sink: JSONLogSink(fileDescriptor: fd))
                 for i in 0..<3 { logger.info("line \(i)") }
-                var size = stat()
-                fstat(fd, &size)
-                seen.0 = size.st_size == 0 ? "" : "written early"
-                seen.1 = LogBatching.endOfTurn()
+                for now in [start, start + LogBatching.maxDelay - 1, start + LogBatching.maxDelay] {
+                    let due = LogBatching.endOfTurn(now: now)
+                    var size = stat()
+                    fstat(fd, &size)
+                    seen.append((size.st_size > 0, due))
+                }
                 LogBatching.end()
                 done.signal()
             }
             thread.start()
             done.wait()
-            (heldBefore, due) = seen
+            turns = seen
         }
-        #expect(heldBefore == "")
-        let waited = try #require(due, "lines were held, so the loop is told when to come back")
-        #expect(waited <= LogBatching.maxDelay)
+        #expect(turns.map(\.written) == [false, false, true])
+        #expect(turns.map(\.due) == [LogBatching.maxDelay, 1, nil], "held lines tell the loop when to come back")
         let lines = output.split(separator: "\n")
         #expect(lines.count == 3)
         for (i, line) in lines.enumerated() { #expect(line.contains("\"msg\":\"line \(i)\"")) }
