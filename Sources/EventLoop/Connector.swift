@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 internal import CLinux
 
 /// One connect operation: resolve, try each address, hand the socket to a `TCPStream`.
@@ -43,9 +42,13 @@ final class Connector: LoopRegistered {
         }
         let me = LoopBound(self, on: loop)
         let (name, number, target) = (host, port, loop)
-        DispatchQueue.global().async {
+        let started = DetachedThread.start(name: "resolve") {
             let result = SocketAddress.resolve(host: name, port: number, passive: false)
             target.execute { me.value.resolved(result) }
+        }
+        if !started {
+            resolved(.failure(SocketError(code: .system, errno: EAGAIN, message:
+                "resolving \(host): no thread could be started for the lookup (the process is at its thread limit)")))
         }
     }
 

@@ -415,11 +415,6 @@ package final class EventLoop: @unchecked Sendable {
 }
 
 /// Carries the thread's closure through pthread_create's single pointer argument.
-private final class ThreadBody {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
-}
-
 /// Moves a loop-confined value (a connection, a stream: classes that are not `Sendable`)
 /// through a `@Sendable` closure that runs on that same loop. `@unchecked Sendable` is sound
 /// because `value` can be read on `loop`'s thread alone: anywhere else is a precondition

@@ -37,6 +37,8 @@ enum Demo {
             guard let p = Int(text), (0...65535).contains(p) else { fail("PORT must be a port number from 0 to 65535, got \"\(text)\"") }
             port = p
         }
+        // Ctrl-C then drains (see `MainThread`); `--once` ends by itself and keeps the default.
+        if !once { MainThread.block([SIGTERM, SIGINT]) }
 
         let key: ES256PrivateKey
         let mock: MockAPNsServer
@@ -93,12 +95,12 @@ enum Demo {
 
             Every request the emulator receives is printed below. Ctrl-C stops.
             """)
-        Shutdown.onSignal(logger: logger) {
+        let shutdown = Shutdown(logger: logger) {
             let drained = await relay.shutdown(deadline: .seconds(5))
             mock.stop()
             return drained
         }
-        MainThread.park()
+        MainThread.park(handling: [SIGTERM, SIGINT], shutdown.signal)
     }
 
     /// Sends one push through the relay, prints the answer and what "Apple" received, exits 0

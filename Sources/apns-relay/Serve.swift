@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Synchronization
 import Observability
 import Relay
@@ -16,8 +15,7 @@ enum Serve {
             default: fail("serve: unknown option \(flag) (see --help)", code: 2)
             }
         }
-        // Until the reload handler is installed a SIGHUP must not kill the relay either.
-        signal(SIGHUP, SIG_IGN)
+        MainThread.block([SIGTERM, SIGINT, SIGHUP])
         // Request bodies near the 64 KiB cap get their own mappings, so memory held by slow
         // senders goes back to the kernel as soon as their requests end.
         Allocator.mapBlocks(ofAtLeast: 64 << 10)
@@ -35,13 +33,14 @@ enum Serve {
         for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
         summary["port"] = .int(relay.port)
         logger.notice("apns-relay listening", summary)
-        Shutdown.onSignal(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
-        let settingsFile = envFile
-        Reload.onSignal(logger: logger) { () throws(ConfigurationError) in
-            let new = try readConfiguration(envFile: settingsFile)
-            return (new, try relay.reload(new))
+        let shutdown = Shutdown(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
+        MainThread.park(handling: [SIGTERM, SIGINT, SIGHUP]) { number in
+            guard number == SIGHUP else { return shutdown.signal(number) }
+            Reload.run(logger: logger) { () throws(ConfigurationError) in
+                let new = try readConfiguration(envFile: envFile)
+                return (new, try relay.reload(new))
+            }
         }
-        MainThread.park()
     }
 
     static func readConfiguration(envFile: String?) throws(ConfigurationError) -> RelayConfiguration {
@@ -66,30 +65,29 @@ enum Serve {
 /// SIGTERM (Docker, systemd) and SIGINT (a terminal) stop the relay gracefully: stop
 /// accepting, let pushes in flight get their answer, close the APNs connections, exit 0.
 /// A second signal while draining exits at once.
-enum Shutdown {
-    /// Dispatch sources must stay alive as long as the process; they live here. Unsafe is fine:
-    /// written once, on the main thread, before it parks, and never read.
-    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
-    static let started = Atomic<Bool>(false)
+final class Shutdown: Sendable {
+    let logger: Logger
+    let stop: @Sendable () async -> Bool
+    private let started = Atomic<Bool>(false)
 
-    static func onSignal(logger: Logger, _ stop: @escaping @Sendable () async -> Bool) {
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: MainThread.signals)
-            source.setEventHandler {
-                if started.exchange(true, ordering: .sequentiallyConsistent) {
-                    logger.warning("second signal: exiting without waiting for the drain")
-                    exit(1)
-                }
-                logger.notice("signal \(number): draining")
-                Task {
-                    let drained = await stop()
-                    logger.notice(drained ? "drained; bye" : "drain deadline passed; closed the rest")
-                    exit(0)
-                }
-            }
-            source.resume()
-            sources.append(source)
+    init(logger: Logger, _ stop: @escaping @Sendable () async -> Bool) {
+        self.logger = logger
+        self.stop = stop
+    }
+
+    /// Called on the main thread for each SIGTERM or SIGINT; the drain runs off it, so a second
+    /// signal is seen while the first drains.
+    func signal(_ number: Int32) {
+        if started.exchange(true, ordering: .sequentiallyConsistent) {
+            logger.warning("second signal: exiting without waiting for the drain")
+            exit(1)
+        }
+        logger.notice("signal \(number): draining")
+        let (logger, stop) = (logger, stop)
+        Task {
+            let drained = await stop()
+            logger.notice(drained ? "drained; bye" : "drain deadline passed; closed the rest")
+            exit(0)
         }
     }
 }
@@ -99,29 +97,19 @@ enum Shutdown {
 /// restart. A configuration that does not load is logged, naming its variable, and the running
 /// one stays. The process never exits on SIGHUP.
 enum Reload {
-    /// Lives as long as the process, like `Shutdown.sources`; written once before the main thread parks.
-    nonisolated(unsafe) static var source: DispatchSourceSignal?
-
     /// - Parameter reload: loads the settings again and applies them; returns them with the names
     ///   of the changed settings that only a restart applies.
-    static func onSignal(logger: Logger,
-                         _ reload: @escaping @Sendable () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: MainThread.signals)
-        source.setEventHandler {
-            do throws(ConfigurationError) {
-                let (new, needRestart) = try reload()
-                logger.notice("SIGHUP: reloaded the provider key; new connections and token renewals use it",
-                              ["apns.key_id": .string(new.keyID), "apns.team_id": .string(new.teamID)])
-                if !needRestart.isEmpty {
-                    logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")
-                }
-            } catch {
-                logger.error("SIGHUP: reload refused, the running configuration stays: \(error.message)",
-                             ["config.variable": .string(error.variable)])
+    static func run(logger: Logger, _ reload: () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
+        do throws(ConfigurationError) {
+            let (new, needRestart) = try reload()
+            logger.notice("SIGHUP: reloaded the provider key; new connections and token renewals use it",
+                          ["apns.key_id": .string(new.keyID), "apns.team_id": .string(new.teamID)])
+            if !needRestart.isEmpty {
+                logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")
             }
+        } catch {
+            logger.error("SIGHUP: reload refused, the running configuration stays: \(error.message)",
+                         ["config.variable": .string(error.variable)])
         }
-        source.resume()
-        self.source = source
     }
 }

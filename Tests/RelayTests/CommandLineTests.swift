@@ -152,6 +152,43 @@ struct CommandLineTests {
         }
     }
 
+    @Test("an idle serve runs its event loops and no other thread (the lookup of APNS_HOST's name ran on one that ended); SIGTERM drains it to exit 0")
+    func idleThreads() async throws {
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let port = try freePort()
+        try RelayHarness.key.pemPKCS8.write(to: files.keyFile, atomically: true, encoding: .utf8)
+        try """
+            APNS_AUTH_KEY_FILE=\(files.keyFile.path)
+            APNS_KEY_ID=\(RelayHarness.keyID)
+            APPLE_TEAM_ID=\(RelayHarness.teamID)
+            TOPIC=\(RelayHarness.topic)
+            APNS_HOST=localhost:\(apple.port)
+            APNS_CA_FILE=\(ca.path)
+            PORT=\(port)
+            BIND_ADDRESS=127.0.0.1
+            CONNECTION_POOL_SIZE=2
+            """.write(to: files.envFile, atomically: true, encoding: .utf8)
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        defer { relay.stop() }
+        try await relay.waitUntilReady(port: port)
+        let tasks = "/proc/\(relay.pid)/task"
+        let names = try FileManager.default.contentsOfDirectory(atPath: tasks).map { id in
+            try String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+        }
+        #expect(names.filter { $0 == "apns-relay" }.count == 1, "the main thread: \(names)")
+        #expect(names.filter { $0 != "apns-relay" }.allSatisfy { $0.hasPrefix("eventloop-") }, "\(names)")
+        #expect(relay.stop() == 0)
+        #expect(relay.logText.contains("drained; bye"))
+    }
+
     @Test("SIGHUP rotates the key from the env file and the key file; an invalid one is logged and the old stays")
     func sighupReload() async throws {
         let newKeyID = "ROTATED123"
@@ -288,6 +325,7 @@ private final class ServeProcess: @unchecked Sendable {
     }
 
     var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
