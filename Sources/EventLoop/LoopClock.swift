@@ -2,18 +2,22 @@
 import Glibc
 #endif
 
-/// The loops' time for timers: nanoseconds of `CLOCK_MONOTONIC`, the clock `epoll_wait`
-/// counts its timeout in, as a plain `Int64`.
+/// The loops' time: nanoseconds of `CLOCK_MONOTONIC`, the clock `epoll_wait` counts its
+/// timeout in, as a plain `Int64`. The timers keep their deadlines in it, and the HTTP server
+/// its connections' times (timeouts, idle order for the connection cap, the request budget).
 ///
 /// Not `ContinuousClock.Instant`: the standard library is built resilient, so outside it an
 /// instant is opaque, and every copy, comparison and conversion of one (an optional in the
 /// heap's first entry, the 128-bit division into milliseconds) went through value witnesses or
-/// a call: about 550 instructions per push under load, where an integer costs a handful.
-enum LoopClock {
+/// a call: about 550 instructions per push under load, where an integer costs a handful. And
+/// `ContinuousClock.now` lives in the `_Concurrency` module's one big code section: an idle
+/// relay whose sweep timers read it kept two 64 KiB windows of that code resident for nothing
+/// else.
+package enum LoopClock {
     /// Delays are capped here (about 31 years), so `now + delay` never overflows.
-    static let maxDelay: Int64 = 1_000_000_000 * 1_000_000_000
+    package static let maxDelay: Int64 = 1_000_000_000 * 1_000_000_000
 
-    static func now() -> Int64 {
+    package static func now() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
@@ -21,8 +25,9 @@ enum LoopClock {
 
     /// `duration` in nanoseconds, rounded up so a timer never fires early; 0 for a negative
     /// duration, `maxDelay` for a longer one. `components` divides 128 bits: this runs once per
-    /// `schedule` and once per turn that holds log lines, not per timer comparison.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
+    /// `schedule`, once per turn that holds log lines, and for the HTTP server once per
+    /// configured duration and per drain, not per comparison.
+    package static func nanoseconds(_ duration: Duration) -> Int64 {
         guard duration > .zero else { return 0 }
         let (seconds, attoseconds) = duration.components
         guard seconds < maxDelay / 1_000_000_000 else { return maxDelay }

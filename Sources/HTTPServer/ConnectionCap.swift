@@ -1,6 +1,8 @@
 // Who makes room when a connection arrives at the cap, as pure logic: the server reports each
 // loop's longest-idle connections, this says what to do. No I/O, no clock reads.
 
+import EventLoop
+
 /// The two kinds of idle connection the cap tells apart.
 enum IdleKind: Int, CaseIterable {
     /// Accepted, and not a byte has arrived yet: there is no request on it to lose.
@@ -41,19 +43,22 @@ enum CapDecision: Equatable {
 ///    their first moments: the probe that arrives then is still served);
 /// 5. else (every connection busy with a request being answered) the new connection is closed
 ///    at once, so a push flood can't push the server past the cap.
+///
+/// Times are `LoopClock` nanoseconds; the two minimums are converted to them once, here.
 struct ConnectionCap {
     let maxConnections: Int
-    let minimumKeptIdle: Duration
-    let minimumFreshIdle: Duration
+    let minimumKeptIdle: Int64
+    let minimumFreshIdle: Int64
 
     init(maxConnections: Int, minimumKeptIdle: Duration = .seconds(1), minimumFreshIdle: Duration = .milliseconds(250)) {
         self.maxConnections = maxConnections
-        self.minimumKeptIdle = minimumKeptIdle
-        self.minimumFreshIdle = minimumFreshIdle
+        self.minimumKeptIdle = LoopClock.nanoseconds(minimumKeptIdle)
+        self.minimumFreshIdle = LoopClock.nanoseconds(minimumFreshIdle)
     }
 
-    /// How long a connection of `kind` must have been idle before it may give way (rules 1, 2).
-    func minimumIdle(_ kind: IdleKind) -> Duration {
+    /// How long, in nanoseconds, a connection of `kind` must have been idle before it may give
+    /// way (rules 1, 2).
+    func minimumIdle(_ kind: IdleKind) -> Int64 {
         kind == .kept ? minimumKeptIdle : minimumFreshIdle
     }
 
@@ -63,10 +68,10 @@ struct ConnectionCap {
     ///     `IdleKind.rawValue`) has been idle; nil when the loop has none of that kind.
     ///   - local: the new connection's loop, preferred on a tie since it needs no hop.
     ///   - now: when the new connection arrived.
-    func decide(open: Int, oldestIdle: [[ContinuousClock.Instant?]], local: Int, now: ContinuousClock.Instant) -> CapDecision {
+    func decide(open: Int, oldestIdle: [[Int64?]], local: Int, now: Int64) -> CapDecision {
         guard open > maxConnections else { return .accept }
         for kind in IdleKind.allCases {
-            var best: (loop: Int, since: ContinuousClock.Instant)?
+            var best: (loop: Int, since: Int64)?
             for (index, heads) in oldestIdle.enumerated() {
                 guard let since = heads[kind.rawValue], now - since >= minimumIdle(kind) else { continue }
                 if let current = best, since > current.since || (since == current.since && index != local) { continue }
@@ -74,7 +79,7 @@ struct ConnectionCap {
             }
             if let best { return .evict(loop: best.loop, kind: kind) }
         }
-        var fresh: (loop: Int, since: ContinuousClock.Instant)?
+        var fresh: (loop: Int, since: Int64)?
         for (index, heads) in oldestIdle.enumerated() {
             guard let since = heads[IdleKind.fresh.rawValue] else { continue }
             if let current = fresh, since > current.since || (since == current.since && index != local) { continue }
@@ -85,9 +90,9 @@ struct ConnectionCap {
 
     /// Of the requests still arriving on a loop, the one to answer 408 at the cap: the slowest
     /// (fewest bytes per second since its first byte, counting at least a millisecond).
-    func slowestToCut(_ arriving: [RequestBudget.Candidate], now: ContinuousClock.Instant) -> Int? {
+    func slowestToCut(_ arriving: [RequestBudget.Candidate], now: Int64) -> Int? {
         func rate(_ c: RequestBudget.Candidate) -> Double {
-            Double(c.received) / max((now - c.since) / .milliseconds(1), 1)
+            Double(c.received) / max(RequestBudget.milliseconds(now - c.since), 1)
         }
         return arriving.indices.min { rate(arriving[$0]) < rate(arriving[$1]) }
     }

@@ -1,6 +1,8 @@
 // The timeout decisions of one server connection, as pure logic: the connection records
 // when things happened, the loop's sweep asks what to do now. No I/O, no clock reads.
 
+import EventLoop
+
 /// What a connection must do when its loop sweeps the timers.
 enum TimeoutAction: Equatable {
     case none
@@ -25,39 +27,60 @@ enum ConnectionPhase: Equatable {
 /// Timestamps of one connection and the decision they lead to.
 ///
 /// Kept apart from the socket so the rules can be tested with made-up instants instead of
-/// sleeping: `action(phase:pendingWriteBytes:now:)` is the whole policy.
+/// sleeping: `action(phase:pendingWriteBytes:now:)` is the whole policy. Times are `LoopClock`
+/// nanoseconds.
 struct ConnectionTimeouts {
-    let headerTimeout: Duration
-    let bodyTimeout: Duration
-    let requestTimeout: Duration
-    let idleTimeout: Duration
-    let writeTimeout: Duration
+    /// The configured timeouts, converted once per server: `LoopClock` nanoseconds to compare
+    /// with, and the durations a 408's reason names.
+    struct Limits {
+        let header: Int64
+        let body: Int64
+        let request: Int64
+        let idle: Int64
+        let write: Int64
+        let headerTimeout: Duration
+        let bodyTimeout: Duration
+        let requestTimeout: Duration
+
+        init(_ configuration: HTTPServerConfiguration) {
+            header = LoopClock.nanoseconds(configuration.headerTimeout)
+            body = LoopClock.nanoseconds(configuration.bodyTimeout)
+            request = LoopClock.nanoseconds(configuration.requestTimeout)
+            idle = LoopClock.nanoseconds(configuration.idleTimeout)
+            write = LoopClock.nanoseconds(configuration.writeTimeout)
+            headerTimeout = configuration.headerTimeout
+            bodyTimeout = configuration.bodyTimeout
+            requestTimeout = configuration.requestTimeout
+        }
+    }
+
+    let limits: Limits
 
     /// When the connection last became idle (opened, or finished a response).
-    var idleSince: ContinuousClock.Instant
+    var idleSince: Int64
     /// When the first byte of the current request arrived: the head timeout and the
     /// whole-request deadline both count from here.
-    var headStart: ContinuousClock.Instant
+    var headStart: Int64
     /// When bytes last arrived: the body must keep moving.
-    var lastRead: ContinuousClock.Instant
+    var lastRead: Int64
     /// Unsent bytes at the last check, and when that number last went down.
     var lastPendingWriteBytes = 0
-    var writeProgress: ContinuousClock.Instant
+    var writeProgress: Int64
 
-    init(configuration: HTTPServerConfiguration, now: ContinuousClock.Instant) {
-        headerTimeout = configuration.headerTimeout
-        bodyTimeout = configuration.bodyTimeout
-        requestTimeout = configuration.requestTimeout
-        idleTimeout = configuration.idleTimeout
-        writeTimeout = configuration.writeTimeout
+    init(limits: Limits, now: Int64) {
+        self.limits = limits
         idleSince = now
         headStart = now
         lastRead = now
         writeProgress = now
     }
 
+    init(configuration: HTTPServerConfiguration, now: Int64) {
+        self.init(limits: Limits(configuration), now: now)
+    }
+
     /// Records unsent bytes after a write or at a sweep; any decrease is progress.
-    mutating func noteWriteBuffer(_ pending: Int, now: ContinuousClock.Instant) {
+    mutating func noteWriteBuffer(_ pending: Int, now: Int64) {
         if pending == 0 || lastPendingWriteBytes == 0 || pending < lastPendingWriteBytes {
             writeProgress = now
         }
@@ -66,28 +89,28 @@ struct ConnectionTimeouts {
 
     /// The decision at `now`. A peer that stopped reading is cut off whatever the phase,
     /// because its unsent bytes are memory the server holds for it.
-    mutating func action(phase: ConnectionPhase, pendingWriteBytes: Int, now: ContinuousClock.Instant) -> TimeoutAction {
+    mutating func action(phase: ConnectionPhase, pendingWriteBytes: Int, now: Int64) -> TimeoutAction {
         noteWriteBuffer(pendingWriteBytes, now: now)
-        if pendingWriteBytes > 0 && now - writeProgress >= writeTimeout {
+        if pendingWriteBytes > 0 && now - writeProgress >= limits.write {
             return .close
         }
         // A body that trickles a byte at a time never stalls, yet holds its buffer: the whole
         // request, head and body, gets one deadline whatever its pace.
-        if phase == .receivingHead || phase == .receivingBody, now - headStart >= requestTimeout {
-            return .requestTimeout("request not complete within \(requestTimeout); send the whole request at once")
+        if phase == .receivingHead || phase == .receivingBody, now - headStart >= limits.request {
+            return .requestTimeout("request not complete within \(limits.requestTimeout); send the whole request at once")
         }
         switch phase {
         case .responding:
             return .none
         case .idle:
-            return now - idleSince >= idleTimeout ? .close : .none
+            return now - idleSince >= limits.idle ? .close : .none
         case .receivingHead:
-            return now - headStart >= headerTimeout
-                ? .requestTimeout("request head not complete within \(headerTimeout); send the whole head at once")
+            return now - headStart >= limits.header
+                ? .requestTimeout("request head not complete within \(limits.headerTimeout); send the whole head at once")
                 : .none
         case .receivingBody:
-            return now - lastRead >= bodyTimeout
-                ? .requestTimeout("request body stalled for \(bodyTimeout); send the body without pauses")
+            return now - lastRead >= limits.body
+                ? .requestTimeout("request body stalled for \(limits.bodyTimeout); send the body without pauses")
                 : .none
         }
     }

@@ -60,7 +60,7 @@ final class HTTPConnection: TCPStreamHandler {
         peer = stream.peerAddress?.description
         answerSlot = AnswerSlot(loop: stream.loop)
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
-        timeouts = ConnectionTimeouts(configuration: core.configuration, now: .now)
+        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: LoopClock.now())
     }
 
     private var phase: ConnectionPhase {
@@ -73,7 +73,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
         if closing { return }
-        let now = ContinuousClock.now
+        let now = LoopClock.now()
         if !responding && parser.isIdle {
             timeouts.headStart = now
             requestBytes = 0
@@ -95,7 +95,7 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     func streamDidDrainWrites(_ stream: TCPStream) {
-        timeouts.noteWriteBuffer(0, now: .now)
+        timeouts.noteWriteBuffer(0, now: LoopClock.now())
         guard waitingForDrain else { return }
         waitingForDrain = false
         resumeAfterResponse()
@@ -126,7 +126,7 @@ final class HTTPConnection: TCPStreamHandler {
     // MARK: Memory, idleness and the request budget
 
     /// Since when the connection has had nothing in progress (meaningful while idle).
-    var idleSince: ContinuousClock.Instant { timeouts.idleSince }
+    var idleSince: Int64 { timeouts.idleSince }
 
     /// Brings the server's view up to date after any change: the bytes the parser holds in
     /// the shared total, and whether the connection is on its loop's idle list.
@@ -142,7 +142,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     /// Over the budget: stop reading this connection if it holds a fair share or more, and
     /// let the loop cut the slowest senders.
-    private func checkBudget(now: ContinuousClock.Instant) {
+    private func checkBudget(now: Int64) {
         let budget = context.budget
         let total = core.counters.bufferedBytes.load(ordering: .relaxed)
         guard total > budget.limit else { return }
@@ -265,7 +265,7 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     private func resumeAfterResponse() {
-        let now = ContinuousClock.now
+        let now = LoopClock.now()
         timeouts.idleSince = now
         if !parser.isIdle { timeouts.headStart = now }
         processInput()
@@ -280,7 +280,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     private func noteWrite() {
         let pending = stream.pendingWriteBytes
-        if pending > 0 { timeouts.noteWriteBuffer(pending, now: .now) }
+        if pending > 0 { timeouts.noteWriteBuffer(pending, now: LoopClock.now()) }
     }
 
     /// Error answers end the connection: after a parse error the framing is lost.
@@ -302,7 +302,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     // MARK: Timeouts, drain, stop
 
-    func checkTimeouts(now: ContinuousClock.Instant) {
+    func checkTimeouts(now: Int64) {
         guard !isClosed else { return }
         let phase = closing ? ConnectionPhase.responding : self.phase
         switch timeouts.action(phase: phase, pendingWriteBytes: stream.pendingWriteBytes, now: now) {

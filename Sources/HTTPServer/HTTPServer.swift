@@ -71,14 +71,14 @@ package final class HTTPServer: Sendable {
     /// `Connection: close`), close idle connections at once. True when every connection
     /// closed before `deadline`; call `stop()` afterwards either way.
     package func drain(deadline: Duration) async -> Bool {
-        let end = ContinuousClock.now + deadline
+        let end = LoopClock.now() + LoopClock.nanoseconds(deadline)
         core.draining.store(true, ordering: .sequentiallyConsistent)
         await Self.offLoop { [listener] in listener.close() }
         for context in core.contexts {
             context.loop.execute { context.beginDrain() }
         }
         while core.counters.open.load(ordering: .relaxed) > 0 {
-            if ContinuousClock.now >= end { return false }
+            if LoopClock.now() >= end { return false }
             try? await Task.sleep(for: .milliseconds(5))
         }
         return true

@@ -17,6 +17,8 @@ final class HTTPServerCore: Sendable {
     let counters = ServerCounters()
     let draining = Atomic<Bool>(false)
     let cap: ConnectionCap
+    /// The configured timeouts in `LoopClock` nanoseconds, converted once for every connection.
+    let timeoutLimits: ConnectionTimeouts.Limits
     /// Unconsumed pipelined input a connection may hold while it answers; beyond it reading
     /// pauses and TCP slows the sender down.
     let maxBufferedInput: Int
@@ -28,9 +30,10 @@ final class HTTPServerCore: Sendable {
         self.logger = logger
         cap = ConnectionCap(maxConnections: configuration.maxConnections,
                             minimumKeptIdle: configuration.minimumIdleBeforeEviction)
+        timeoutLimits = ConnectionTimeouts.Limits(configuration)
         let limits = configuration.limits
         maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
-        let epoch = ContinuousClock.now
+        let epoch = LoopClock.now()
         let counters = self.counters
         contexts = group.loops.enumerated().map { index, loop in
             LoopContext(loop: loop, configuration: configuration, counters: counters, epoch: epoch,
@@ -60,8 +63,8 @@ final class HTTPServerCore: Sendable {
             return
         }
         let context = contexts[index]
-        var evictElsewhere: (LoopContext, IdleKind, Duration)?
-        let now = ContinuousClock.now
+        var evictElsewhere: (LoopContext, IdleKind, Int64)?
+        let now = LoopClock.now()
         let decision = open > cap.maxConnections
             ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
                          local: index, now: now)
@@ -81,10 +84,10 @@ final class HTTPServerCore: Sendable {
                 madeRoom = true
                 noteEvicted()
             } else if let loop = fresh, loop == index {
-                madeRoom = context.evictLongestIdle(.fresh, idleAtLeast: .zero, now: now)
+                madeRoom = context.evictLongestIdle(.fresh, idleAtLeast: 0, now: now)
                 if madeRoom { noteEvicted() }
             } else if let loop = fresh {
-                evictElsewhere = (contexts[loop], .fresh, .zero)
+                evictElsewhere = (contexts[loop], .fresh, 0)
                 madeRoom = true
             } else {
                 madeRoom = false
@@ -105,7 +108,7 @@ final class HTTPServerCore: Sendable {
             // if that one got busy meanwhile, the new one goes instead, so the cap holds.
             let bound = LoopBound(connection, on: context.loop)
             remote.loop.execute { [self] in
-                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: .now) {
+                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: LoopClock.now()) {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in

@@ -30,18 +30,18 @@ final class LoopContext: @unchecked Sendable {
     /// list's tail when it becomes idle, so each list stays in `idleSince` order).
     private var idleHeads: [HTTPConnection?] = [nil, nil]
     private var idleTails: [HTTPConnection?] = [nil, nil]
-    /// Each head's `idleSince` as nanoseconds after `epoch` (0: none idle), for other loops'
-    /// cap decisions.
+    /// Each head's `idleSince` as nanoseconds after `epoch`, the server's start (0: none idle),
+    /// for other loops' cap decisions. Every time here is in `LoopClock` nanoseconds.
     private let oldestFreshNanos = Atomic<Int64>(0)
     private let oldestKeptNanos = Atomic<Int64>(0)
-    private let epoch: ContinuousClock.Instant
+    private let epoch: Int64
     /// Connections of this loop paused for the request budget.
     var budgetPausedCount = 0
     /// One loop decides when freed memory goes back to the system.
     private var trimPolicy: MemoryTrimPolicy?
 
     init(loop: EventLoop, configuration: HTTPServerConfiguration, counters: ServerCounters,
-         epoch: ContinuousClock.Instant, trimsMemory: Bool, logger: HTTPServerLogger?) {
+         epoch: Int64, trimsMemory: Bool, logger: HTTPServerLogger?) {
         self.loop = loop
         self.configuration = configuration
         self.counters = counters
@@ -77,9 +77,9 @@ final class LoopContext: @unchecked Sendable {
     // MARK: Idle connections, for the cap
 
     /// Since when this loop's longest-idle connection of `kind` has been idle; readable from any loop.
-    func oldestIdle(_ kind: IdleKind) -> ContinuousClock.Instant? {
+    func oldestIdle(_ kind: IdleKind) -> Int64? {
         let nanos = kind == .fresh ? oldestFreshNanos.load(ordering: .relaxed) : oldestKeptNanos.load(ordering: .relaxed)
-        return nanos == 0 ? nil : epoch + .nanoseconds(nanos)
+        return nanos == 0 ? nil : epoch + nanos
     }
 
     /// Puts the connection on the tail of its kind's idle list, or takes it off.
@@ -111,10 +111,7 @@ final class LoopContext: @unchecked Sendable {
 
     private func publishOldestIdle(_ kind: IdleKind) {
         var nanos: Int64 = 0
-        if let head = idleHeads[kind.rawValue] {
-            let (seconds, attoseconds) = (head.idleSince - epoch).components
-            nanos = max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        }
+        if let head = idleHeads[kind.rawValue] { nanos = max(1, head.idleSince - epoch) }
         switch kind {
         case .fresh: oldestFreshNanos.store(nanos, ordering: .relaxed)
         case .kept: oldestKeptNanos.store(nanos, ordering: .relaxed)
@@ -122,8 +119,8 @@ final class LoopContext: @unchecked Sendable {
     }
 
     /// Closes the connection of `kind` idle the longest (it has nothing in progress, so
-    /// nothing is lost) if it has been idle at least `minimum`; false when there is none.
-    func evictLongestIdle(_ kind: IdleKind, idleAtLeast minimum: Duration, now: ContinuousClock.Instant) -> Bool {
+    /// nothing is lost) if it has been idle at least `minimum` nanoseconds; false when there is none.
+    func evictLongestIdle(_ kind: IdleKind, idleAtLeast minimum: Int64, now: Int64) -> Bool {
         guard let victim = idleHeads[kind.rawValue], now - victim.idleSince >= minimum else { return false }
         victim.closeNow()
         return true
@@ -131,7 +128,7 @@ final class LoopContext: @unchecked Sendable {
 
     /// At the cap with nothing idle: answers 408 to this loop's slowest request still arriving
     /// (a trickled body, a stuck head), so the new connection has room; false when there is none.
-    func cutSlowestArriving(cap: ConnectionCap, now: ContinuousClock.Instant) -> Bool {
+    func cutSlowestArriving(cap: ConnectionCap, now: Int64) -> Bool {
         let arriving = connections.values.filter { $0.budgetCandidate != nil }
         guard let index = cap.slowestToCut(arriving.map { $0.budgetCandidate! }, now: now) else { return false }
         arriving[index].cutForCap()
@@ -142,7 +139,7 @@ final class LoopContext: @unchecked Sendable {
 
     /// Over the budget: answers 408 to the slowest of this loop's half-received requests until
     /// the total is back under the resume mark; under it, lets paused connections read again.
-    func enforceBudget(now: ContinuousClock.Instant) {
+    func enforceBudget(now: Int64) {
         let total = counters.bufferedBytes.load(ordering: .relaxed)
         if total > budget.limit {
             let arriving = connections.values.filter { $0.budgetCandidate != nil }
@@ -166,12 +163,12 @@ final class LoopContext: @unchecked Sendable {
     func scheduleSweep() {
         guard !closed else { return }
         loop.schedule(after: configuration.sweepInterval) { [self] in
-            sweep(now: .now)
+            sweep(now: LoopClock.now())
             scheduleSweep()
         }
     }
 
-    private func sweep(now: ContinuousClock.Instant) {
+    private func sweep(now: Int64) {
         if var policy = trimPolicy {
             let trim = policy.observe(bufferedBytes: counters.bufferedBytes.load(ordering: .relaxed),
                                       openConnections: counters.open.load(ordering: .relaxed))

@@ -25,8 +25,14 @@ struct RequestBudget {
         var held: Int
         /// Bytes of the request received so far.
         var received: Int
-        /// When its first byte arrived.
-        var since: ContinuousClock.Instant
+        /// When its first byte arrived, in `LoopClock` nanoseconds.
+        var since: Int64
+    }
+
+    /// `nanoseconds` in milliseconds, for a sender's pace: divided as the `Duration`s it is
+    /// made of, so paces compare, and tie, as they always have.
+    static func milliseconds(_ nanoseconds: Int64) -> Double {
+        Duration.nanoseconds(nanoseconds) / .milliseconds(1)
     }
 
     /// The share of the limit one connection may hold when `open` are open.
@@ -42,11 +48,11 @@ struct RequestBudget {
 
     /// The indices of `candidates` to cut, slowest first, until what they hold brings `total`
     /// under `resumeBelow`; empty while `total` is within the limit.
-    func victims(total: Int, open: Int, candidates: [Candidate], now: ContinuousClock.Instant) -> [Int] {
+    func victims(total: Int, open: Int, candidates: [Candidate], now: Int64) -> [Int] {
         guard total > limit else { return [] }
         let share = fairShare(open: open)
         func rate(_ c: Candidate) -> Double {
-            let elapsed = max((now - c.since) / .milliseconds(1), 1)
+            let elapsed = max(Self.milliseconds(now - c.since), 1)
             return Double(c.received) / elapsed
         }
         let ranked = candidates.indices.filter { candidates[$0].held >= share }.sorted {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import EventLoop
 import Foundation
 import Testing
 @testable import HTTPServer
@@ -89,12 +90,12 @@ struct EnduranceTests {
 
 @Suite("Connection cap (pure)")
 struct ConnectionCapTests {
-    let t0 = ContinuousClock.now
+    let t0 = LoopClock.now()
     let cap = ConnectionCap(maxConnections: 10, minimumKeptIdle: .seconds(1))
-    var later: ContinuousClock.Instant { t0 + .seconds(60) }
+    var later: Int64 { t0 + nanos(.seconds(60)) }
 
     /// Per loop: since when its oldest fresh and its oldest kept connection are idle.
-    func loops(_ heads: (fresh: ContinuousClock.Instant?, kept: ContinuousClock.Instant?)...) -> [[ContinuousClock.Instant?]] {
+    func loops(_ heads: (fresh: Int64?, kept: Int64?)...) -> [[Int64?]] {
         heads.map { [$0.fresh, $0.kept] }
     }
 
@@ -105,9 +106,9 @@ struct ConnectionCapTests {
 
     @Test("at the cap the kept connection idle the longest, on any loop, makes room")
     func evictsOldest() {
-        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + .seconds(5)), (nil, t0 + .seconds(2))), local: 0, now: later)
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + nanos(.seconds(5))), (nil, t0 + nanos(.seconds(2)))), local: 0, now: later)
                 == .evict(loop: 1, kind: .kept))
-        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + .seconds(1)), (nil, nil)), local: 1, now: later)
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, t0 + nanos(.seconds(1))), (nil, nil)), local: 1, now: later)
                 == .evict(loop: 0, kind: .kept))
     }
 
@@ -119,38 +120,38 @@ struct ConnectionCapTests {
 
     @Test("a connection that never sent a byte goes first once open 250 ms: there is no request on it to lose")
     func freshGoesFirst() {
-        let now = t0 + .seconds(10)
-        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(250), now - .seconds(9)), (nil, nil)), local: 1, now: now)
+        let now = t0 + nanos(.seconds(10))
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - nanos(.milliseconds(250)), now - nanos(.seconds(9))), (nil, nil)), local: 1, now: now)
                 == .evict(loop: 0, kind: .fresh))
     }
 
     @Test("a connection opened just now, whose request may be on its way, gives way only after a trickle, and last")
     func youngFreshGoesLast() {
-        let now = t0 + .seconds(10)
+        let now = t0 + nanos(.seconds(10))
         // A kept connection idle long enough goes before it.
-        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(5), now - .seconds(9)), (nil, nil)), local: 1, now: now)
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - nanos(.milliseconds(5)), now - nanos(.seconds(9))), (nil, nil)), local: 1, now: now)
                 == .evict(loop: 0, kind: .kept))
         // Else a trickled request is cut first (the owner tries it), and the young one is the fallback.
-        #expect(cap.decide(open: 11, oldestIdle: loops((now - .milliseconds(5), nil), (now - .milliseconds(2), nil)), local: 1, now: now)
+        #expect(cap.decide(open: 11, oldestIdle: loops((now - nanos(.milliseconds(5)), nil), (now - nanos(.milliseconds(2)), nil)), local: 1, now: now)
                 == .cutSlowest(thenFresh: 0))
     }
 
     @Test("a kept connection idle for less than the minimum never gives way: its client may be sending right now")
     func recentlyIdleIsSafe() {
-        let now = t0 + .seconds(10)
-        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .milliseconds(999))), local: 0, now: now)
+        let now = t0 + nanos(.seconds(10))
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - nanos(.milliseconds(50))), (nil, now - nanos(.milliseconds(999)))), local: 0, now: now)
                 == .cutSlowest(thenFresh: nil))
-        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - .milliseconds(50)), (nil, now - .seconds(1))), local: 0, now: now)
+        #expect(cap.decide(open: 11, oldestIdle: loops((nil, now - nanos(.milliseconds(50))), (nil, now - nanos(.seconds(1)))), local: 0, now: now)
                 == .evict(loop: 1, kind: .kept))
     }
 
     @Test("with nothing idle the slowest request still arriving is cut: a trickle, not a sender writing at once")
     func cutsSlowest() {
-        let now = t0 + .seconds(10)
+        let now = t0 + nanos(.seconds(10))
         let arriving = [
-            RequestBudget.Candidate(held: 40_000, received: 40_000, since: now - .seconds(3)),      // 13 bytes/ms
-            RequestBudget.Candidate(held: 33_000, received: 33_000, since: now - .seconds(5)),      // 6.6 bytes/ms
-            RequestBudget.Candidate(held: 2_000, received: 2_000, since: now - .microseconds(300)),  // a push arriving
+            RequestBudget.Candidate(held: 40_000, received: 40_000, since: now - nanos(.seconds(3))),       // 13 bytes/ms
+            RequestBudget.Candidate(held: 33_000, received: 33_000, since: now - nanos(.seconds(5))),       // 6.6 bytes/ms
+            RequestBudget.Candidate(held: 2_000, received: 2_000, since: now - nanos(.microseconds(300))),  // a push arriving
         ]
         #expect(cap.decide(open: 11, oldestIdle: loops((nil, nil), (nil, nil)), local: 0, now: now) == .cutSlowest(thenFresh: nil))
         #expect(cap.slowestToCut(arriving, now: now) == 1)
@@ -160,7 +161,7 @@ struct ConnectionCapTests {
 
 @Suite("Request budget (pure)")
 struct RequestBudgetTests {
-    let t0 = ContinuousClock.now
+    let t0 = LoopClock.now()
     let budget = RequestBudget(limit: 1000)
 
     @Test("over the limit a connection holding its fair share stops being read; under it none does")
@@ -175,12 +176,12 @@ struct RequestBudgetTests {
 
     @Test("the slowest senders are cut first, until the total is under the resume mark")
     func slowestFirst() {
-        let now = t0 + .seconds(10)
+        let now = t0 + nanos(.seconds(10))
         let candidates = [
-            RequestBudget.Candidate(held: 300, received: 300, since: t0 + .seconds(9)),   // 300 B/s
-            RequestBudget.Candidate(held: 300, received: 300, since: t0),                 // 30 B/s
-            RequestBudget.Candidate(held: 300, received: 300, since: t0 + .seconds(5)),   // 60 B/s
-            RequestBudget.Candidate(held: 300, received: 3000, since: t0),                // 300 B/s, older
+            RequestBudget.Candidate(held: 300, received: 300, since: t0 + nanos(.seconds(9))),  // 300 B/s
+            RequestBudget.Candidate(held: 300, received: 300, since: t0),                       // 30 B/s
+            RequestBudget.Candidate(held: 300, received: 300, since: t0 + nanos(.seconds(5))),  // 60 B/s
+            RequestBudget.Candidate(held: 300, received: 3000, since: t0),                      // 300 B/s, older
         ]
         #expect(budget.victims(total: 1200, open: 4, candidates: candidates, now: now) == [1, 2])
         #expect(budget.victims(total: 1000, open: 4, candidates: candidates, now: now) == [])
@@ -190,9 +191,9 @@ struct RequestBudgetTests {
     func smallHoldersSpared() {
         let candidates = [
             RequestBudget.Candidate(held: 10, received: 10, since: t0),
-            RequestBudget.Candidate(held: 600, received: 600, since: t0 + .seconds(1)),
+            RequestBudget.Candidate(held: 600, received: 600, since: t0 + nanos(.seconds(1))),
         ]
-        #expect(budget.victims(total: 2000, open: 2, candidates: candidates, now: t0 + .seconds(2)) == [1])
+        #expect(budget.victims(total: 2000, open: 2, candidates: candidates, now: t0 + nanos(.seconds(2))) == [1])
     }
 }
 

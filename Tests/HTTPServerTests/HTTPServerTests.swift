@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import Synchronization
 import Testing
@@ -541,21 +542,21 @@ struct ConnectionTimeoutTests {
     let config = HTTPServerConfiguration(
         headerTimeout: .seconds(10), bodyTimeout: .seconds(5), requestTimeout: .seconds(60), idleTimeout: .seconds(75),
         writeTimeout: .seconds(10))
-    let t0 = ContinuousClock.now
+    let t0 = LoopClock.now()
 
     @Test("an idle connection closes silently at idleTimeout, not before")
     func idle() {
         var t = ConnectionTimeouts(configuration: config, now: t0)
-        #expect(t.action(phase: .idle, pendingWriteBytes: 0, now: t0 + .seconds(74)) == .none)
-        #expect(t.action(phase: .idle, pendingWriteBytes: 0, now: t0 + .seconds(75)) == .close)
+        #expect(t.action(phase: .idle, pendingWriteBytes: 0, now: t0 + nanos(.seconds(74))) == .none)
+        #expect(t.action(phase: .idle, pendingWriteBytes: 0, now: t0 + nanos(.seconds(75))) == .close)
     }
 
     @Test("a head not complete within headerTimeout gets 408 even when bytes keep trickling")
     func head() {
         var t = ConnectionTimeouts(configuration: config, now: t0)
-        t.lastRead = t0 + .seconds(9)
-        #expect(t.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + .seconds(9)) == .none)
-        if case .requestTimeout = t.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + .seconds(10)) {} else {
+        t.lastRead = t0 + nanos(.seconds(9))
+        #expect(t.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + nanos(.seconds(9))) == .none)
+        if case .requestTimeout = t.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + nanos(.seconds(10))) {} else {
             Issue.record("expected a 408")
         }
     }
@@ -563,9 +564,9 @@ struct ConnectionTimeoutTests {
     @Test("a body is judged by its last progress, not its start")
     func body() {
         var t = ConnectionTimeouts(configuration: config, now: t0)
-        t.lastRead = t0 + .seconds(20)
-        #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(24)) == .none)
-        if case .requestTimeout = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(25)) {} else {
+        t.lastRead = t0 + nanos(.seconds(20))
+        #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + nanos(.seconds(24))) == .none)
+        if case .requestTimeout = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + nanos(.seconds(25))) {} else {
             Issue.record("expected a 408")
         }
     }
@@ -576,17 +577,17 @@ struct ConnectionTimeoutTests {
         var t = ConnectionTimeouts(configuration: config, now: t0)
         // A byte every second: the body never stalls for bodyTimeout (5 s).
         for second in 1...9 {
-            t.lastRead = t0 + .seconds(second)
-            #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(second)) == .none)
+            t.lastRead = t0 + nanos(.seconds(second))
+            #expect(t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + nanos(.seconds(second))) == .none)
         }
-        t.lastRead = t0 + .seconds(10)
-        guard case .requestTimeout(let reason) = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + .seconds(10)) else {
+        t.lastRead = t0 + nanos(.seconds(10))
+        guard case .requestTimeout(let reason) = t.action(phase: .receivingBody, pendingWriteBytes: 0, now: t0 + nanos(.seconds(10))) else {
             Issue.record("expected a 408 at the request deadline")
             return
         }
         #expect(reason.contains("request not complete"))
         var head = ConnectionTimeouts(configuration: HTTPServerConfiguration(requestTimeout: .seconds(3)), now: t0)
-        if case .requestTimeout = head.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + .seconds(3)) {} else {
+        if case .requestTimeout = head.action(phase: .receivingHead, pendingWriteBytes: 0, now: t0 + nanos(.seconds(3))) {} else {
             Issue.record("expected a 408 for a head past the request deadline")
         }
     }
@@ -594,16 +595,16 @@ struct ConnectionTimeoutTests {
     @Test("while the responder works no read timeout applies")
     func responding() {
         var t = ConnectionTimeouts(configuration: config, now: t0)
-        #expect(t.action(phase: .responding, pendingWriteBytes: 0, now: t0 + .seconds(1000)) == .none)
+        #expect(t.action(phase: .responding, pendingWriteBytes: 0, now: t0 + nanos(.seconds(1000))) == .none)
     }
 
     @Test("unsent bytes that stop draining close the connection; draining ones keep it")
     func writes() {
         var t = ConnectionTimeouts(configuration: config, now: t0)
         t.noteWriteBuffer(1000, now: t0)
-        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + .seconds(9)) == .none)
-        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + .seconds(18)) == .none)
-        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + .seconds(19)) == .close)
+        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + nanos(.seconds(9))) == .none)
+        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + nanos(.seconds(18))) == .none)
+        #expect(t.action(phase: .responding, pendingWriteBytes: 800, now: t0 + nanos(.seconds(19))) == .close)
     }
 
     @Test("the sweep interval follows the shortest timeout within 5 ms and 1 s")

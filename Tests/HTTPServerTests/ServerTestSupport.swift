@@ -213,6 +213,9 @@ func withServer(
     server.stop()
 }
 
+/// `duration` in `LoopClock` nanoseconds, the time the pure tests make up: `t0 + nanos(.seconds(5))`.
+func nanos(_ duration: Duration) -> Int64 { LoopClock.nanoseconds(duration) }
+
 /// Polls `condition` every 5 ms for at most `seconds`; the bound keeps a bug from hanging.
 func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
