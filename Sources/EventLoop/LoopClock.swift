@@ -25,8 +25,8 @@ package enum LoopClock {
 
     /// `duration` in nanoseconds, rounded up so a timer never fires early; 0 for a negative
     /// duration, `maxDelay` for a longer one. `components` divides 128 bits: this runs once per
-    /// `schedule`, once per turn that holds log lines, and for the HTTP server once per
-    /// configured duration and per drain, not per comparison.
+    /// `schedule`, and for the HTTP server once per configured duration and per drain, not per
+    /// comparison.
     package static func nanoseconds(_ duration: Duration) -> Int64 {
         guard duration > .zero else { return 0 }
         let (seconds, attoseconds) = duration.components
