@@ -98,20 +98,10 @@ package final class EventLoop: @unchecked Sendable {
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
 
         let started = DispatchSemaphore(value: 0)
-        let body = Unmanaged.passRetained(ThreadBody { [self] in
-            self.run(started: started)
-        })
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let body = Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue()
-            body.run()
-            return nil
-        }, body.toOpaque())
-        guard rc == 0 else {
-            body.release()
-            throw SocketError.fromErrno(rc, "starting the thread of loop \(name)")
+        switch ThreadBody.start({ [self] in self.run(started: started) }) {
+        case .success(let tid): thread.withLock { $0 = tid }
+        case .failure(let error): throw SocketError.fromErrno(error.number, "starting the thread of loop \(name)")
         }
-        thread.withLock { $0 = tid }
         started.wait()
     }
 
@@ -414,7 +404,6 @@ package final class EventLoop: @unchecked Sendable {
     }
 }
 
-/// Carries the thread's closure through pthread_create's single pointer argument.
 /// Moves a loop-confined value (a connection, a stream: classes that are not `Sendable`)
 /// through a `@Sendable` closure that runs on that same loop. `@unchecked Sendable` is sound
 /// because `value` can be read on `loop`'s thread alone: anywhere else is a precondition

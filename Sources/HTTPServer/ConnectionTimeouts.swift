@@ -30,17 +30,13 @@ enum ConnectionPhase: Equatable {
 /// sleeping: `action(phase:pendingWriteBytes:now:)` is the whole policy. Times are `LoopClock`
 /// nanoseconds.
 struct ConnectionTimeouts {
-    /// The configured timeouts, converted once per server: `LoopClock` nanoseconds to compare
-    /// with, and the durations a 408's reason names.
+    /// The configured timeouts in `LoopClock` nanoseconds, converted once per server.
     struct Limits {
         let header: Int64
         let body: Int64
         let request: Int64
         let idle: Int64
         let write: Int64
-        let headerTimeout: Duration
-        let bodyTimeout: Duration
-        let requestTimeout: Duration
 
         init(_ configuration: HTTPServerConfiguration) {
             header = LoopClock.nanoseconds(configuration.headerTimeout)
@@ -48,9 +44,6 @@ struct ConnectionTimeouts {
             request = LoopClock.nanoseconds(configuration.requestTimeout)
             idle = LoopClock.nanoseconds(configuration.idleTimeout)
             write = LoopClock.nanoseconds(configuration.writeTimeout)
-            headerTimeout = configuration.headerTimeout
-            bodyTimeout = configuration.bodyTimeout
-            requestTimeout = configuration.requestTimeout
         }
     }
 
@@ -97,7 +90,7 @@ struct ConnectionTimeouts {
         // A body that trickles a byte at a time never stalls, yet holds its buffer: the whole
         // request, head and body, gets one deadline whatever its pace.
         if phase == .receivingHead || phase == .receivingBody, now - headStart >= limits.request {
-            return .requestTimeout("request not complete within \(limits.requestTimeout); send the whole request at once")
+            return .requestTimeout("request not complete within \(Duration.nanoseconds(limits.request)); send the whole request at once")
         }
         switch phase {
         case .responding:
@@ -106,11 +99,11 @@ struct ConnectionTimeouts {
             return now - idleSince >= limits.idle ? .close : .none
         case .receivingHead:
             return now - headStart >= limits.header
-                ? .requestTimeout("request head not complete within \(limits.headerTimeout); send the whole head at once")
+                ? .requestTimeout("request head not complete within \(Duration.nanoseconds(limits.header)); send the whole head at once")
                 : .none
         case .receivingBody:
             return now - lastRead >= limits.body
-                ? .requestTimeout("request body stalled for \(limits.bodyTimeout); send the body without pauses")
+                ? .requestTimeout("request body stalled for \(Duration.nanoseconds(limits.body)); send the body without pauses")
                 : .none
         }
     }

@@ -33,10 +33,9 @@ final class HTTPServerCore: Sendable {
         timeoutLimits = ConnectionTimeouts.Limits(configuration)
         let limits = configuration.limits
         maxBufferedInput = 2 * limits.maxBodyBytes + limits.maxHeaderBytes + limits.maxRequestLineBytes
-        let epoch = LoopClock.now()
         let counters = self.counters
         contexts = group.loops.enumerated().map { index, loop in
-            LoopContext(loop: loop, configuration: configuration, counters: counters, epoch: epoch,
+            LoopContext(loop: loop, configuration: configuration, counters: counters,
                         trimsMemory: index == 0, logger: logger)
         }
         var contextIndex: [ObjectIdentifier: Int] = [:]

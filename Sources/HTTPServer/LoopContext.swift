@@ -30,22 +30,20 @@ final class LoopContext: @unchecked Sendable {
     /// list's tail when it becomes idle, so each list stays in `idleSince` order).
     private var idleHeads: [HTTPConnection?] = [nil, nil]
     private var idleTails: [HTTPConnection?] = [nil, nil]
-    /// Each head's `idleSince` as nanoseconds after `epoch`, the server's start (0: none idle),
-    /// for other loops' cap decisions. Every time here is in `LoopClock` nanoseconds.
+    /// Each head's `idleSince` (0: none idle), for other loops' cap decisions. Every time here
+    /// is in `LoopClock` nanoseconds, which count from the machine's boot and so are never 0.
     private let oldestFreshNanos = Atomic<Int64>(0)
     private let oldestKeptNanos = Atomic<Int64>(0)
-    private let epoch: Int64
     /// Connections of this loop paused for the request budget.
     var budgetPausedCount = 0
     /// One loop decides when freed memory goes back to the system.
     private var trimPolicy: MemoryTrimPolicy?
 
     init(loop: EventLoop, configuration: HTTPServerConfiguration, counters: ServerCounters,
-         epoch: Int64, trimsMemory: Bool, logger: HTTPServerLogger?) {
+         trimsMemory: Bool, logger: HTTPServerLogger?) {
         self.loop = loop
         self.configuration = configuration
         self.counters = counters
-        self.epoch = epoch
         self.logger = logger
         budget = RequestBudget(limit: configuration.maxBufferedRequestBytes)
         trimPolicy = trimsMemory ? MemoryTrimPolicy() : nil
@@ -79,7 +77,7 @@ final class LoopContext: @unchecked Sendable {
     /// Since when this loop's longest-idle connection of `kind` has been idle; readable from any loop.
     func oldestIdle(_ kind: IdleKind) -> Int64? {
         let nanos = kind == .fresh ? oldestFreshNanos.load(ordering: .relaxed) : oldestKeptNanos.load(ordering: .relaxed)
-        return nanos == 0 ? nil : epoch + nanos
+        return nanos == 0 ? nil : nanos
     }
 
     /// Puts the connection on the tail of its kind's idle list, or takes it off.
@@ -111,7 +109,7 @@ final class LoopContext: @unchecked Sendable {
 
     private func publishOldestIdle(_ kind: IdleKind) {
         var nanos: Int64 = 0
-        if let head = idleHeads[kind.rawValue] { nanos = max(1, head.idleSince - epoch) }
+        if let head = idleHeads[kind.rawValue] { nanos = max(1, head.idleSince) }
         switch kind {
         case .fresh: oldestFreshNanos.store(nanos, ordering: .relaxed)
         case .kept: oldestKeptNanos.store(nanos, ordering: .relaxed)

@@ -95,12 +95,12 @@ enum Demo {
 
             Every request the emulator receives is printed below. Ctrl-C stops.
             """)
-        let shutdown = Shutdown(logger: logger) {
+        var shutdown = Shutdown(logger: logger) {
             let drained = await relay.shutdown(deadline: .seconds(5))
             mock.stop()
             return drained
         }
-        MainThread.park(handling: [SIGTERM, SIGINT], shutdown.signal)
+        MainThread.park(handling: [SIGTERM, SIGINT]) { shutdown.signal($0) }
     }
 
     /// Sends one push through the relay, prints the answer and what "Apple" received, exits 0

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import Observability
 import Relay
 import EventLoop
@@ -33,7 +32,7 @@ enum Serve {
         for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
         summary["port"] = .int(relay.port)
         logger.notice("apns-relay listening", summary)
-        let shutdown = Shutdown(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
+        var shutdown = Shutdown(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
         MainThread.park(handling: [SIGTERM, SIGINT, SIGHUP]) { number in
             guard number == SIGHUP else { return shutdown.signal(number) }
             Reload.run(logger: logger) { () throws(ConfigurationError) in
@@ -65,23 +64,24 @@ enum Serve {
 /// SIGTERM (Docker, systemd) and SIGINT (a terminal) stop the relay gracefully: stop
 /// accepting, let pushes in flight get their answer, close the APNs connections, exit 0.
 /// A second signal while draining exits at once.
-final class Shutdown: Sendable {
+struct Shutdown {
     let logger: Logger
     let stop: @Sendable () async -> Bool
-    private let started = Atomic<Bool>(false)
+    private var started = false
 
     init(logger: Logger, _ stop: @escaping @Sendable () async -> Bool) {
         self.logger = logger
         self.stop = stop
     }
 
-    /// Called on the main thread for each SIGTERM or SIGINT; the drain runs off it, so a second
-    /// signal is seen while the first drains.
-    func signal(_ number: Int32) {
-        if started.exchange(true, ordering: .sequentiallyConsistent) {
+    /// Called by `MainThread.park` for each SIGTERM or SIGINT, one at a time; the drain runs
+    /// off the main thread, so a second signal is seen while the first drains.
+    mutating func signal(_ number: Int32) {
+        if started {
             logger.warning("second signal: exiting without waiting for the drain")
             exit(1)
         }
+        started = true
         logger.notice("signal \(number): draining")
         let (logger, stop) = (logger, stop)
         Task {

@@ -154,28 +154,15 @@ struct CommandLineTests {
 
     @Test("an idle serve runs its event loops and no other thread (the lookup of APNS_HOST's name ran on one that ended); SIGTERM drains it to exit 0")
     func idleThreads() async throws {
-        let apple = try MockAPNsServer.start(
-            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
-                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
-            certificates: RelayHarness.certificates)
+        let apple = try startEmulator()
         defer { apple.stop() }
         let files = try TemporaryFiles()
         defer { files.remove() }
         let ca = try TemporaryFiles.caFile()
         defer { try? FileManager.default.removeItem(at: ca) }
         let port = try freePort()
-        try RelayHarness.key.pemPKCS8.write(to: files.keyFile, atomically: true, encoding: .utf8)
-        try """
-            APNS_AUTH_KEY_FILE=\(files.keyFile.path)
-            APNS_KEY_ID=\(RelayHarness.keyID)
-            APPLE_TEAM_ID=\(RelayHarness.teamID)
-            TOPIC=\(RelayHarness.topic)
-            APNS_HOST=localhost:\(apple.port)
-            APNS_CA_FILE=\(ca.path)
-            PORT=\(port)
-            BIND_ADDRESS=127.0.0.1
-            CONNECTION_POOL_SIZE=2
-            """.write(to: files.envFile, atomically: true, encoding: .utf8)
+        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
+                                port: port, pool: 2)
         let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
         defer { relay.stop() }
         try await relay.waitUntilReady(port: port)
@@ -193,10 +180,7 @@ struct CommandLineTests {
     func sighupReload() async throws {
         let newKeyID = "ROTATED123"
         let newKey = try ES256PrivateKey.generate()
-        let apple = try MockAPNsServer.start(
-            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
-                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
-            certificates: RelayHarness.certificates)
+        let apple = try startEmulator()
         defer { apple.stop() }
         let files = try TemporaryFiles()
         defer { files.remove() }
@@ -204,18 +188,7 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(at: ca) }
         let port = try freePort()
         func writeSettings(keyID: String, key: String) throws {
-            try key.write(to: files.keyFile, atomically: true, encoding: .utf8)
-            try """
-                APNS_AUTH_KEY_FILE=\(files.keyFile.path)
-                APNS_KEY_ID=\(keyID)
-                APPLE_TEAM_ID=\(RelayHarness.teamID)
-                TOPIC=\(RelayHarness.topic)
-                APNS_HOST=localhost:\(apple.port)
-                APNS_CA_FILE=\(ca.path)
-                PORT=\(port)
-                BIND_ADDRESS=127.0.0.1
-                CONNECTION_POOL_SIZE=1
-                """.write(to: files.envFile, atomically: true, encoding: .utf8)
+            try files.writeSettings(keyID: keyID, key: key, apple: apple, ca: ca, port: port, pool: 1)
         }
         try writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8)
         let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
@@ -268,6 +241,14 @@ private func tokenKeyID(_ authorization: String?) -> String? {
     return json?["kid"] as? String
 }
 
+/// The APNs emulator trusting the harness's key for its topic and team.
+private func startEmulator() throws -> MockAPNsServer {
+    try MockAPNsServer.start(
+        configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                             keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+        certificates: RelayHarness.certificates)
+}
+
 /// A port on 127.0.0.1 that was free a moment ago.
 private func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -296,6 +277,22 @@ private struct TemporaryFiles {
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    /// `serve --env-file`'s settings against `apple`, the key in `keyFile`.
+    func writeSettings(keyID: String, key: String, apple: MockAPNsServer, ca: URL, port: Int, pool: Int) throws {
+        try key.write(to: keyFile, atomically: true, encoding: .utf8)
+        try """
+            APNS_AUTH_KEY_FILE=\(keyFile.path)
+            APNS_KEY_ID=\(keyID)
+            APPLE_TEAM_ID=\(RelayHarness.teamID)
+            TOPIC=\(RelayHarness.topic)
+            APNS_HOST=localhost:\(apple.port)
+            APNS_CA_FILE=\(ca.path)
+            PORT=\(port)
+            BIND_ADDRESS=127.0.0.1
+            CONNECTION_POOL_SIZE=\(pool)
+            """.write(to: envFile, atomically: true, encoding: .utf8)
+    }
 
     /// The emulator's CA, where APNS_CA_FILE can name it.
     static func caFile() throws -> URL {
