@@ -32,6 +32,14 @@ enum Serve {
         for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
         summary["port"] = .int(relay.port)
         logger.notice("apns-relay listening", summary)
+        park(relay, logger: logger, envFile: envFile)
+    }
+
+    /// Handles the signals for the rest of the process's life: a drain, or a reload.
+    /// A function of its own, taking the relay as an argument: with the relay a local that
+    /// `do`/`catch` initialises, Swift 6.3's optimiser (the shipped build's
+    /// cross-module optimisation) failed its ownership check on the two closures that capture it.
+    private static func park(_ relay: RelayServer, logger: Logger, envFile: String?) -> Never {
         var shutdown = Shutdown(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
         MainThread.park(handling: [SIGTERM, SIGINT, SIGHUP]) { number in
             guard number == SIGHUP else { return shutdown.signal(number) }
