@@ -18,14 +18,14 @@ RUN apt-get update \
 WORKDIR /src
 # The manifest first, so a source-only change does not re-run dependency resolution.
 COPY Package.swift ./
-COPY scripts/ship-build.sh scripts/ship-symbol-order.txt ./scripts/
+COPY scripts/ship-build.sh scripts/ship-symbol-order.txt scripts/ship-text.ld ./scripts/
 COPY Sources ./Sources
 COPY Tests ./Tests
 # scripts/ship-build.sh holds the flags (make bench and make image-smoke build the same binary):
 # -static-executable -static-pie links the Swift runtime and glibc in (the relay imports no
 # Foundation) and keeps the binary position-independent; Debian's static OpenSSL, nghttp2 and
 # libstdc++ follow, so only the objects the relay uses are in the binary; lld puts the functions
-# the relay runs together (scripts/ship-symbol-order.txt), packs the relocations (DT_RELR,
+# the relay runs together (scripts/ship-symbol-order.txt, scripts/ship-text.ld), packs the relocations (DT_RELR,
 # glibc 2.36+), and --strip-all drops the symbols. The result loads no shared library at all
 # (measured with Swift 6.3 on Debian 12).
 # The build cache lives in a cache mount, so the binary is copied out in the same step.

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Writes scripts/ship-symbol-order.txt, the order scripts/ship-build.sh lays the shipped binary's
-# functions out in: every function the relay runs from start-up through pushes, first, in the
-# order it first runs them. The kernel maps up to 64 KiB of a binary around each page it touches,
-# so code that runs scattered over 12 MB of text kept 8-9 MiB of it resident; packed together
-# it keeps about 5 MiB. Re-run after changes that rename or add much code (a stale list costs
-# only memory: names it lacks are placed as before, names no longer there are ignored).
+# functions out in: every function the relay runs, first, grouped by the phase that first runs
+# it: start-up to ready (what an idle relay has touched), then pushes, then the drain. The kernel
+# maps up to 64 KiB of a binary around each page it touches, so code that runs scattered over
+# 12 MB of text kept 8-9 MiB of it resident; packed together it keeps about 5 MiB, and an idle
+# relay only the start-up part of it. Re-run after changes that rename or add much code (a stale
+# list costs only memory: names it lacks are placed as before, names no longer there are ignored).
 # How: the shipped build with its symbols kept (in .build/symbol-order) runs under valgrind's
-# callgrind against the APNs emulator on 127.0.0.1 (start, /ready, 200 pushes, SIGTERM), and
-# the functions it executed are listed. Installs valgrind from Debian when missing.
+# callgrind against the APNs emulator on 127.0.0.1 (start, /ready, 200 pushes, SIGTERM), dumping
+# its profile at the end of each phase (callgrind_control -d), and the functions each phase
+# executed are listed. A callgrind profile lists functions in no useful order, so within a phase
+# the order is the profile's. Installs valgrind from Debian when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/emulator.sh
@@ -50,6 +53,16 @@ relay_pid=$!
 pids+=($relay_pid)
 for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$port/ready" >/dev/null || fail "the relay did not get ready under valgrind: $(tail -5 "$work/relay.out")"
+# Idle a moment first, as make bench does before it reads an idle relay's memory.
+sleep 1
+# dump PHASE: ends a phase; callgrind writes what ran since the last dump to callgrind.out.PHASE
+# (and what ran after the last one, at exit, to callgrind.out).
+dump() {
+    callgrind_control -d "$relay_pid" >/dev/null 2>&1 || fail "callgrind_control -d failed"
+    for _ in $(seq 100); do [ -s "$work/callgrind.out.$1" ] && return; sleep 0.2; done
+    fail "callgrind wrote no profile for phase $1"
+}
+dump 1
 
 python3 - "$port" <<'PY' || fail "pushes through the relay failed"
 import base64, http.client, os, sys
@@ -65,31 +78,37 @@ for i in range(200):
 print(f"{accepted} of 200 pushes answered 201")
 sys.exit(0 if accepted == 200 else 1)
 PY
+dump 2
 kill -TERM "$relay_pid"
 wait "$relay_pid" || fail "the relay under valgrind did not exit 0 on SIGTERM: $(tail -5 "$work/relay.out")"
+[ -s "$work/callgrind.out" ] || fail "callgrind wrote no profile at exit"
 
-# Functions in the order callgrind first names them, kept when they are code in the binary
-# (IFUNC resolvers too, nm type i: a static binary runs every one of them at start-up). Then
-# what a native run executes and valgrind's never does:
+# Functions phase by phase, each in the order callgrind first names it, kept when they are code
+# in the binary (IFUNC resolvers too, nm type i: a static binary runs every one of them at
+# start-up). With the start-up phase goes what a native start runs and valgrind's never does:
+# - the entry code and glibc's vDSO set-up (listed by name below);
 # - glibc's string functions come in one variant per instruction set (__memmove_evex_…,
 #   __memmove_avx_…, __memmove_sse2_…), and its IFUNC resolvers pick one for the CPU at start-up.
 #   Valgrind's CPU has no AVX-512, so the run above saw the AVX2 ones, which a newer CPU never
-#   runs. Every variant of the functions that ran goes at the end, grouped by instruction set,
-#   so that on any CPU the ones picked sit together (scattered, they kept 3 windows of 64 KiB
-#   resident where one does).
-# - The Swift runtime's wait queue for metadata that two threads build at once: valgrind runs
+#   runs. Every variant of the functions that ran goes there, grouped by instruction set, so
+#   that on any CPU the ones picked sit together (scattered, they kept 3 windows of 64 KiB
+#   resident where one does);
+# - the Swift runtime's wait queue for metadata that two threads build at once: valgrind runs
 #   one thread at a time, so they never meet there.
 nm --defined-only "$RELAY" | awk '$2 ~ /^[tTwWi]$/ {print $3}' | sort -u >"$work/functions"
-python3 - "$work/callgrind.out" "$work/functions" scripts/ship-symbol-order.txt <<'PY'
+python3 - "$work/functions" scripts/ship-symbol-order.txt "$work"/callgrind.out{.1,.2,} <<'PY'
 import re, sys
-profile, functions, out = sys.argv[1:]
+functions, out, *phases = sys.argv[1:]
 names = open(functions).read().split()
 known = set(names)
-seen, order = set(), []
-for line in open(profile, errors="replace"):
-    m = re.match(r"c?fn=\(\d+\) (\S+)$", line.rstrip("\n"))
-    if m and m.group(1) in known and m.group(1) not in seen:
-        seen.add(m.group(1)); order.append(m.group(1))
+seen, order, counts = set(), [], []
+for profile in phases:
+    before = len(order)
+    for line in open(profile, errors="replace"):
+        m = re.match(r"c?fn=\(\d+\) (\S+)$", line.rstrip("\n"))
+        if m and m.group(1) in known and m.group(1) not in seen:
+            seen.add(m.group(1)); order.append(m.group(1))
+    counts.append(len(order) - before)
 traced = len(order)
 variant = re.compile(r"^(__\w+?)_(?:sse2|ssse3|sse4_1|sse4_2|avx2|avx|evex512|evex|avx512|erms)(?:_\w+)?$")
 bases = {m.group(1) for m in map(variant.match, order) if m}
@@ -100,8 +119,17 @@ def isa(name):
     return 3
 variants = sorted((n for n in names if (m := variant.match(n)) and m.group(1) in bases), key=lambda n: (isa(n), n))
 waits = [n for n in names if "AtomicWaitQueue" in n and n not in seen]
-order = [n for n in order if n not in set(variants)] + waits + variants
+# What runs at every native start but never under valgrind: the entry code, which valgrind counts
+# as "(below main)", and glibc setting up the vDSO (valgrind gives the program none). Found with
+# uprobes on the functions of the code's unordered tail that an idle relay kept resident.
+native = [n for n in ["_start", "frame_dummy", "__libc_start_main_impl", "main", "_dl_new_object",
+                      "_dl_add_to_namespace_list", "_dl_setup_hash", "_dl_lookup_symbol_x", "do_lookup_x",
+                      "check_match"] if n in known and n not in seen]
+start, rest = set(order[:counts[0]]), [n for n in order if n not in set(variants)]
+order = native + [n for n in rest if n in start] + waits + variants + [n for n in rest if n not in start]
 open(out, "w").write("\n".join(order) + "\n")
-print(f"symbol-order: {len(order)} functions written to {out}: {traced} traced, {len(waits)} wait-queue "
-      f"functions, {len(variants)} variants of {len(bases)} string functions")
+print(f"symbol-order: {len(order)} functions written to {out}: {traced} traced (start-up {counts[0]}, "
+      f"pushes {counts[1]}, drain {counts[2]}), {len(native)} start-up functions valgrind misses, "
+      f"{len(waits)} wait-queue functions, "
+      f"{len(variants)} variants of {len(bases)} string functions")
 PY
