@@ -48,8 +48,9 @@ bench: deps
 	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
 
 # Rewrites scripts/ship-symbol-order.txt, the order the shipped binary's functions are laid out in
-# (the ones the relay runs, packed together): a callgrind run of the relay against the emulator
-# on 127.0.0.1 (start, 200 pushes, SIGTERM). Installs valgrind when missing. Re-run it after
+# (the ones the relay runs, packed together, by the phase that first runs them): a callgrind run
+# of the relay against the emulator on 127.0.0.1 (start, 200 pushes, SIGTERM), its profile dumped
+# at the end of each phase. Installs valgrind when missing. Re-run it after
 # changes that rename or add much code; a stale list costs memory, never correctness.
 symbol-order: deps
 	SWIFT=$(SWIFT) bash scripts/symbol-order.sh
