@@ -125,7 +125,8 @@ waits = [n for n in names if "AtomicWaitQueue" in n and n not in seen]
 native = [n for n in ["_start", "frame_dummy", "__libc_start_main_impl", "main", "_dl_new_object",
                       "_dl_add_to_namespace_list", "_dl_setup_hash", "_dl_lookup_symbol_x", "do_lookup_x",
                       "check_match"] if n in known and n not in seen]
-start, rest = set(order[:counts[0]]), [n for n in order if n not in set(variants)]
+start, grouped = set(order[:counts[0]]), set(variants)
+rest = [n for n in order if n not in grouped]
 order = native + [n for n in rest if n in start] + waits + variants + [n for n in rest if n not in start]
 open(out, "w").write("\n".join(order) + "\n")
 print(f"symbol-order: {len(order)} functions written to {out}: {traced} traced (start-up {counts[0]}, "
