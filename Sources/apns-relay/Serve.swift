@@ -37,8 +37,8 @@ enum Serve {
 
     /// Handles the signals for the rest of the process's life: a drain, or a reload.
     /// A function of its own, taking the relay as an argument: with the relay a local that
-    /// `do`/`catch` initialises, Swift 6.3's optimiser (the shipped build's
-    /// cross-module optimisation) failed its ownership check on the two closures that capture it.
+    /// `do`/`catch` initialises, captured by both closures, Swift 6.3.1's optimiser
+    /// (CopyPropagation, in `-O` builds such as the shipped one) crashed its ownership check.
     private static func park(_ relay: RelayServer, logger: Logger, envFile: String?) -> Never {
         var shutdown = Shutdown(logger: logger) { await relay.shutdown(deadline: .seconds(9)) }
         MainThread.park(handling: [SIGTERM, SIGINT, SIGHUP]) { number in
