@@ -36,7 +36,7 @@ public final class APNsClient: APNsSending, Sendable {
     ///   - group: the loops the connections live on: each loop owns its share of the pool (the
     ///     first `poolSize` loops when the pool is smaller), and a push sent on a loop goes out
     ///     on that loop's connections when they have room.
-    ///   - unixTime: the clock for provider tokens' `iat`, injectable for tests.
+    ///   - unixTime: the clock for provider tokens' `iat` and age, injectable for tests.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token: no push could ever succeed.
     package convenience init(configuration: APNsClientConfiguration, group: EventLoopGroup, observer: (any APNsClientObserver)? = nil,
                  unixTime: @escaping @Sendable () -> Int64 = { WallTime.unixSecondsNow }) throws(APNsError) {
@@ -70,8 +70,9 @@ public final class APNsClient: APNsSending, Sendable {
 
     private init(configuration: APNsClientConfiguration, group: EventLoopGroup, ownsGroup: Bool,
                  observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) throws(APNsError) {
-        _ = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: unixTime(),
-                              signer: configuration.signer)
+        // The one provider token every connection shares, signed now: a key that cannot sign
+        // fails here, not at the first push (reported as signed by the first connection using it).
+        _ = try configuration.credentials.current(now: unixTime(), policy: configuration.tokenPolicy)
         self.ownedGroup = ownsGroup ? group : nil
         self.configuration = configuration
         self.loops = group.loops

@@ -40,7 +40,9 @@ public struct APNsClientConfiguration: Sendable {
     public var idlePingInterval: Duration = .seconds(60)
     /// No PING ACK within this time means the connection is dead: replace it.
     public var pingTimeout: Duration = .seconds(5)
-    /// First reconnect delay; Apple treats rapid reconnects as an attack, so it doubles to `backoffMax`.
+    /// First reconnect delay after a connection that failed or carried no work; Apple treats rapid
+    /// reconnects as an attack, so it doubles to `backoffMax`. A pool slot never connects twice
+    /// within `2 × backoffBase`, whatever ended its connection (a GOAWAY after every request).
     public var backoffBase: Duration = APNsClientConfiguration.machine.backoffBase
     public var backoffMax: Duration = APNsClientConfiguration.machine.backoffMax
     /// Extra attempts on another connection after 500/503/Shutdown/lost connections.
@@ -58,9 +60,6 @@ public struct APNsClientConfiguration: Sendable {
     /// Streams a connection opens before it is retired (drained while a fresh one takes its
     /// place): HTTP/2 client stream ids end at 2^31, i.e. 2^30 requests per connection.
     public var maxStreamsPerConnection = APNsClientConfiguration.machine.maxStreamsPerConnection
-    /// A connection that ends within this time of opening died young: its pool slot backs off
-    /// before reconnecting, whatever it answered (Apple treats rapid reconnects as an attack).
-    public var youngConnectionAge: Duration = APNsClientConfiguration.machine.youngConnectionAge
     public var tokenPolicy = ProviderTokenPolicy()
 
     /// The pool's defaults live with the state machine that enforces them, written once.

@@ -5,7 +5,10 @@ public protocol APNsClientObserver: Sendable {
     /// `error` is nil for a close we asked for (drained, shutdown).
     func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?)
     func connectFailed(environment: APNsEnvironment, error: String)
-    func tokenRenewed(environment: APNsEnvironment, connection: Int)
+    /// The client's one provider token was signed (`reason`: first use, age, Apple's
+    /// ExpiredProviderToken, a new key); `environment` is where the connection that first sent it
+    /// lives. Apple rate-limits new tokens per team and key: these should be rare.
+    func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning)
     func reconnectScheduled(environment: APNsEnvironment, after delay: Duration)
     /// A connection opens to replace one that ended (every reconnect, with or without a delay).
     func reconnecting(environment: APNsEnvironment, connection: Int)
@@ -17,7 +20,7 @@ extension APNsClientObserver {
     public func connectionOpened(environment: APNsEnvironment, connection: Int) {}
     public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) {}
     public func connectFailed(environment: APNsEnvironment, error: String) {}
-    public func tokenRenewed(environment: APNsEnvironment, connection: Int) {}
+    public func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {}
     public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
     public func reconnecting(environment: APNsEnvironment, connection: Int) {}
     public func pushRetried(environment: APNsEnvironment) {}

@@ -2,8 +2,9 @@ import EventLoop
 import HTTP2
 import Transport
 
-/// One connection to Apple with its own provider token: carries out the pool's `.send`s and
-/// reports every stream's end, GOAWAY, limit change and close back as pool events.
+/// One connection to Apple: carries out the pool's `.send`s with the client's one provider token
+/// (`APNsCredentials`, shared by every connection) and reports every stream's end, GOAWAY, limit
+/// change and close back as pool events.
 ///
 /// Not `Sendable`: every mutable member is touched on `loop` alone, its shard's loop (the shard
 /// calls it there, directly or through a `LoopBound` carried into `loop.execute`).
@@ -21,7 +22,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// The pool asked us to close; nothing we do afterwards matters to it.
     private var closing = false
     private var ended = false
-    private var token: ProviderToken?
+    /// The shared token's generation and `iat` that `sharedHeaders` carries (0: none yet).
+    private var tokenGeneration: UInt64 = 0
+    private var tokenIssuedAt: Int64 = 0
     private var streams: [Int32: InFlight] = [:]
     /// One timer for every stream's deadline, due at the earliest of them (see `armDeadline`).
     private var deadlineTimer: EventLoop.Timer?
@@ -55,6 +58,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         let push: PushID
         let notification: APNsNotification
         let deadline: MonotonicInstant
+        /// The provider token it went out with, so Apple's ExpiredProviderToken names the token.
+        let tokenGeneration: UInt64
     }
 
     // MARK: Pool's orders (on loop)
@@ -78,13 +83,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             case .success(let connection):
                 h2 = connection
                 if closing { connection.close(); return }
-                do {
-                    try renewTokenIfDue()
-                } catch {
-                    // The key was checked at start-up, so this is rare; the pool backs off and retries.
-                    connection.close(TransportError(.protocolError, "could not make a provider token: \(error)"))
-                    return
-                }
                 pool?.lastConnectFailure = nil
                 observer?.connectionOpened(environment: environment, connection: number)
                 pool?.handle(.connectionEstablished(id))
@@ -100,9 +98,11 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             return
         }
         do {
-            try renewTokenIfDue()
+            try refreshTokenIfChanged()
         } catch {
-            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("\(error)"))))
+            // Unreachable once the client started: it signed the first token, and a renewal that
+            // fails keeps the current one.
+            pool?.handle(.streamCompleted(id, push, .retryable(error)))
             return
         }
         // Filled as a local taken out of the member (storage and all) and put back after: each
@@ -135,7 +135,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
             return
         }
-        streams[stream] = InFlight(push: push, notification: notification, deadline: deadline)
+        streams[stream] = InFlight(push: push, notification: notification, deadline: deadline, tokenGeneration: tokenGeneration)
         lastActivity = .now
         armDeadline(deadline)
     }
@@ -174,25 +174,21 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     // MARK: Internals
 
-    /// One token per connection, made when it opens and replaced around 50 minutes; never
-    /// sooner than Apple's 20-minute limit (`TooManyProviderTokenUpdates`).
-    private func renewTokenIfDue() throws {
+    /// Packs the shared provider token into `sharedHeaders` when it changed (renewed, re-signed
+    /// after Apple's refusal, a new key) or is due for renewal. The common push costs one atomic
+    /// load and a comparison: the lock in `APNsCredentials` is taken only when something changed.
+    private func refreshTokenIfChanged() throws(APNsError) {
+        let credentials = configuration.credentials, policy = configuration.tokenPolicy
         let now = unixTime()
-        if let token {
-            let policy = configuration.tokenPolicy
-            guard policy.needsRenewal(now: now, issuedAt: token.issuedAt),
-                  policy.mayRenew(now: now, lastIssuedAt: token.issuedAt) else { return }
-        }
-        let renewal = token != nil
-        // Read here, at each new token, so a reloaded key applies to new connections and renewals.
-        let identity = configuration.credentials.current
-        let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
-        self.token = token
+        if tokenGeneration != 0, credentials.generation == tokenGeneration,
+           !policy.needsRenewal(now: now, issuedAt: tokenIssuedAt) { return }
+        let current = try credentials.current(now: now, policy: policy)
+        if let reason = current.signed { observer?.providerTokenSigned(environment: environment, reason: reason) }
+        guard current.generation != tokenGeneration else { return }
+        tokenGeneration = current.generation
+        tokenIssuedAt = current.token.issuedAt
         HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host)
-        sharedHeaders.append("authorization", token.authorization)
-        // The pool sends a push refused for an expired token only to a connection with a newer one.
-        pool?.handle(.providerTokenIssued(id, issuedAt: now))
-        if renewal { observer?.tokenRenewed(environment: environment, connection: number) }
+        sharedHeaders.append("authorization", current.token.authorization)
     }
 
     /// Makes sure the deadline timer comes due by `deadline`. One timer serves every stream:
@@ -269,8 +265,17 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         case .success(let response):
             // Apple echoes our apns-id: read as our own string, so the answer makes none.
             let apnsID = response.header("apns-id", reusing: notification.apnsID)
-            outcome = .classify(APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
-                                                   body: response.body, device: notification.token, sentID: notification.apnsID))
+            let classified = PoolStateMachine.StreamOutcome.classify(
+                APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
+                                   body: response.body, device: notification.token, sentID: notification.apnsID))
+            if case .expiredProviderToken(let refused) = classified,
+               !configuration.credentials.refusedAsExpired(generation: entry.tokenGeneration, now: unixTime(),
+                                                           policy: configuration.tokenPolicy) {
+                // No newer token to retry with (Apple's refusals already forced one lately): the answer stands.
+                outcome = .final(refused)
+            } else {
+                outcome = classified
+            }
         case .failure(let error):
             // A lost connection is reported once, by didClose: the pool retries its streams then.
             if error.reason == .connectionClosed { return }

@@ -12,7 +12,7 @@ import Transport
 /// has a free stream, out on it and back without a lock or a thread hop. Only when the local
 /// shard cannot take it (nothing ready, no free stream, pushes already waiting) does it go to
 /// another shard's loop; retries that would land on the connection they failed on move the same
-/// way (`.handOff`), and an expired provider token makes every shard replace its stale ones.
+/// way (`.handOff`).
 ///
 /// A loop without a shard of its own (pool smaller than the loop count) sends to shard
 /// `loop index % shard count` on that shard's loop (one hop), or to another shard with room; a
@@ -52,7 +52,6 @@ final class APNsPool: Sendable {
                 maxRetries: configuration.maxRetries, backoffBase: configuration.backoffBase,
                 backoffMax: configuration.backoffMax, stallGrace: configuration.stallGrace,
                 maxStreamsPerConnection: configuration.maxStreamsPerConnection,
-                youngConnectionAge: configuration.youngConnectionAge,
                 shard: index, shards: count, handsOffRetries: count > 1,
                 retriesTooManyRequests: configuration.retryPolicy.retriesTooManyRequests,
                 retryDelay: configuration.retryPolicy.delayPerAttempt)
@@ -115,14 +114,6 @@ final class APNsPool: Sendable {
         // When no other shard has a way out, it goes back to where it was, as a fresh retry.
         let target = rotation.first { $0.published.canTakeNow } ?? rotation.first { $0.published.live } ?? from
         target.loop.execute { target.adopt(entry, retries: retries, tokenRetried: tokenRetried) }
-    }
-
-    /// Apple refused a token signed at `issuedAt` as expired: the other shards' connections with
-    /// tokens as old would be refused too, so they are replaced as well.
-    func tokenRefused(issuedAt: Int64, by from: APNsPoolShard) {
-        for shard in shards where shard !== from {
-            shard.loop.execute { shard.handle(.providerTokenRefused(issuedAt: issuedAt)) }
-        }
     }
 
     /// True when a push sent now could go out at once (a ready connection with a free stream limit).
@@ -328,12 +319,9 @@ final class APNsPoolShard: @unchecked Sendable {
         depth += 1
         defer { depth -= 1 }
         let now = MonotonicInstant.now
-        var refusedToken: Int64?
         switch event {
         case .connectionFailed(let c), .connectionClosed(let c):
             connections[c] = nil
-        case .streamCompleted(let c, _, .expiredProviderToken):
-            refusedToken = machine.tokenIssuedAt(of: c)
         case .streamCompleted(_, let id, .retryableAnswer(let response)), .streamCompleted(_, let id, .final(let response)):
             entries[id]?.lastAnswer = response
         default:
@@ -354,7 +342,6 @@ final class APNsPoolShard: @unchecked Sendable {
         var shutdownDone = false
         if case .shutdownComplete? = actions.last { shutdownDone = true }
         published.store(summary, shutDown: shutdownDone || published.shutDown)
-        if let refusedToken { pool?.tokenRefused(issuedAt: refusedToken, by: self) }
         perform(actions, direct: direct)
     }
 

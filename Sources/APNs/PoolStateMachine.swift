@@ -25,8 +25,6 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - call `.start` once, then report each created connection as established, failed or closed;
 /// - arm a timer for each `.scheduleReconnect` and `.wakeUp` and call `.timerFired` when it fires, and also
 ///   call `.timerFired` regularly — `tickInterval`, 250 ms by default — (it expires queued pushes and finds stalled streams);
-/// - report every provider token a connection signs with `.providerTokenIssued`, the first
-///   before `.connectionEstablished`;
 /// - report every submitted stream's end with `.streamCompleted` (or the connection's end), and
 ///   a `.send` it could not submit (closing, GOAWAY, out of stream ids) as `.notSent`;
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
@@ -51,10 +49,6 @@ struct PoolStateMachine {
         /// Streams one connection may open before it is retired: HTTP/2 client stream ids end at
         /// 2^31 (2^30 requests), so a connection drains well before and a fresh one takes its slot.
         var maxStreamsPerConnection: Int
-        /// A connection that ends sooner than this after its connect began died young: its slot
-        /// backs off whatever it answered, so a peer that sends GOAWAY after every request (or
-        /// refuses every token) cannot make us reconnect in a loop.
-        var youngConnectionAge: Duration
         /// This machine's place among machines that share one pool (one per event loop), and their
         /// number: connection ids are `shard + 1 + k * shards`, so no two machines hand out the same.
         var shard: Int
@@ -71,7 +65,7 @@ struct PoolStateMachine {
 
         init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
              backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),
-             maxStreamsPerConnection: Int = 1_000_000_000, youngConnectionAge: Duration = .seconds(10),
+             maxStreamsPerConnection: Int = 1_000_000_000,
              shard: Int = 0, shards: Int = 1, handsOffRetries: Bool = false,
              retriesTooManyRequests: Bool = false, retryDelay: Duration = .zero) {
             self.retriesTooManyRequests = retriesTooManyRequests
@@ -86,12 +80,14 @@ struct PoolStateMachine {
             self.backoffMax = backoffMax
             self.stallGrace = stallGrace
             self.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
-            self.youngConnectionAge = youngConnectionAge
         }
 
-        /// No slot connects more often than this, whatever ended its last connection: half the
-        /// first backoff step, so a slot makes at most two connects a second with the defaults.
-        var minimumConnectInterval: Duration { backoffBase / 2 }
+        /// No slot connects more often than this, whatever ended its last connection: twice the
+        /// first backoff step, 2 s with the defaults. A peer that sends GOAWAY after every
+        /// request ends connections that all carried work, so no backoff grows: this alone keeps
+        /// the slot from reconnecting in a loop. Apple's routine GOAWAY comes after minutes or
+        /// hours, so its replacement opens at once.
+        var minimumConnectInterval: Duration { backoffBase * 2 }
     }
 
     /// How a stream ended, as the connection saw it. Use ``classify(_:)`` for Apple's answers.
@@ -104,9 +100,10 @@ struct PoolStateMachine {
         case retryable(APNsError)
         /// Apple's 500, 503 or Shutdown: worth another attempt; the answer stands when none is left.
         case retryableAnswer(APNsResponse)
-        /// 403 ExpiredProviderToken: this connection's token is stale.
+        /// 403 ExpiredProviderToken, with a newer provider token to retry with (the connection
+        /// asked `APNsCredentials`; without one it reports the answer as `.final`).
         case expiredProviderToken(APNsResponse)
-        /// 429 TooManyProviderTokenUpdates: this connection renewed its token too often.
+        /// 429 TooManyProviderTokenUpdates: Apple refused our token as one new token too many.
         case tooManyProviderTokenUpdates(APNsResponse)
         /// The push never left us: the connection was closing, going away or out of stream ids
         /// when it came to submit it. Requeued without using a retry; the connection takes no
@@ -143,14 +140,8 @@ struct PoolStateMachine {
         case connectionClosed(ConnectionID)
         /// Apple's live SETTINGS_MAX_CONCURRENT_STREAMS.
         case maxConcurrentStreamsChanged(ConnectionID, Int)
-        /// The connection signed a provider token with this `iat` (Unix seconds); report it before
-        /// the connection is established, and again on each renewal.
-        case providerTokenIssued(ConnectionID, issuedAt: Int64)
         /// `unprocessed`: the pushes on streams above GOAWAY's last_stream_id, never seen by Apple.
         case goAwayReceived(ConnectionID, unprocessed: [PushID])
-        /// Another machine's connection was refused with ExpiredProviderToken: every connection
-        /// here whose token was signed at or before `issuedAt` would be refused too.
-        case providerTokenRefused(issuedAt: Int64)
         case streamCompleted(ConnectionID, PushID, StreamOutcome)
         case timerFired
         case deadlinePassed(PushID)
@@ -184,19 +175,13 @@ struct PoolStateMachine {
         var state: ConnectionState
         /// The pool slot it fills; nil once a replacement has taken the slot (draining).
         var slot: Int?
-        /// When its connect began: how old it is when it ends decides whether it died young.
-        var openedAt: Instant
         /// Streams handed to it so far, for `maxStreamsPerConnection`.
         var streamsOpened = 0
-        /// Its provider token's `iat`; nil until the connection reports one.
-        var tokenIssuedAt: Int64?
-        /// The order in which the pool heard of its token: a retry after ExpiredProviderToken
-        /// waits for a token signed after the refusal (an `iat` has only whole seconds).
-        var tokenSerial: UInt64?
         /// Apple's live limit; 1 until Apple's SETTINGS say otherwise.
         var maxStreams = 1
         /// Apple answers a connection's first authenticated request before raising its limit,
-        /// so a new connection carries one stream until then.
+        /// so a new connection carries one stream until then. An answer also means it carried
+        /// work: its end does not count towards its slot's backoff (see `replace`).
         var answered = false
         /// Streams open on the wire, with their push's deadline; includes pushes that
         /// already ended by deadline (the stream still holds an HTTP/2 slot).
@@ -217,9 +202,6 @@ struct PoolStateMachine {
 
         /// What `streamCompleted` needs of the connection, read in the access that ends the stream.
         struct EndedStream {
-            var openedAt: Instant
-            var slot: Int?
-            var tokenIssuedAt: Int64?
             var draining: Bool
         }
 
@@ -227,14 +209,14 @@ struct PoolStateMachine {
         mutating func endStream(_ id: PushID, answered: Bool) -> EndedStream? {
             guard streams.removeValue(forKey: id) != nil else { return nil }
             if answered { self.answered = true }
-            return EndedStream(openedAt: openedAt, slot: slot, tokenIssuedAt: tokenIssuedAt, draining: state == .draining)
+            return EndedStream(draining: state == .draining)
         }
     }
 
     private struct Slot {
         var connection: ConnectionID?
-        /// Consecutive failures and young deaths, for the backoff; reset only by a connection
-        /// that answered and lived past `youngConnectionAge`.
+        /// Consecutive connections that failed to connect or ended without carrying work, for the
+        /// backoff; reset by one that carried work.
         var failures = 0
         var reconnectAt: Instant?
         /// When its last connect began, for `minimumConnectInterval`.
@@ -243,6 +225,8 @@ struct PoolStateMachine {
 
     private enum PushState: Equatable { case queued, inFlight(ConnectionID) }
 
+    private enum Affinity: Equatable { case avoid(ConnectionID), prefer(ConnectionID) }
+
 
 
     private struct Push {
@@ -250,11 +234,9 @@ struct PoolStateMachine {
         var state: PushState = .queued
         var retries = 0
         var tokenRetried = false
-        /// Where the last attempt went, so a retry prefers another connection.
-        var lastConnection: ConnectionID?
-        /// After ExpiredProviderToken: the newest token serial at the refusal; the retry goes
-        /// only to a connection whose token was signed after it (an older one may be refused too).
-        var needsTokenAfter: UInt64?
+        /// Where the last attempt went: a retry avoids it (it failed there), or prefers it (an
+        /// ExpiredProviderToken: the connection is fine and goes on with the newer token).
+        var lastConnection: Affinity?
         /// The connection whose loss used one of this push's retries. The owner hops to the
         /// connection's loop to submit, so a push may be lost with a connection it never
         /// reached; when that connection then says so (`.notSent`), the retry is given back.
@@ -272,8 +254,6 @@ struct PoolStateMachine {
     /// Retries go before new pushes: they are older and closer to their deadlines.
     private var retryQueue: [PushID] = []
     private var retryHead = 0
-    /// Retries after ExpiredProviderToken that wait for a fresh token; few, and each only once.
-    private var tokenWaiters: [PushID] = []
     /// Retried answers waiting out their delay; at most `maxRetries` per push, bounded by the queue.
     private var delayedRetries: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
@@ -283,7 +263,6 @@ struct PoolStateMachine {
     private var slots: [Slot]
     /// Connections opened so far; the next id is made from it (see `Configuration.shard`).
     private var opened: UInt64 = 0
-    private var tokenSerial: UInt64 = 0
     private var started = false
     /// True once any connection was established: until then a failed connect fails the
     /// waiting pushes at once (see `failHopeless`).
@@ -316,8 +295,6 @@ struct PoolStateMachine {
     var canTakeNow: Bool { started && !isShuttingDown && queuedCount == 0 && bestConnection(for: nil) != nil }
     /// True once `.start` was handled.
     var isStarted: Bool { started }
-    /// The `iat` of the token a connection signs with, if it reported one.
-    func tokenIssuedAt(of c: ConnectionID) -> Int64? { connections[c]?.tokenIssuedAt }
     /// True while some connection is ready or coming up, so a push queued here has a way out.
     var hasLiveConnection: Bool { connections.values.contains { $0.state != .draining } }
     /// Pushes handed to a connection and not yet ended.
@@ -392,21 +369,12 @@ struct PoolStateMachine {
             connection.state = .ready
             connections[c] = connection
             everEstablished = true
-        case .connectionFailed(let c):
-            lose(c, cleanly: false, now: now, into: &actions)
-        case .connectionClosed(let c):
-            lose(c, cleanly: true, now: now, into: &actions)
+        case .connectionFailed(let c), .connectionClosed(let c):
+            lose(c, now: now, into: &actions)
         case .maxConcurrentStreamsChanged(let c, let n):
             connections[c]?.maxStreams = max(0, n)
-        case .providerTokenIssued(let c, let issuedAt):
-            guard connections[c] != nil else { break }
-            tokenSerial += 1
-            connections[c]!.tokenIssuedAt = issuedAt
-            connections[c]!.tokenSerial = tokenSerial
         case .goAwayReceived(let c, let unprocessed):
             goAway(c, unprocessed: unprocessed, now: now, into: &actions)
-        case .providerTokenRefused(let refused):
-            retireStale(issuedAt: refused, now: now, into: &actions)
         case .streamCompleted(let c, let id, let outcome):
             streamCompleted(c, id, outcome, now: now, into: &actions)
         case .timerFired:
@@ -478,8 +446,10 @@ struct PoolStateMachine {
 
     /// Puts a push back for another attempt, or fails it when retries, deadline or shutdown forbid.
     /// `delayed`: an answer from Apple, retried after `retryDelay` × the attempt, never past the deadline.
+    /// `staysOnConnection`: the retry prefers `c` itself, where any other retry prefers another.
     private mutating func retryOrFail(_ id: PushID, _ error: APNsError, from c: ConnectionID, counts: Bool,
-                                      delayed: Bool = false, now: Instant, into actions: inout [Action]) {
+                                      delayed: Bool = false, staysOnConnection: Bool = false, now: Instant,
+                                      into actions: inout [Action]) {
         guard var push = pushes[id] else { return }
         if isShuttingDown {
             end(id, with: .failPush(id, error), into: &actions)
@@ -503,7 +473,7 @@ struct PoolStateMachine {
         }
         push.lossCountedOn = nil
         push.state = .queued
-        push.lastConnection = c
+        push.lastConnection = staysOnConnection ? .prefer(c) : .avoid(c)
         queuedCount += 1
         if delay > .zero {
             push.notBefore = now + delay
@@ -531,14 +501,13 @@ struct PoolStateMachine {
     /// Sends waiting pushes while some connection has a free stream.
     private mutating func dispatch(now: Instant, into actions: inout [Action]) {
         if !delayedRetries.isEmpty { releaseDelayedRetries(now: now) }
-        if !tokenWaiters.isEmpty { dispatchTokenWaiters(now: now, into: &actions) }
         while let (id, push, fromRetry) = peekQueued() {
             if now >= push.deadline {
                 popQueued(fromRetry: fromRetry)
                 end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
                 continue
             }
-            if configuration.handsOffRetries, let last = push.lastConnection, push.needsTokenAfter == nil,
+            if configuration.handsOffRetries, case .avoid(let last)? = push.lastConnection,
                (bestConnection(for: push) ?? last) == last {
                 // Only the connection it failed on, or none, could take it here: another machine's may.
                 popQueued(fromRetry: fromRetry)
@@ -547,32 +516,10 @@ struct PoolStateMachine {
                 actions.append(.handOff(id, retries: push.retries, tokenRetried: push.tokenRetried))
                 continue
             }
-            guard let c = bestConnection(for: push) else {
-                // A retry waiting for a fresh token steps aside, so it holds up no other push.
-                guard push.needsTokenAfter != nil, bestConnection(for: nil) != nil else { return }
-                popQueued(fromRetry: fromRetry)
-                tokenWaiters.append(id)
-                continue
-            }
+            guard let c = bestConnection(for: push) else { return }
             popQueued(fromRetry: fromRetry)
             place(id, push, on: c, now: now, into: &actions)
         }
-    }
-
-    /// Sends the retries that wait for a connection with a token signed since their refusal.
-    private mutating func dispatchTokenWaiters(now: Instant, into actions: inout [Action]) {
-        var waiting: [PushID] = []
-        for id in tokenWaiters {
-            guard let push = pushes[id], push.state == .queued else { continue }
-            if now >= push.deadline {
-                end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a fresh provider token")), into: &actions)
-            } else if let c = bestConnection(for: push) {
-                place(id, push, on: c, now: now, into: &actions)
-            } else {
-                waiting.append(id)
-            }
-        }
-        tokenWaiters = waiting
     }
 
     private mutating func place(_ id: PushID, _ push: Push, on c: ConnectionID, now: Instant, into actions: inout [Action]) {
@@ -586,8 +533,8 @@ struct PoolStateMachine {
         actions.append(.send(id, on: c))
         if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so
-            // not a young death even when a low budget makes it short-lived.
-            retire(c, failed: false, planned: true, now: now, into: &actions)
+            // its slot does not back off even when a low budget makes it short-lived.
+            retire(c, planned: true, now: now, into: &actions)
         }
     }
 
@@ -626,17 +573,23 @@ struct PoolStateMachine {
     /// to its limit, then the fewest streams so far, then the lowest id. So a new connection
     /// (limit 1 until its first answer) gets that first stream instead of the busiest one taking
     /// everything, and light traffic takes turns. A retry prefers a connection other than its
-    /// last one, but takes that one rather than wait when it alone has room; after an expired
-    /// token it takes only a connection whose token was signed since.
+    /// last one, but takes that one rather than wait when it alone has room; one that stays on
+    /// its connection takes it whenever it has room.
     private func bestConnection(for push: Push?) -> ConnectionID? {
-        let avoided = push?.lastConnection
-        let tokenAfter = push?.needsTokenAfter
+        var avoided: ConnectionID?
+        switch push?.lastConnection {
+        case .prefer(let c)?:
+            if let connection = connections[c], connection.free > 0 { return c }
+        case .avoid(let c)?:
+            avoided = c
+        case nil:
+            break
+        }
         var best: (id: ConnectionID, open: Int, limit: Int, opened: Int)?
         var fallback: ConnectionID?
         for index in connections.values.indices {
             let id = connections.keys[index], connection = connections.values[index]
             guard connection.free > 0 else { continue }
-            if let tokenAfter, (connection.tokenSerial ?? 0) <= tokenAfter { continue }
             if id == avoided { fallback = id; continue }
             let open = connection.streams.count, limit = connection.limit
             if let current = best {
@@ -666,14 +619,6 @@ struct PoolStateMachine {
         }
         guard let index = connections.index(forKey: c),
               let ended = connections.values[index].endStream(id, answered: answered) else { return }
-        let openedAt = ended.openedAt, slot = ended.slot, tokenIssuedAt = ended.tokenIssuedAt
-        // An answer proves the slot healthy only from a connection past its young age: one that
-        // answers and then dies at once (a GOAWAY after every request) must keep backing off.
-        let grownUp = now - openedAt >= configuration.youngConnectionAge
-        if grownUp, let slot {
-            if case .success = outcome { slots[slot].failures = 0 }
-            if case .final = outcome { slots[slot].failures = 0 }
-        }
 
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
         if let push = pushes[id], push.state == .inFlight(c) {
@@ -693,10 +638,11 @@ struct PoolStateMachine {
                 if push.tokenRetried {
                     end(id, with: .completePush(id, response), into: &actions)
                 } else {
+                    // The token is a request header: the retry goes out with the newer one, on
+                    // this connection (another only when this one has no room), and uses no retry.
                     pushes[id]!.tokenRetried = true
-                    pushes[id]!.needsTokenAfter = connections.values.compactMap(\.tokenSerial).max()
                     retryOrFail(id, .unavailable("APNs said the provider token expired"), from: c, counts: false,
-                                now: now, into: &actions)
+                                staysOnConnection: true, now: now, into: &actions)
                 }
             case .tooManyProviderTokenUpdates(let response):
                 end(id, with: .completePush(id, response), into: &actions)
@@ -705,19 +651,8 @@ struct PoolStateMachine {
             }
         }
 
-        switch outcome {
-        case .expiredProviderToken:
-            // A fresh connection makes a fresh token; this one finishes its streams and closes.
-            // Every other connection whose token is as old would be refused the same way: they
-            // are replaced too, rather than each failing one push first.
-            retire(c, failed: false, now: now, into: &actions)
-            if let refused = tokenIssuedAt { retireStale(issuedAt: refused, now: now, into: &actions) }
-        case .tooManyProviderTokenUpdates:
-            retire(c, failed: true, now: now, into: &actions)
-        default:
-            // Nothing above changed the connection on this path.
-            if ended.draining { closeIfDrained(c, into: &actions) }
-        }
+        // No answer retires a connection: the provider token is shared and a request header.
+        if ended.draining { closeIfDrained(c, into: &actions) }
     }
 
     /// The push never reached the wire: requeue it as if untried, and stop using the connection
@@ -735,7 +670,7 @@ struct PoolStateMachine {
         } else {
             connections[c]?.streams[id] = nil
         }
-        retire(c, failed: false, now: now, into: &actions)
+        retire(c, now: now, into: &actions)
     }
 
     // MARK: Connections
@@ -743,7 +678,7 @@ struct PoolStateMachine {
     private mutating func open(slot index: Int, now: Instant, into actions: inout [Action]) {
         let id = ConnectionID(UInt64(configuration.shard) + 1 + opened * UInt64(configuration.shards))
         opened += 1
-        connections[id] = Connection(state: .connecting, slot: index, openedAt: now)
+        connections[id] = Connection(state: .connecting, slot: index)
         slots[index].connection = id
         slots[index].reconnectAt = nil
         slots[index].lastConnectAt = now
@@ -761,19 +696,20 @@ struct PoolStateMachine {
         return delay / 2 + (delay / 2) * jitter
     }
 
-    /// Gives a slot whose connection ended its next one. At once when the old connection lived
-    /// past its young age and did not fail; after the exponential backoff when it failed or died
-    /// young, whatever it answered, unless we retired it as `planned` (its stream budget); and
-    /// never sooner than `minimumConnectInterval` after the slot's last connect, so no mix of
-    /// events can make a slot connect in a loop.
-    private mutating func replace(slot index: Int, after old: Connection, id c: ConnectionID, failed: Bool,
-                                  planned: Bool = false, now: Instant, into actions: inout [Action]) {
+    /// Gives a slot whose connection ended its next one. At once when the old connection carried
+    /// work (Apple answered on it, or took streams before its GOAWAY), whatever ended it, or when
+    /// we retired it as `planned` (its stream budget); after the exponential backoff when it
+    /// failed to connect or ended without carrying work, growing with each such connection in a
+    /// row; and never sooner than `minimumConnectInterval` after the slot's last connect, so no
+    /// mix of events can make a slot connect in a loop.
+    private mutating func replace(slot index: Int, carriedWork: Bool, planned: Bool = false, id c: ConnectionID,
+                                  now: Instant, into actions: inout [Action]) {
         slots[index].connection = nil
         guard !isShuttingDown else { return }
-        let young = now - old.openedAt < configuration.youngConnectionAge
-        if !young && old.answered { slots[index].failures = 0 }
         var delay = Duration.zero
-        if failed || (young && !planned) {
+        if carriedWork {
+            slots[index].failures = 0
+        } else if !planned {
             slots[index].failures += 1
             delay = backoffDelay(failures: slots[index].failures)
         }
@@ -789,22 +725,19 @@ struct PoolStateMachine {
     }
 
     /// Takes a connection out of service: no new streams, a replacement for its slot (at once or
-    /// after backoff, see `replace`), and a close once its streams have finished.
-    private mutating func retire(_ c: ConnectionID, failed: Bool, planned: Bool = false, now: Instant,
+    /// after backoff, see `replace`), and a close once its streams have finished. `tookStreams`:
+    /// Apple kept streams of it (a GOAWAY's last_stream_id), which counts as carrying work.
+    private mutating func retire(_ c: ConnectionID, planned: Bool = false, tookStreams: Bool = false, now: Instant,
                                  into actions: inout [Action]) {
         guard var connection = connections[c] else { return }
         let slot = connection.slot
         connection.state = .draining
         connection.slot = nil
         connections[c] = connection
-        if let slot { replace(slot: slot, after: connection, id: c, failed: failed, planned: planned, now: now, into: &actions) }
+        if let slot {
+            replace(slot: slot, carriedWork: connection.answered || tookStreams, planned: planned, id: c, now: now, into: &actions)
+        }
         closeIfDrained(c, into: &actions)
-    }
-
-    /// Replaces every connection whose token is as old as one Apple just refused as expired.
-    private mutating func retireStale(issuedAt refused: Int64, now: Instant, into actions: inout [Action]) {
-        let stale = connections.keys { $0.state != .draining && ($0.tokenIssuedAt ?? .max) <= refused }
-        for other in stale.sorted() { retire(other, failed: false, now: now, into: &actions) }
     }
 
     private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
@@ -825,21 +758,20 @@ struct PoolStateMachine {
         }
         connections[c] = connection
         // Streams left after removing the unprocessed ones are at or below last_stream_id: Apple
-        // took them, so the connection worked and its replacement opens at once (Apple sends a
-        // GOAWAY on a healthy connection too, e.g. for maintenance, often before its answers).
-        // Only a GOAWAY that took nothing, on a connection never answered, looks like one that
-        // cannot work: back off then, or we would reconnect in a tight loop.
-        // Either way a connection that dies young backs off (see `replace`).
-        let tookSomething = !connection.streams.isEmpty
-        retire(c, failed: !connection.answered && !tookSomething, now: now, into: &actions)
+        // took them, so the connection carried work, like one Apple answered on, and its
+        // replacement opens at once (Apple recycles healthy connections with a graceful GOAWAY,
+        // often before its answers). Only a GOAWAY that took nothing, on a connection never
+        // answered, looks like one that cannot work: its slot backs off.
+        retire(c, tookStreams: !connection.streams.isEmpty, now: now, into: &actions)
     }
 
-    /// The connection is gone: its open streams are retried elsewhere, its slot reconnects.
-    private mutating func lose(_ c: ConnectionID, cleanly: Bool, now: Instant, into actions: inout [Action]) {
+    /// The connection is gone (a failed connect, or a close): its open streams are retried
+    /// elsewhere, its slot reconnects.
+    private mutating func lose(_ c: ConnectionID, now: Instant, into actions: inout [Action]) {
         guard let connection = connections.removeValue(forKey: c) else { return }
         lostStreams(of: connection, c, "the connection to APNs was lost", now: now, into: &actions)
         guard let slot = connection.slot else { return }
-        replace(slot: slot, after: connection, id: c, failed: !(cleanly && connection.answered), now: now, into: &actions)
+        replace(slot: slot, carriedWork: connection.answered, id: c, now: now, into: &actions)
     }
 
     /// Retries the pushes on a connection that is gone; each uses a retry, given back if the
@@ -876,7 +808,6 @@ struct PoolStateMachine {
         var ids: [PushID] = []
         for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
         for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
-        for id in tokenWaiters where pushes[id]?.state == .queued { ids.append(id) }
         for id in delayedRetries where pushes[id]?.state == .queued { ids.append(id) }
         // A push can sit in both lists only after a stale entry; report it once.
         var seen = Set<PushID>()
@@ -903,7 +834,9 @@ struct PoolStateMachine {
             guard let connection = connections.removeValue(forKey: c) else { continue }
             actions.append(.closeConnection(c))
             lostStreams(of: connection, c, "the connection to APNs stalled", now: now, into: &actions)
-            if let slot = connection.slot { replace(slot: slot, after: connection, id: c, failed: true, now: now, into: &actions) }
+            if let slot = connection.slot {
+                replace(slot: slot, carriedWork: connection.answered, id: c, now: now, into: &actions)
+            }
         }
     }
 

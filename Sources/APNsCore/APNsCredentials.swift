@@ -1,11 +1,16 @@
 import Synchronization
 internal import Encoders
 
-/// The key id, team id and key that sign provider tokens, replaceable while the client runs.
+/// The key id, team id and key that sign provider tokens, replaceable while the client runs, and
+/// the one provider token they signed, shared by every connection of every environment.
 ///
-/// Read once per token (a connection opening, a renewal), never per push: a replacement applies
-/// to new connections and to renewals, and tokens already accepted stay valid until they are
-/// renewed, as Apple keeps accepting them until the old key is revoked.
+/// Apple counts new tokens per team and key across all connections, refuses a new one sooner
+/// than 20 minutes after the last (429 `TooManyProviderTokenUpdates`) and an old one after 60
+/// (403 `ExpiredProviderToken`): "the same provider token should be re-used". So one token lives
+/// here, not one per connection: signed at first use, renewed about every 50 minutes, signed again
+/// once when Apple calls the current one expired, and signed at once when the key is replaced.
+/// The token is a request header: a connection picks up a new one with its next push, and no
+/// connection is ever replaced because of its token.
 public final class APNsCredentials: Sendable {
     public struct Identity: Sendable {
         public var keyID: String
@@ -19,24 +24,117 @@ public final class APNsCredentials: Sendable {
         }
     }
 
-    private let identity: Mutex<Identity>
+    /// The token a connection sends, with what it needs to tell when to ask again.
+    public struct Current: Sendable {
+        public let token: ProviderToken
+        /// Changes with every new token; a connection compares it with `generation` below.
+        public let generation: UInt64
+        /// Set once per signing, on the first `current(now:policy:)` after it: the caller reports
+        /// it (counted and logged), so each signing is reported exactly once, with its reason.
+        public let signed: ProviderTokenSigning?
+    }
+
+    private struct State {
+        var identity: Identity
+        var token: ProviderToken?
+        var generation: UInt64 = 0
+        /// When the last signing that Apple's refusal forced happened: at most one per
+        /// `minimumIntervalSeconds`, so a wrong clock (every token refused) cannot loop.
+        var lastForcedAt: Int64?
+        var unreported: ProviderTokenSigning?
+    }
+
+    private let state: Mutex<State>
+    /// `State.generation`, readable without the lock: a connection's per-push check.
+    private let published = Atomic<UInt64>(0)
 
     public init(_ identity: Identity) {
-        self.identity = Mutex(identity)
+        self.state = Mutex(State(identity: identity))
     }
 
     /// What the next provider token is made from.
-    public var current: Identity { identity.withLock { $0 } }
+    public var current: Identity { state.withLock { $0.identity } }
 
-    /// Swaps in a new identity once it has signed a token; a key that cannot sign leaves the
-    /// old identity in place and throws `badKey`.
+    /// The generation of the token in use now; 0 before the first is signed.
+    public var generation: UInt64 { published.load(ordering: .acquiring) }
+
+    /// The token to send now: signed at first use, renewed once `policy` says it is due.
+    /// - Throws: `APNsError.badKey` when no token exists and the key cannot sign one (a renewal
+    ///   that fails keeps the current token, which Apple accepts until it is an hour old).
+    public func current(now: Int64, policy: ProviderTokenPolicy) throws(APNsError) -> Current {
+        try state.withLock { state throws(APNsError) -> Current in
+            if let token = state.token {
+                if policy.needsRenewal(now: now, issuedAt: token.issuedAt) {
+                    try? sign(&state, now: now, reason: .age)
+                }
+            } else {
+                try sign(&state, now: now, reason: .firstUse)
+            }
+            let signed = state.unreported
+            state.unreported = nil
+            return Current(token: state.token!, generation: state.generation, signed: signed)
+        }
+    }
+
+    /// Apple refused the token of `generation` as expired. Returns true when a newer token is
+    /// there to retry with: signed now (`ProviderTokenSigning.expired`), or already signed by
+    /// someone else. False when the refused token is the current one and Apple's refusal already
+    /// forced a signing less than `policy.minimumIntervalSeconds` ago: a clock that is wrong makes
+    /// every token look expired, and signing again would only trip Apple's rate limit.
+    public func refusedAsExpired(generation refused: UInt64, now: Int64, policy: ProviderTokenPolicy) -> Bool {
+        state.withLock { state in
+            if state.generation != refused { return state.token != nil }
+            guard policy.mayRenew(now: now, lastIssuedAt: state.lastForcedAt) else { return false }
+            do { try sign(&state, now: now, reason: .expired) } catch { return false }
+            state.lastForcedAt = now
+            return true
+        }
+    }
+
+    /// Swaps in a new identity and signs its token at once (every connection sends it with its
+    /// next push); a key that cannot sign leaves the old identity and token in place and throws
+    /// `badKey`.
     public func replace(with new: Identity) throws(APNsError) {
         try replace(with: new, unixTime: WallTime.unixSecondsNow)
     }
 
     /// `replace(with:)` signing at `unixTime` (Unix seconds), for tests with their own clock.
     public func replace(with new: Identity, unixTime: Int64) throws(APNsError) {
-        _ = try ProviderToken(keyID: new.keyID, teamID: new.teamID, issuedAt: unixTime, signer: new.signer)
-        identity.withLock { $0 = new }
+        let token = try ProviderToken(keyID: new.keyID, teamID: new.teamID, issuedAt: unixTime, signer: new.signer)
+        state.withLock { state in
+            state.identity = new
+            install(token, in: &state, reason: .keyRotation)
+            state.lastForcedAt = nil
+        }
     }
+
+    private func sign(_ state: inout State, now: Int64, reason: ProviderTokenSigning) throws(APNsError) {
+        let identity = state.identity
+        let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: now, signer: identity.signer)
+        install(token, in: &state, reason: reason)
+    }
+
+    private func install(_ token: ProviderToken, in state: inout State, reason: ProviderTokenSigning) {
+        state.token = token
+        state.generation += 1
+        state.unreported = reason
+        published.store(state.generation, ordering: .releasing)
+    }
+}
+
+/// Why a provider token was signed: the label of `relay_apns_provider_tokens_signed_total` and
+/// of the log line each signing gets.
+public struct ProviderTokenSigning: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    private init(_ name: String) { self.name = name }
+    public var description: String { name }
+
+    /// The first push of the process (or of a client) needed one.
+    public static let firstUse = ProviderTokenSigning("first_use")
+    /// The token was about 50 minutes old (`ProviderTokenPolicy.renewAfterSeconds`).
+    public static let age = ProviderTokenSigning("age")
+    /// Apple answered 403 ExpiredProviderToken to the current token.
+    public static let expired = ProviderTokenSigning("expired")
+    /// The key was replaced (SIGHUP).
+    public static let keyRotation = ProviderTokenSigning("key_rotation")
 }

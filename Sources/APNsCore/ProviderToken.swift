@@ -48,11 +48,13 @@ public struct ProviderToken: Sendable, Hashable {
     }
 }
 
-/// When a connection's provider token must change. Pure, time as a parameter (Unix seconds).
+/// When the provider token must change. Pure, time as a parameter (Unix seconds).
 public struct ProviderTokenPolicy: Sendable, Hashable {
     /// Apple refuses tokens over 60 minutes old; renewing at 50 leaves margin for clock skew.
     public var renewAfterSeconds: Int64
-    /// Apple answers 429 TooManyProviderTokenUpdates to a renewal under 20 minutes after the last.
+    /// Apple answers 429 TooManyProviderTokenUpdates to a new token under 20 minutes after the
+    /// last one; a signing forced by Apple's ExpiredProviderToken waits this long after the last
+    /// forced one.
     public var minimumIntervalSeconds: Int64
 
     public init(renewAfterSeconds: Int64 = 50 * 60, minimumIntervalSeconds: Int64 = 20 * 60) {
@@ -65,8 +67,8 @@ public struct ProviderTokenPolicy: Sendable, Hashable {
         now - issuedAt >= renewAfterSeconds
     }
 
-    /// True when this connection may present a new token without tripping Apple's rate limit.
-    /// `lastIssuedAt` nil means the connection has had no token yet.
+    /// True when a signing `minimumIntervalSeconds` apart from `lastIssuedAt` may happen now;
+    /// `lastIssuedAt` nil means there was none.
     public func mayRenew(now: Int64, lastIssuedAt: Int64?) -> Bool {
         guard let lastIssuedAt else { return true }
         return now - lastIssuedAt >= minimumIntervalSeconds

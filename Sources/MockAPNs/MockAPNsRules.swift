@@ -17,7 +17,7 @@ import Synchronization
 /// | no `authorization: bearer …` | 403 `MissingProviderToken` |
 /// | JWT malformed, wrong `alg`, unknown `kid`, wrong `iss`, `iat` not an integer, bad signature, `iat` > 5 min ahead | 403 `InvalidProviderToken` |
 /// | `iat` more than `providerTokenMaxAge` (3600) s ago | 403 `ExpiredProviderToken` |
-/// | another token accepted on this connection less than 20 min ago | 429 `TooManyProviderTokenUpdates` |
+/// | a token new for its key (`kid`) less than `providerTokenUpdateInterval` (1200) s after the key's previous new token, on any connection | 429 `TooManyProviderTokenUpdates` |
 /// | `:path` is `/3/device/` | 400 `MissingDeviceToken` |
 /// | token not hex, odd length, under 64 or over 200 digits, or all zeros (no device has it) | 400 `BadDeviceToken` |
 /// | no `apns-topic` | 400 `MissingTopic` |
@@ -37,12 +37,20 @@ import Synchronization
 /// The provider token is judged before the device token, as Apple does: a push to a token no
 /// device has (all zeros) answers 403 with a bad provider token and 400 `BadDeviceToken` with a
 /// good one, which is how `apns-relay check --connect` proves the credentials.
+///
+/// New provider tokens are counted per key across every connection, not per connection: Apple
+/// asks that "the same provider token should be re-used", and answers a provider that signs a
+/// token per connection (or per request) with 429 TooManyProviderTokenUpdates (Apple's
+/// developer forums: threads 702056 and 770438 report the count is kept for the team and key,
+/// whatever connection brings the token). A token already accepted stays valid on every
+/// connection until it is `providerTokenMaxAge` old.
 public final class MockAPNsRules: Sendable {
     /// The emulator's behaviour at start-up; `keys` and `maxConcurrentStreams` may change later.
     public let configuration: MockAPNsConfiguration
     private let faultState: Mutex<MockFaults>
     private let live: Mutex<LiveSettings>
     private let recorder: Mutex<RecordRing>
+    private let tokens = Mutex<TokenLedger>(TokenLedger())
     private let makeID: @Sendable () -> String
 
     /// The reason answered, with `strictPayload` on, for a body that is not a JSON object with an
@@ -100,6 +108,16 @@ public final class MockAPNsRules: Sendable {
     /// Every request decided so far, oldest first (at most `recordCapacity`).
     public var records: [MockRecord] {
         recorder.withLock { $0.all }
+    }
+
+    /// New provider tokens accepted so far, by key id: each one Apple would count as an update.
+    public var newTokensAccepted: [String: Int] {
+        tokens.withLock { $0.keys.mapValues(\.accepted) }
+    }
+
+    /// Requests answered 429 TooManyProviderTokenUpdates so far.
+    public var tokenUpdatesRefused: Int {
+        tokens.withLock { $0.refused }
     }
 
     /// Forgets the records, e.g. between test phases.
@@ -314,20 +332,21 @@ public final class MockAPNsRules: Sendable {
             return
         }
 
-        guard let issuedAt = verifiedIssuedAt(jwt) else { throw Rejection(403, "InvalidProviderToken") }
+        guard let (keyID, issuedAt) = verifiedToken(jwt) else { throw Rejection(403, "InvalidProviderToken") }
         if issuedAt > now + 300 { throw Rejection(403, "InvalidProviderToken") }
         if now - issuedAt > configuration.providerTokenMaxAge { throw Rejection(403, "ExpiredProviderToken") }
-        if let previous = connection.acceptedTokenAt, now - previous < 20 * 60 {
-            throw Rejection(429, "TooManyProviderTokenUpdates")
+        let maxAge = configuration.providerTokenMaxAge, interval = configuration.providerTokenUpdateInterval
+        let accepted = tokens.withLock { ledger in
+            ledger.accept(jwt, keyID: keyID, issuedAt: issuedAt, now: now, maxAge: maxAge, interval: interval)
         }
+        guard accepted else { throw Rejection(429, "TooManyProviderTokenUpdates") }
         connection.acceptedToken = jwt
-        connection.acceptedTokenAt = now
         connection.acceptedTokenIssuedAt = issuedAt
         connection.authenticated = true
     }
 
-    /// Decodes and verifies an ES256 JWT; returns its `iat`, or nil if anything is wrong.
-    private func verifiedIssuedAt(_ jwt: String) -> Int64? {
+    /// Decodes and verifies an ES256 JWT; returns its `kid` and `iat`, or nil if anything is wrong.
+    private func verifiedToken(_ jwt: String) -> (keyID: String, issuedAt: Int64)? {
         let parts = jwt.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = MockBase64URL.decode(parts[0]),
@@ -341,7 +360,7 @@ public final class MockAPNsRules: Sendable {
               let issuedAt = claims["iat"]?.integerValue
         else { return nil }
         let message = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
-        return key.verify(message: message, signature: signature) ? issuedAt : nil
+        return key.verify(message: message, signature: signature) ? (kid, issuedAt) : nil
     }
 
     private static func checkPayload(_ body: [UInt8], limit: Int, strict: Bool) throws(Rejection) {
@@ -388,6 +407,37 @@ public final class MockAPNsRules: Sendable {
                 return false
             }
         }
+        return true
+    }
+}
+
+/// The provider tokens each key has had accepted, across connections.
+struct TokenLedger: Sendable {
+    struct Key: Sendable {
+        /// Tokens accepted and not yet expired (JWT → `iat`): they stay valid on any connection.
+        var live: [String: Int64] = [:]
+        /// When the last new token was accepted (Unix seconds).
+        var lastNewAt: Int64?
+        var accepted = 0
+    }
+    var keys: [String: Key] = [:]
+    var refused = 0
+
+    /// True when `jwt` may be used now: known already, or new and `interval` seconds after the
+    /// key's previous new token (then it is recorded as the key's newest).
+    mutating func accept(_ jwt: String, keyID: String, issuedAt: Int64, now: Int64, maxAge: Int64, interval: Int64) -> Bool {
+        var key = keys[keyID, default: Key()]
+        defer { keys[keyID] = key }
+        if key.live[jwt] != nil { return true }
+        if let last = key.lastNewAt, now - last < interval {
+            refused += 1
+            return false
+        }
+        // Expired tokens are forgotten, so the ledger stays as small as the tokens in use.
+        key.live = key.live.filter { now - $0.value <= maxAge }
+        key.live[jwt] = issuedAt
+        key.lastNewAt = now
+        key.accepted += 1
         return true
     }
 }

@@ -44,6 +44,10 @@ public struct MockAPNsConfiguration: Sendable {
     /// Seconds after its `iat` a provider token is refused with `ExpiredProviderToken`: Apple's
     /// hour, shortened in tests so tokens age without moving clocks.
     public var providerTokenMaxAge: Int64 = 3600
+    /// Seconds after a key's last new provider token before another new one is accepted; sooner
+    /// is 429 `TooManyProviderTokenUpdates`, on whatever connection it comes. Apple's 20 minutes,
+    /// shortened in tests that sign several tokens on purpose (0 turns the rule off).
+    public var providerTokenUpdateInterval: Int64 = 1200
 
     public init(
         topics: [String],
@@ -55,7 +59,8 @@ public struct MockAPNsConfiguration: Sendable {
         faults: MockFaults = .standard,
         requirePushType: Bool = false,
         strictPayload: Bool = false,
-        providerTokenMaxAge: Int64 = 3600
+        providerTokenMaxAge: Int64 = 3600,
+        providerTokenUpdateInterval: Int64 = 1200
     ) {
         self.topics = topics
         self.teamID = teamID
@@ -67,6 +72,7 @@ public struct MockAPNsConfiguration: Sendable {
         self.requirePushType = requirePushType
         self.strictPayload = strictPayload
         self.providerTokenMaxAge = providerTokenMaxAge
+        self.providerTokenUpdateInterval = providerTokenUpdateInterval
     }
 }
 
@@ -93,16 +99,15 @@ public struct MockRequestHead: Sendable {
     }
 }
 
-/// What one connection remembers between requests: Apple judges provider tokens per connection.
+/// What one connection remembers between requests (new provider tokens are counted per key, by
+/// `MockAPNsRules`, across connections).
 public struct MockConnectionState: Sendable {
     /// Names the connection in the records.
     public var connectionID: Int
     /// Requests decided on this connection so far (including this one once `decide` returns).
     public var requestCount: Int = 0
-    /// The last provider token accepted here, and when (unix seconds): a different one within
-    /// 20 minutes is `TooManyProviderTokenUpdates`.
+    /// The last provider token accepted here: the same one again needs no signature check.
     public var acceptedToken: String?
-    public var acceptedTokenAt: Int64?
     /// The accepted token's `iat`, so a reused token is still refused once an hour old.
     public var acceptedTokenIssuedAt: Int64?
     /// Whether any request on this connection has passed the provider-token check.

@@ -25,9 +25,9 @@ struct APNsEventLog: APNsClientObserver {
         logger.warning("APNs connection failed", ["apns.environment": .string("\(environment)"), "error": .string(error)])
     }
 
-    func tokenRenewed(environment: APNsEnvironment, connection: Int) {
-        metrics.tokenRenewed(environment: environment, connection: connection)
-        logger.info("provider token renewed", ["apns.environment": .string("\(environment)"), "apns.connection": .int(connection)])
+    func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {
+        metrics.providerTokenSigned(environment: environment, reason: reason)
+        logger.notice("provider token signed", ["apns.environment": .string("\(environment)"), "apns.token_reason": .string(reason.name)])
     }
 
     func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {

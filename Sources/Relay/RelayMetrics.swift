@@ -17,8 +17,6 @@ package final class RelayMetrics: Sendable {
     package let pushDuration: Histogram
     /// Payloads sent without `m`/`s`/`k` because they did not fit Apple's 4096 bytes.
     package let degradedPayloads: Counter
-    /// Provider tokens renewed on an open connection (rotated around 50 min); a new connection signs its own.
-    package let tokenRenewals: Counter
     /// Connections opened to replace one that ended (lost, failed, drained, retired).
     package let reconnects: Counter
     /// APNs connections open now.
@@ -45,7 +43,6 @@ package final class RelayMetrics: Sendable {
             buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 10])
         degradedPayloads = registry.counter(
             "relay_degraded_payloads_total", help: "Pushes sent as alert + id only because the message did not fit 4096 bytes.")
-        tokenRenewals = registry.counter("relay_apns_token_renewals_total", help: "Provider tokens renewed on an open connection (a new connection signs its own and counts as a reconnect).")
         reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs connections opened to replace one that ended.")
         apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
@@ -105,7 +102,12 @@ package final class RelayMetrics: Sendable {
 extension RelayMetrics: APNsClientObserver {
     package func connectionOpened(environment: APNsEnvironment, connection: Int) { apnsConnections.increment() }
     package func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) { apnsConnections.decrement() }
-    package func tokenRenewed(environment: APNsEnvironment, connection: Int) { tokenRenewals.increment() }
+    /// By reason (`first_use`, `age`, `expired`, `key_rotation`): rare, so looked up each time.
+    package func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {
+        registry.counter("relay_apns_provider_tokens_signed_total",
+                         help: "Provider tokens signed (one token is shared by every APNs connection), by reason.",
+                         labels: ["reason": reason.name]).increment()
+    }
     package func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
     package func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
 }

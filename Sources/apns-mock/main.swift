@@ -25,6 +25,10 @@ let usage = """
       --strict-payload    refuse a body that is not a JSON object with an aps object (400 BadPayload,
                           a reason Apple does not have); by default any non-empty body fits
       --token-max-age S   seconds a provider token is accepted after its iat (default 3600, Apple's hour)
+      --token-update-interval S
+                          seconds after a key's last new provider token before another new one is
+                          accepted, on any connection; sooner is 429 TooManyProviderTokenUpdates
+                          (default 1200, Apple's 20 minutes; 0 turns the rule off)
       --stats-every S     every S seconds print one line on stdout: connections accepted so far, open
                           connections, requests recorded (for watching reconnect storms)
       --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
@@ -57,6 +61,7 @@ struct Options {
     var requirePushType = false
     var strictPayload = false
     var tokenMaxAge: Int64 = 3600
+    var tokenUpdateInterval: Int64 = 1200
     var statsEvery: Int?
 }
 
@@ -90,6 +95,7 @@ func parse(_ arguments: [String]) -> Options {
         case "--drop-to-one": options.dropToOne = true
         case "--goaway-after": options.goAwayAfter = number(flag, 1...Int(Int32.max))
         case "--token-max-age": options.tokenMaxAge = Int64(number(flag, 1...86_400))
+        case "--token-update-interval": options.tokenUpdateInterval = Int64(number(flag, 0...86_400))
         case "--stats-every": options.statsEvery = number(flag, 1...3600)
         case "--ca-out": options.caOut = value(flag)
         case "--log": options.log = true
@@ -158,7 +164,8 @@ let configuration = MockAPNsConfiguration(
     faults: faults,
     requirePushType: options.requirePushType,
     strictPayload: options.strictPayload,
-    providerTokenMaxAge: options.tokenMaxAge
+    providerTokenMaxAge: options.tokenMaxAge,
+    providerTokenUpdateInterval: options.tokenUpdateInterval
 )
 
 /// One line per request, for watching a relay talk to "Apple".

@@ -98,7 +98,7 @@ struct ClientTests {
 
     @Test("GOAWAY mid-flight loses nothing and duplicates nothing")
     func goAwayMidFlight() async throws {
-        // Twelve connections that each die young: their slots back off, so give the pushes time.
+        // Twelve connections in a row, each replaced at most once per 2 × the base delay: give the pushes time.
         let harness = try ClientHarness(poolSize: 2, faults: MockFaults(globalDelay: .milliseconds(2), goAwayAfterRequests: 25)) {
             $0.pushTimeout = .seconds(25)
         }
@@ -196,12 +196,40 @@ struct ClientTests {
         await harness.close()
     }
 
-    @Test("ExpiredProviderToken: a fresh connection with a fresh token, and one retry")
+    @Test("a pool of 4 over 2 loops sends one provider token on every connection, reconnects included, and Apple's count of new tokens stays at 1")
+    func oneTokenForThePool() async throws {
+        let harness = try ClientHarness(poolSize: 4, faults: .none)
+        #expect(harness.waitUntilReady(connections: 4))
+        for round in 0..<2 {
+            let ledger = Ledger()
+            for i in 0..<40 {
+                harness.client.send(Fixture.notification("", round * 100 + i), environment: .production, completion: ledger.completion(i))
+            }
+            #expect(ledger.wait(for: 40))
+            #expect(ledger.results.values.allSatisfy { (try? $0.get().ok) == true })
+            // Every connection goes; their replacements must bring the same token, not new ones.
+            if round == 0 {
+                harness.server.dropAllConnections()
+                let reconnected = ContinuousClock.now + .seconds(10)
+                while harness.server.connectionCount < 8, ContinuousClock.now < reconnected { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(harness.waitUntilReady(connections: 4))
+            }
+        }
+        let records = harness.server.records
+        #expect(Set(records.map(\.connectionID)).count >= 8, "the pool did not reconnect")
+        #expect(Set(records.compactMap { $0.header("authorization") }).count == 1)
+        #expect(harness.server.rules.newTokensAccepted == [Fixture.kid: 1])
+        #expect(harness.server.rules.tokenUpdatesRefused == 0)
+        await harness.close()
+    }
+
+    @Test("ExpiredProviderToken: the shared token is signed again once and the push resent on its own connection")
     func expiredProviderToken() async throws {
-        let harness = try ClientHarness(poolSize: 1)
+        let harness = try ClientHarness(poolSize: 4)
         #expect(try await harness.client.send(Fixture.notification("", 1), environment: .production).get().ok)
-        // Apple's clock says the connection's token is 61 minutes old; ours has moved on 17 minutes,
-        // so the fresh token is young enough and the old one not yet due for renewal.
+        #expect(harness.waitUntilReady(connections: 4))
+        // Apple's clock says the token is 61 minutes old; ours has moved on 17 minutes, so the
+        // token is not yet due for renewal here and the one signed now is young enough there.
         harness.clocks.server.store(61 * 60, ordering: .relaxed)
         harness.clocks.client.store(17 * 60, ordering: .relaxed)
         let notification = Fixture.notification("", 2)
@@ -210,8 +238,28 @@ struct ClientTests {
         let records = harness.records(for: notification.token)
         #expect(records.map(\.status) == [403, 200])
         #expect(records.first?.reason == "ExpiredProviderToken")
-        #expect(records[0].connectionID != records[1].connectionID)
+        #expect(records[0].connectionID == records[1].connectionID)
         #expect(records[0].header("authorization") != records[1].header("authorization"))
+        #expect(harness.client.connectionStats().open == 4)
+        #expect(harness.server.connectionCount == 4, "a connection was replaced because of its token")
+        // The other connections take up the new token too: no second signing.
+        for i in 3..<11 { #expect(try await harness.client.send(Fixture.notification("", i), environment: .production).get().ok) }
+        #expect(harness.server.rules.newTokensAccepted == [Fixture.kid: 2])
+        await harness.close()
+    }
+
+    @Test("a clock Apple disagrees with (every token expired): one signing, then Apple's answer, never a signing per push")
+    func expiredForEveryToken() async throws {
+        let harness = try ClientHarness(poolSize: 2)
+        #expect(try await harness.client.send(Fixture.notification("", 1), environment: .production).get().ok)
+        harness.clocks.server.store(61 * 60, ordering: .relaxed)
+        for i in 2..<6 {
+            let response = try await harness.client.send(Fixture.notification("", i), environment: .production).get()
+            #expect(response.status == 403 && response.reason == .expiredProviderToken)
+        }
+        let tokens = Set(harness.server.records.compactMap { $0.header("authorization") })
+        #expect(tokens.count == 2, "\(tokens.count) tokens signed")
+        #expect(harness.server.rules.tokenUpdatesRefused == 0)
         await harness.close()
     }
 

@@ -13,7 +13,6 @@ private struct Owner {
         var streams: Set<PushID> = []
         /// Streams it was given: at the pool's budget (40 here) it drains.
         var opened = 0
-        var tokenIssuedAt: Int64?
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { established && !draining ? max(0, limit - streams.count) : 0 }
     }
@@ -35,12 +34,6 @@ private struct Owner {
     var attempts: [PushID: Int] = [:]
     /// When each connect began, to check that no slot connects more often than it may.
     var connects: [Instant] = []
-    /// Provider tokens in the order the pool heard of them, per connection.
-    var tokenSerial: UInt64 = 0
-    var tokenOf: [ConnectionID: UInt64] = [:]
-    /// A push refused for an expired token may go out again only on a token signed after this.
-    var needsTokenAfter: [PushID: UInt64] = [:]
-    var tokenRefused: Set<PushID> = []
     /// Pushes the last lost connection held: the owner's hop may still reach it and find it gone.
     var lostWith: [(ConnectionID, PushID)] = []
     /// While on, Apple sends GOAWAY after every answer (and refuses the rest on that connection).
@@ -66,8 +59,6 @@ private struct Owner {
         case .goAwayReceived(let c, let unprocessed):
             conns[c]?.draining = true
             for id in unprocessed where conns[c]?.streams.remove(id) != nil { attempts[id, default: 0] -= 1 }
-        case .providerTokenIssued(let c, let issuedAt):
-            if conns[c] != nil { tokenSerial += 1; tokenOf[c] = tokenSerial; conns[c]!.tokenIssuedAt = issuedAt }
         case .streamCompleted(let c, let id, let outcome):
             let wasOpen = conns[c]?.streams.remove(id) != nil
             switch outcome {
@@ -75,15 +66,6 @@ private struct Owner {
             case .notSent:
                 conns[c]?.draining = true
                 if wasOpen || lostWith.contains(where: { $0 == (c, id) }) { attempts[id, default: 0] -= 1 }
-            case .expiredProviderToken, .tooManyProviderTokenUpdates:
-                conns[c]?.answered = true; conns[c]?.draining = true
-                if case .expiredProviderToken = outcome, wasOpen {
-                    if live.contains(id), tokenRefused.insert(id).inserted { needsTokenAfter[id] = tokenSerial }
-                    // Every connection whose token is as old is replaced too.
-                    if let refused = conns[c]?.tokenIssuedAt {
-                        for k in conns.keys where (conns[k]!.tokenIssuedAt ?? .max) <= refused { conns[k]!.draining = true }
-                    }
-                }
             default: conns[c]?.answered = true
             }
         case .shutdown:
@@ -106,10 +88,10 @@ private struct Owner {
         case .createConnection(let c):
             if conns[c] != nil || closed.contains(c) { problem("connection id \(c) reused") }
             conns[c] = Conn()
-            // Each slot waits at least half the base delay (0.5 s) between connects.
+            // Each slot waits at least twice the base delay (2 s) between connects.
             connects.append(now)
-            let recent = connects.suffix(poolSize + 1).filter { $0 > now - .milliseconds(500) }
-            if recent.count > poolSize { problem("\(recent.count) connects within 0.5 s at \(now - t0)") }
+            let recent = connects.suffix(poolSize + 1).filter { $0 > now - .seconds(2) }
+            if recent.count > poolSize { problem("\(recent.count) connects within 2 s at \(now - t0)") }
         case .send(let id, let c):
             guard let conn = conns[c] else { problem("sent \(id) on unknown or closed \(c)"); return }
             if !conn.established { problem("sent \(id) on \(c) before it was established") }
@@ -119,9 +101,6 @@ private struct Owner {
             // A first attempt goes to the least loaded connection: fewest open streams for its limit.
             if !everSent.contains(id), conns.values.contains(where: { $0.free > 0 && $0.streams.count * conn.limit < conn.streams.count * $0.limit }) {
                 problem("sent \(id) on \(c) with \(conn.streams.count) of \(conn.limit) streams open while another was less loaded")
-            }
-            if let after = needsTokenAfter.removeValue(forKey: id), (tokenOf[c] ?? 0) <= after {
-                problem("retried \(id) after an expired token on \(c), whose token predates the refusal")
             }
             everSent.insert(id)
             attempts[id, default: 0] += 1
@@ -184,7 +163,6 @@ private struct Owner {
             fire(.enqueue(id, deadline: deadline))
         case 30..<35:
             if let c = conns.filter({ !$0.value.established }).keys.sorted().randomElement(using: &rng) {
-                fire(.providerTokenIssued(c, issuedAt: Int64((now - t0) / .seconds(1))))
                 fire(.connectionEstablished(c))
                 // A young death: the connection ends at once, sometimes after its first answer.
                 if roll(16) == 0 {

@@ -72,16 +72,12 @@ struct PoolShardTests {
         let last = pool.handle(.streamCompleted(c(1), p(3), refused), now: at(0))
         #expect(last.first == .failPush(p(3), .unavailable("")))
     }
-
-    @Test("an expired token refused on another machine's connection replaces every connection here as old")
-    func tokenRefusedElsewhere() {
-        var pool = warmPool(size: 2)
-        _ = pool.handle(.providerTokenIssued(c(1), issuedAt: 100), now: at(0))
-        _ = pool.handle(.providerTokenIssued(c(2), issuedAt: 200), now: at(0))
-        let actions = pool.handle(.providerTokenRefused(issuedAt: 150), now: at(0))
-        #expect(actions.contains(.closeConnection(c(1))))
-        #expect(!actions.contains(.closeConnection(c(2))))
-        #expect(created(actions).count == 1)
+    @Test("a retry after ExpiredProviderToken stays on its own connection instead of leaving for another machine")
+    func expiredTokenRetryStays() {
+        var pool = warmPool(size: 1) { $0.handsOffRetries = true; $0.shards = 2 }
+        _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(response(403, .expiredProviderToken))), now: at(0))
+        #expect(actions == [.send(p(1), on: c(1))])
     }
 }
 

@@ -218,7 +218,7 @@ struct ProviderTokenTests {
         #expect(policy.needsRenewal(now: 1000 + 50 * 60, issuedAt: 1000))
     }
 
-    @Test("a connection never renews less than 20 minutes after its previous token")
+    @Test("no two rate-limited signings less than 20 minutes apart")
     func rateLimit() {
         let policy = ProviderTokenPolicy()
         #expect(policy.mayRenew(now: 0, lastIssuedAt: nil))
