@@ -9,6 +9,7 @@ import BenchSupport
 enum ChaosEvent: String, CaseIterable {
     case goAwayBurst = "GOAWAY burst"
     case streamLimits = "MAX_CONCURRENT_STREAMS 1, 10, back"
+    case routineGoAway = "graceful GOAWAY every 5 s"
     case keyRotation = "SIGHUP key rotation"
     case emulatorRestart = "emulator killed and restarted"
     case idleFlood = "idle flood to the connection cap"
@@ -21,6 +22,9 @@ final class ChaosLog: Sendable {
     struct State: Sendable {
         var events: [(at: Double, event: ChaosEvent)] = []
         var sighups = 0
+        /// Windows of Apple's routine connection recycling (monotonic nanoseconds): normal pushes
+        /// sent in them must all be 201.
+        var routineGoAwayWindows: [(from: UInt64, to: UInt64)] = []
         /// Emulator connects and seconds during GOAWAY storms.
         var stormConnects = 0
         var stormSeconds = 0.0
@@ -36,6 +40,8 @@ struct ChaosSchedule {
     let relayPID: Int32
     let connectionCap: Int
     let rotateKey: () throws -> Void
+    /// True once the relay answers /ready with 200.
+    let relayReady: () -> Bool
     let log: ChaosLog
     let runStart: UInt64
 
@@ -67,6 +73,17 @@ struct ChaosSchedule {
             emulator.advertiseMaxConcurrentStreams(10)
             sleep(2)
             emulator.advertiseMaxConcurrentStreams(emulator.rules.configuration.maxConcurrentStreams)
+        case .routineGoAway:
+            // Apple's normal day: a healthy connection recycled with a graceful GOAWAY. Counted
+            // from the moment the relay is ready again after the events before it.
+            let readyBy = monotonicNanos() + 5_000_000_000
+            while !relayReady(), monotonicNanos() < readyBy { usleep(50_000) }
+            let from = monotonicNanos()
+            for round in 0..<3 {
+                emulator.goAwayAll()
+                usleep(round < 2 ? 5_000_000 : 1_000_000)
+            }
+            log.state.withLock { $0.routineGoAwayWindows.append((from, monotonicNanos())) }
         case .keyRotation:
             do {
                 try rotateKey()

@@ -48,6 +48,8 @@ final class Tally: Sendable {
         /// criterion, but not this one.
         var calmNormal = 0
         var calmNormalCreated = 0
+        /// Every normal push's send time and status (0: no answer): a few hundred thousand at most.
+        var normalLog: [(sentAt: UInt64, status: Int)] = []
     }
 
     private let counts = Mutex(Counts())
@@ -65,6 +67,7 @@ final class Tally: Sendable {
                 if answer.status == 201 { c.calmNormalCreated += 1 }
             }
             c.byKindAndStatus[kind, default: [:]][answer.status, default: 0] += 1
+            if kind == .normal { c.normalLog.append((sentAt, answer.status)) }
             var wrong: String?
             switch answer.status {
             case 201:
@@ -91,10 +94,23 @@ final class Tally: Sendable {
         counts.withLock { c in
             if calm { c.calmNormal += 1 }
             c.unanswered += 1
+            if kind == .normal { c.normalLog.append((sentAt, 0)) }
             c.byKindAndStatus[kind, default: [:]][0, default: 0] += 1
             if c.examples.count < 5 { c.examples.append("no answer for a \(kind.rawValue) token: \(why)") }
         }
     }
 
     var snapshot: Counts { counts.withLock { $0 } }
+
+    /// Normal pushes sent inside `windows` (monotonic nanoseconds), and how many of them got 201.
+    func normalPushes(sentIn windows: [(from: UInt64, to: UInt64)]) -> (sent: Int, created: Int) {
+        counts.withLock { c in
+            var sent = 0, created = 0
+            for push in c.normalLog where windows.contains(where: { push.sentAt >= $0.from && push.sentAt < $0.to }) {
+                sent += 1
+                if push.status == 201 { created += 1 }
+            }
+            return (sent, created)
+        }
+    }
 }

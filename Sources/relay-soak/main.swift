@@ -13,8 +13,12 @@ import CertificateSupport
 
 let teamID = "SOAKTEAM01"
 let topic = "com.example.app"
-/// Two keys the emulator trusts; each SIGHUP switches the relay to the other.
-let keyIDs = ["SOAKKEY001", "SOAKKEY002"]
+/// The keys the emulator trusts; each SIGHUP moves the relay to the next, as an operator rotates
+/// to a new key (Apple gives each key its own id). Enough for the run, so no key comes back:
+/// the emulator counts new tokens per key, as Apple does.
+func soakKeyIDs(seconds: Double) -> [String] {
+    (1...max(2, Int(seconds / 30) + 2)).map { "SOAKKEY" + String(format: "%03d", $0) }
+}
 /// The relay's pool, connection cap and stream-id retirement point: small, so the run reaches
 /// the cap and retires connections many times.
 let poolSize = 2
@@ -37,12 +41,12 @@ struct SoakSettings {
 }
 
 /// The relay's settings, in the env file it re-reads on SIGHUP (its own environment holds only PATH).
-func writeSettings(directory: URL, keyIndex: Int, keys: [ES256PrivateKey], relayPort: Int, emulatorPort: Int) throws {
+func writeSettings(directory: URL, keyIndex: Int, keys: [(id: String, key: ES256PrivateKey)], relayPort: Int, emulatorPort: Int) throws {
     let keyFile = directory.appendingPathComponent("AuthKey.p8")
-    try keys[keyIndex].pemPKCS8.write(to: keyFile, atomically: true, encoding: .utf8)
+    try keys[keyIndex].key.pemPKCS8.write(to: keyFile, atomically: true, encoding: .utf8)
     try """
         APNS_AUTH_KEY_FILE=\(keyFile.path)
-        APNS_KEY_ID=\(keyIDs[keyIndex])
+        APNS_KEY_ID=\(keys[keyIndex].id)
         APPLE_TEAM_ID=\(teamID)
         TOPIC=\(topic)
         CONNECTION_POOL_SIZE=\(poolSize)
@@ -97,18 +101,20 @@ func run() -> Int32 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-soak-\(getpid())")
     defer { try? FileManager.default.removeItem(at: directory) }
 
-    // The emulator, trusting both keys, with the standard faults (dead, slow, never-answered tokens).
+    // The emulator, trusting every key, with the standard faults (dead, slow, never-answered tokens)
+    // and Apple's token rules: a token over an hour old is refused, and so is a new token for a
+    // key sooner than 20 minutes after its previous one, on any connection.
     let delivered = DeliveredIDs()
-    let keys: [ES256PrivateKey]
+    let keys: [(id: String, key: ES256PrivateKey)]
     let emulator: MockAPNsServer
     let relayPort: Int
     do {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        keys = try keyIDs.map { _ in try ES256PrivateKey.generate() }
+        keys = try soakKeyIDs(seconds: settings.seconds).map { ($0, try ES256PrivateKey.generate()) }
         let certificates = try TestCertificates.make()
         try certificates.caPEM.write(to: directory.appendingPathComponent("emulator-ca.pem"), atomically: true, encoding: .utf8)
         var trusted: [String: MockKeyVerifier] = [:]
-        for (id, key) in zip(keyIDs, keys) { trusted[id] = .es256(key.publicKey) }
+        for (id, key) in keys { trusted[id] = .es256(key.publicKey) }
         emulator = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: trusted, faults: .standard),
             certificates: certificates, recordCapacity: 100, onRecord: { record in
@@ -178,9 +184,10 @@ func run() -> Int32 {
     let chaos = ChaosSchedule(
         emulator: emulator, relayPort: relayPort, relayPID: relay.pid, connectionCap: connectionCap,
         rotateKey: {
-            keyIndex = 1 - keyIndex
+            keyIndex = (keyIndex + 1) % keys.count
             try writeSettings(directory: directory, keyIndex: keyIndex, keys: keys, relayPort: relayPort, emulatorPort: emulator.port)
         },
+        relayReady: { (try? httpGetStatus(port: relayPort, path: "/ready").get()) == 200 },
         log: chaosLog, runStart: runStart)
     let chaosEnd = runStart + UInt64((settings.seconds - tail) * 1e9)
     let window = settings.seconds - tail - warmup
@@ -210,6 +217,9 @@ func run() -> Int32 {
     let peakRSS = relay.peakRSSKiB()
     let metricsText = (try? httpGet(port: relayPort, path: "/metrics").get()).map { String(decoding: $0.body, as: UTF8.self) }
     let reconnectsMetric = metricsText.flatMap { metric("relay_apns_reconnects_total", in: $0) }
+    let signedMetric = metricsText.flatMap { metric("relay_apns_provider_tokens_signed_total", in: $0) }
+    let newTokens = emulator.rules.newTokensAccepted
+    let tokenUpdatesRefused = emulator.rules.tokenUpdatesRefused
     let emulatorConnects = emulator.connectionCount
     let emulatorStreams = emulator.streamCount
     usleep(300_000)
@@ -227,6 +237,11 @@ func run() -> Int32 {
     let stormBound = Double(poolSize) * (1 + connectsPerSlotPerSecond * chaosState.stormSeconds)
     let unexplainedConnects = max(0, emulatorConnects - poolSize - retirements)
     let reloads = logLines.count { $0.contains("SIGHUP: reloaded the provider key") }
+    // Apple's token rule: a new token per identity at most every 20 minutes; each rotation is a
+    // new identity and signs once.
+    let tokensPerIdentity = 1 + Int(elapsed / 1200)
+    let identities = 1 + chaosState.sighups
+    let routine = tally.normalPushes(sentIn: chaosState.routineGoAwayWindows)
     var criteria: [Criterion] = []
     criteria.append(Criterion(name: "201s missing from the emulator's records", measured: "\(lost) of \(counts.accepted.count)"
                               + (counts.createdWithoutID > 0 ? " (+\(counts.createdWithoutID) without apns-id)" : ""),
@@ -246,6 +261,17 @@ func run() -> Int32 {
                               + " (\(chaosState.stormConnects) in \(fixed(chaosState.stormSeconds, 1)) s)",
                               bound: "<= \(fixed(stormBound / max(chaosState.stormSeconds, 0.001), 1))",
                               holds: chaosState.stormSeconds > 0 && Double(chaosState.stormConnects) <= stormBound))
+    criteria.append(Criterion(name: "new provider tokens per key at the emulator", measured: "max \(newTokens.values.max() ?? 0) (\(newTokens.count) keys)",
+                              bound: "<= \(tokensPerIdentity)", holds: !newTokens.isEmpty && newTokens.values.allSatisfy { $0 <= tokensPerIdentity }))
+    criteria.append(Criterion(name: "provider tokens signed (relay_apns_provider_tokens_signed_total)",
+                              measured: signedMetric.map { fixed($0, 0) } ?? "no /metrics",
+                              bound: "1...\(identities * tokensPerIdentity)",
+                              holds: (signedMetric ?? 0) >= 1 && (signedMetric ?? .infinity) <= Double(identities * tokensPerIdentity)))
+    criteria.append(Criterion(name: "429 TooManyProviderTokenUpdates answered", measured: "\(tokenUpdatesRefused)", bound: "0",
+                              holds: tokenUpdatesRefused == 0))
+    criteria.append(Criterion(name: "normal pushes not 201 during routine GOAWAYs (every 5 s)",
+                              measured: "\(routine.sent - routine.created) of \(routine.sent)", bound: "0",
+                              holds: routine.sent > 0 && routine.created == routine.sent))
     criteria.append(Criterion(name: "reconnects counted (relay_apns_reconnects_total)", measured: reconnectsMetric.map { fixed($0, 0) } ?? "no /metrics",
                               bound: ">= \(unexplainedConnects)", holds: (reconnectsMetric ?? -1) >= Double(unexplainedConnects)))
     let rssGrowth = (rssEnd ?? 0) - (rssWarm ?? 0)

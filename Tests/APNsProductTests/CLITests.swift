@@ -41,7 +41,7 @@ struct CLITests {
         let record = try #require(emulator.records(for: token("", 2)).first)
         #expect(record.header("apns-push-type") == "background" && record.header("apns-priority") == "5")
         let payload = try await cli(["send", "--token", token("", 3), "--sandbox", "--payload", #"{"aps":{"alert":"hi"}}"#], emulator,
-                                    extra: ["APNS_SANDBOX_HOST": "127.0.0.1:\(emulator.server.port)"])
+                                    extra: try emulator.anotherKey().merging(["APNS_SANDBOX_HOST": "127.0.0.1:\(emulator.server.port)"]) { $1 })
         #expect(payload.status == 0, "\(payload.stderr)")
     }
 

@@ -93,6 +93,15 @@ final class Emulator: Sendable {
         ]
     }
 
+    /// The variables of another key, trusted from now on. Apple counts new provider tokens per
+    /// key (one every 20 minutes, on any connection), so a second process sending in the same
+    /// minute brings a key of its own, as a second sender would.
+    func anotherKey(id: String = "KEYID67890") throws -> [String: String] {
+        let other = try ES256PrivateKey.generate()
+        server.rules.keys[id] = .es256(other.publicKey)
+        return ["APNS_KEY": other.pemPKCS8.replacingOccurrences(of: "\n", with: "\\n"), "APNS_KEY_ID": id]
+    }
+
     func records(for token: String) -> [MockRecord] { server.records.filter { $0.path == "/3/device/" + token } }
 
     func stop() {
