@@ -72,7 +72,7 @@ public final class APNsClient: APNsSending, Sendable {
                  observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) throws(APNsError) {
         // The one provider token every connection shares, signed now: a key that cannot sign
         // fails here, not at the first push (reported as signed by the first connection using it).
-        _ = try configuration.credentials.current(now: unixTime(), policy: configuration.tokenPolicy)
+        try configuration.credentials.signFirstToken(now: unixTime())
         self.ownedGroup = ownsGroup ? group : nil
         self.configuration = configuration
         self.loops = group.loops

@@ -76,6 +76,15 @@ public final class APNsCredentials: Sendable {
         }
     }
 
+    /// Signs the first token now unless one exists, so a key that cannot sign fails at once (the
+    /// client's start); its signing is reported by the first `current(now:policy:)`.
+    /// - Throws: `APNsError.badKey` when the key cannot sign.
+    public func signFirstToken(now: Int64) throws(APNsError) {
+        try state.withLock { state throws(APNsError) in
+            if state.token == nil { try sign(&state, now: now, reason: .firstUse) }
+        }
+    }
+
     /// Apple refused the token of `generation` as expired. Returns true when a newer token is
     /// there to retry with: signed now (`ProviderTokenSigning.expired`), or already signed by
     /// someone else. False when the refused token is the current one and Apple's refusal already

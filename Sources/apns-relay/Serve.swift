@@ -110,7 +110,7 @@ enum Reload {
     static func run(logger: Logger, _ reload: () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
         do throws(ConfigurationError) {
             let (new, needRestart) = try reload()
-            logger.notice("SIGHUP: reloaded the provider key; new connections and token renewals use it",
+            logger.notice("SIGHUP: reloaded the provider key; its token is signed and every connection sends it from its next push",
                           ["apns.key_id": .string(new.keyID), "apns.team_id": .string(new.teamID)])
             if !needRestart.isEmpty {
                 logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")

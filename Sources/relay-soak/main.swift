@@ -265,8 +265,8 @@ func run() -> Int32 {
                               bound: "<= \(tokensPerIdentity)", holds: !newTokens.isEmpty && newTokens.values.allSatisfy { $0 <= tokensPerIdentity }))
     criteria.append(Criterion(name: "provider tokens signed (relay_apns_provider_tokens_signed_total)",
                               measured: signedMetric.map { fixed($0, 0) } ?? "no /metrics",
-                              bound: "1...\(identities * tokensPerIdentity)",
-                              holds: (signedMetric ?? 0) >= 1 && (signedMetric ?? .infinity) <= Double(identities * tokensPerIdentity)))
+                              bound: "\(identities)...\(identities * tokensPerIdentity)",
+                              holds: (signedMetric ?? 0) >= Double(identities) && (signedMetric ?? .infinity) <= Double(identities * tokensPerIdentity)))
     criteria.append(Criterion(name: "429 TooManyProviderTokenUpdates answered", measured: "\(tokenUpdatesRefused)", bound: "0",
                               holds: tokenUpdatesRefused == 0))
     criteria.append(Criterion(name: "normal pushes not 201 during routine GOAWAYs (every 5 s)",
@@ -294,6 +294,11 @@ func run() -> Int32 {
     }
     say("answers by kind: " + load.joined(separator: "; "))
     say("relay peak RSS \(peakRSS.map { fixed(Double($0) / 1024, 1) } ?? "?") MiB; emulator streams \(emulatorStreams); relay log \(logLines.count) lines")
+    let signings = logLines.filter { $0.contains("provider token signed") }.map { line in
+        line.range(of: #""apns.token_reason":"[a-z_]+""#, options: .regularExpression).map { String(line[$0].dropFirst(20).dropLast()) } ?? "?"
+    }
+    say("provider token signings logged: \(signings.isEmpty ? "none" : signings.joined(separator: ", ")); new tokens per key at the emulator: "
+        + newTokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     if !counts.examples.isEmpty { say("first wrong answers: " + counts.examples.joined(separator: "; ")) }
     if let first = healthCounts.firstFailure { say("first /health failure: \(first)") }
 

@@ -23,6 +23,17 @@ struct CredentialsTokenTests {
         #expect(credentials.generation == first.generation)
     }
 
+    @Test("the token signed at the client's start is reported by the first connection that sends it")
+    func signedAtStartReportedAtFirstUse() throws {
+        let credentials = Self.credentials()
+        try credentials.signFirstToken(now: 1000)
+        try credentials.signFirstToken(now: 1001)
+        #expect(credentials.generation == 1)
+        let first = try credentials.current(now: 1002, policy: policy)
+        #expect(first.signed == .firstUse && first.token.issuedAt == 1000)
+        #expect(try credentials.current(now: 1003, policy: policy).signed == nil)
+    }
+
     @Test("renewed once at 50 minutes, for every connection at once")
     func renewedAtFiftyMinutes() throws {
         let credentials = Self.credentials()

@@ -6,9 +6,11 @@ import OpenSSLSupport
 
 @Suite("reload (SIGHUP)", .serialized)
 struct ReloadTests {
-    @Test("a reload applies the new key to new connections and lists the settings that need a restart")
+    @Test("a reload signs the new key's token at once: the next push on a kept connection carries it, counted and logged as key_rotation")
     func reloadAppliesTheKey() async throws {
         try await RelayHarness.with { h in
+            #expect(try await h.push(token: token("", fill: "2")).status == 201)
+            let connections = h.apple.connectionCount
             let newKey = try ES256PrivateKey.generate()
             h.apple.rules.keys["RELOADED01"] = .es256(newKey.publicKey)
             var new = h.relay.configuration
@@ -17,10 +19,18 @@ struct ReloadTests {
             new.maxBodyBytes = 8192
             let needRestart = try h.relay.reload(new)
             #expect(needRestart == ["max_body_bytes"])
+            // The old key revoked right after the reload: nothing sends its token any more.
             h.apple.rules.keys[RelayHarness.keyID] = nil
-            h.apple.dropAllConnections()
-            let response = try await h.push(token: token("", fill: "3"))
-            #expect(response.status == 201)
+            let device = token("", fill: "3")
+            let response = try await h.push(token: device)
+            #expect(response.status == 201, "\(response.status) \(response.reason ?? "")")
+            #expect(h.apple.connectionCount == connections, "a connection was replaced for the new key")
+            #expect(h.apple.rules.newTokensAccepted == [RelayHarness.keyID: 1, "RELOADED01": 1])
+            func signed(_ reason: String) -> Int {
+                h.relay.metrics.registry.counter("relay_apns_provider_tokens_signed_total", help: "", labels: ["reason": reason]).value
+            }
+            #expect(signed("first_use") == 1 && signed("key_rotation") == 1 && signed("age") == 0 && signed("expired") == 0)
+            #expect(h.logs.records.contains { $0.message == "provider token signed" && $0.metadata["apns.token_reason"] == .string("key_rotation") })
         }
     }
 
