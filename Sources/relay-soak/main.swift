@@ -295,7 +295,7 @@ func run() -> Int32 {
     say("answers by kind: " + load.joined(separator: "; "))
     say("relay peak RSS \(peakRSS.map { fixed(Double($0) / 1024, 1) } ?? "?") MiB; emulator streams \(emulatorStreams); relay log \(logLines.count) lines")
     let signings = logLines.filter { $0.contains("provider token signed") }.map { line in
-        line.range(of: #""apns.token_reason":"[a-z_]+""#, options: .regularExpression).map { String(line[$0].dropFirst(20).dropLast()) } ?? "?"
+        line.range(of: #""apns.token_reason":"[a-z_]+""#, options: .regularExpression).map { String(line[$0].dropFirst(21).dropLast()) } ?? "?"
     }
     say("provider token signings logged: \(signings.isEmpty ? "none" : signings.joined(separator: ", ")); new tokens per key at the emulator: "
         + newTokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
