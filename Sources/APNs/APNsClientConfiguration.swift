@@ -7,8 +7,9 @@ import OpenSSLSupport
 /// Everything the client needs to reach Apple. The defaults follow Apple's guidance and the
 /// lessons in docs/ARCHITECTURE.md §7; tests shrink the timings.
 public struct APNsClientConfiguration: Sendable {
-    /// Who signs provider tokens. A reference shared by every copy of this configuration, so a
-    /// key rotated in it (SIGHUP) reaches every connection's next token without a restart.
+    /// Who signs provider tokens, and the one token every connection sends. A reference shared
+    /// by every copy of this configuration, so a key rotated in it (SIGHUP) reaches every
+    /// connection's next push without a restart.
     public let credentials: APNsCredentials
     public var keyID: String { credentials.current.keyID }
     public var teamID: String { credentials.current.teamID }
@@ -60,6 +61,8 @@ public struct APNsClientConfiguration: Sendable {
     /// Streams a connection opens before it is retired (drained while a fresh one takes its
     /// place): HTTP/2 client stream ids end at 2^31, i.e. 2^30 requests per connection.
     public var maxStreamsPerConnection = APNsClientConfiguration.machine.maxStreamsPerConnection
+    /// When the shared provider token is renewed (50 min) and how often Apple's refusal may force
+    /// a new one (20 min).
     public var tokenPolicy = ProviderTokenPolicy()
 
     /// The pool's defaults live with the state machine that enforces them, written once.
