@@ -46,6 +46,9 @@ enum CredentialProbe {
         case 400 where response.reason == .badDeviceToken, 200:
             return Verdict(credentialsAccepted: true,
                            message: "provider token accepted: APNs checked it and answered \(response.status) \(reason) for the all-zero probe token")
+        case 429 where response.reason == .tooManyProviderTokenUpdates:
+            return Verdict(credentialsAccepted: false,
+                           message: "APNs refused this check's provider token as one new token too many for the key (429 TooManyProviderTokenUpdates): Apple takes a new token per key at most every 20 minutes, and a relay running with this key has signed its own; the key was not judged. Run the check before starting serve, or 20 minutes after the last new token")
         case 403:
             return Verdict(credentialsAccepted: false,
                            message: "APNs refused the provider token (403 \(reason)): check APNS_KEY_ID, APPLE_TEAM_ID and the .p8 key (APNS_AUTH_KEY or APNS_AUTH_KEY_FILE) belong together")

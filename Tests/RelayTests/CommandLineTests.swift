@@ -152,6 +152,20 @@ struct CommandLineTests {
         }
     }
 
+    @Test("check --connect beside a relay sending with the same key: Apple's 429 TooManyProviderTokenUpdates is named, exit 1")
+    func checkConnectBesideARelay() async throws {
+        try await RelayHarness.with { h in
+            #expect(try await h.push(token: token("c1")).status == 201)
+            let ca = try TemporaryFiles.caFile()
+            defer { try? FileManager.default.removeItem(at: ca) }
+            let result = try await run(["check", "--connect"], environment: checkEnvironment(h, ca: ca))
+            #expect(result.status == 1, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stderr.contains("429 TooManyProviderTokenUpdates") && result.stderr.contains("the key was not judged"), "\(result.stderr)")
+            // The relay's own token is not disturbed.
+            #expect(try await h.push(token: token("c2")).status == 201)
+        }
+    }
+
     @Test("an idle serve runs its event loops and no other thread (the lookup of APNS_HOST's name ran on one that ended); SIGTERM drains it to exit 0")
     func idleThreads() async throws {
         let apple = try startEmulator()
