@@ -177,6 +177,20 @@ struct CLITests {
         #expect(run.status == 0)
         #expect(run.stdout == token("", 11) + "\n")
     }
+
+    @Test("clean-token cleans without checking, as the library's DeviceToken.cleaned does; send still checks the token")
+    func cleanTokenDoesNotValidate() async throws {
+        let emulator = try Emulator()
+        defer { emulator.stop() }
+        let run = try await cli(["clean-token", "<ABCD 1234>"], emulator)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "abcd1234\n")
+        #expect(run.stderr.isEmpty)
+        let send = try await cli(["send", "--token", "<ABCD 1234>", "--title", "T"], emulator)
+        #expect(send.status == 2)
+        #expect(send.stderr.contains("device token must be 64 to 200 hex digits"), "\(send.stderr)")
+        #expect(emulator.server.records.isEmpty)
+    }
 }
 
 extension String {
