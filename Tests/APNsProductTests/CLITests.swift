@@ -1,12 +1,15 @@
 import Foundation
 import Testing
 import MockAPNs
+import BuiltProducts
 
-/// `apns-relay send`, `send-many` and `clean-token` against the emulator, as an operator runs them.
-@Suite("apns-relay send, send-many, clean-token", .serialized, .enabled(if: relayExecutable != nil))
+/// `apns-relay send`, `send-many` and `clean-token` against the emulator, as an operator runs them
+/// (`BuiltProducts.relay`: the debug build's, or the one in APNS_RELAY_BIN_DIR).
+@Suite("apns-relay send, send-many, clean-token", .serialized, .enabled(if: BuiltProducts.runsRelay))
 struct CLITests {
     func cli(_ arguments: [String], _ emulator: Emulator, extra: [String: String] = [:], input: String = "") async throws -> ProcessRun {
-        try await runProcess(relayExecutable!, arguments, environment: emulator.environment.merging(extra) { $1 }, input: input)
+        try await runProcess(try BuiltProducts.relayExecutable(), arguments, environment: emulator.environment.merging(extra) { $1 },
+                             input: input)
     }
 
     @Test("send takes every option, prints the result JSON with the caller's token and exits 0")

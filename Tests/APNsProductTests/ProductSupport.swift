@@ -4,17 +4,6 @@ import Testing
 import MockAPNs
 import OpenSSLSupport
 
-/// The built `apns-relay` executable, next to the test bundle in the build directory.
-let relayExecutable: URL? = {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent("apns-relay")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    return nil
-}()
-
 struct ProcessRun {
     var status: Int32
     var stdout: String
