@@ -22,11 +22,25 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Suites run one after another: several of them block a thread while they wait on sockets, and
-# on a 2-core machine Swift's task pool has only 2 threads for every suite's responders.
+# The suites that run the product as a user does, spawning the apns-relay executable or building
+# a package against the APNs library (the relay over sockets against the emulator, serve and
+# SIGHUP, the demo, check, send, send-many and clean-token, the README's library block).
+E2E_SUITES := ^(RelayTests\.CommandLineTests|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+
+# Two passes. First every suite against the debug build. Suites run one after another: several
+# of them block a thread while they wait on sockets, and on a 2-core machine Swift's task pool
+# has only 2 threads for every suite's responders.
+# Then E2E_SUITES again against the binary users run, the one scripts/ship-build.sh makes (-O,
+# static PIE, order file; only apns-relay: no suite spawns apns-mock), with the README's block
+# built -c release: an -O build can break where the debug build works (send-many crashed in every
+# -O build, from a miscompile, while this target passed). APNS_RELAY_BIN_DIR and
+# APNS_PRODUCT_CONFIGURATION point the suites there (Tests/BuiltProducts).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay
+	APNS_RELAY_BIN_DIR="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)" APNS_PRODUCT_CONFIGURATION=release \
+		$(SWIFT) test --skip-build --no-parallel --filter '$(E2E_SUITES)'
 
 # The relay's main job: the demo (relay + embedded APNs emulator) until a real Apple key is configured.
 run: deps

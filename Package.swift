@@ -65,9 +65,12 @@ let package = Package(
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Encoders"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
+        // Where the suites that run the built apns-relay find it (APNS_RELAY_BIN_DIR: make test's
+        // second pass points it at the shipped binary) and how the scratch package is built.
+        .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
-        .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders"]),
+        .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "BuiltProducts"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

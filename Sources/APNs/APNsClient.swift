@@ -144,28 +144,36 @@ public final class APNsClient: APNsSending, Sendable {
         each.apnsID = nil
         let options = each
         let window = max(1, min(configuration.queueCapacity / 2, 500))
-        var results = [APNsResponse?](repeating: nil, count: devices.count)
-        await withTaskGroup(of: (Int, APNsResponse).self) { group in
+        // Up to `window` pushes in flight; each child settles its answer (Apple's, or NotSent)
+        // and then returns (index, answer) from one place. The do and the catch each returning
+        // `(index, …)` (`(index, try await send(…))` in the do) lost the index in -O builds:
+        // Swift 6.3's LLVM dead-store elimination dropped its store on the success path.
+        let answers = await withTaskGroup(of: (Int, APNsResponse).self, returning: [APNsResponse?].self) { group in
+            var answers = [APNsResponse?](repeating: nil, count: devices.count)
             var next = 0
-            func add() {
-                let index = next
-                next += 1
-                let device = devices[index]
-                group.addTask {
-                    do throws(APNsError) {
-                        return (index, try await self.send(payload, to: device, options: options))
-                    } catch {
-                        return (index, .notSent(device: device, cause: error))
+            var inFlight = 0
+            while true {
+                while next < devices.count && inFlight < window {
+                    let index = next
+                    let device = devices[index]
+                    group.addTask {
+                        let answer: APNsResponse
+                        do throws(APNsError) {
+                            answer = try await self.send(payload, to: device, options: options)
+                        } catch {
+                            answer = .notSent(device: device, cause: error)
+                        }
+                        return (index, answer)
                     }
+                    next += 1
+                    inFlight += 1
                 }
-            }
-            while next < devices.count && next < window { add() }
-            for await (index, result) in group {
-                results[index] = result
-                if next < devices.count { add() }
+                guard let (index, answer) = await group.next() else { return answers }
+                inFlight -= 1
+                answers[index] = answer
             }
         }
-        return SendManyResult(results: results.map { $0! })
+        return SendManyResult(results: answers.map { $0! })
     }
 
     /// True when a production connection can take a push now (the relay's readiness probe).

@@ -217,9 +217,8 @@ enum SendCommand {
 
     static func cleanToken(_ arguments: [String]) -> Int32 {
         guard arguments.count == 1 else { return CommandEnvironment.fail(CommandError("clean-token takes one token")) }
-        let cleaned = DeviceToken.cleaned(arguments[0])
-        do { _ = try DeviceToken(cleaned) } catch { return CommandEnvironment.fail(error) }
-        print(cleaned)
+        // The library's rule (DeviceToken.cleaned), unchecked: `send` is where a token is checked.
+        print(DeviceToken.cleaned(arguments[0]))
         return 0
     }
 

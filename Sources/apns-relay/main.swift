@@ -45,7 +45,8 @@ let usage = """
                                   the same push to one token a line, each with its own apns-id (--apns-id
                                   is for send only); prints {sent, failed, remove, results}; exit 0 all
                                   delivered, 2 refused before sending or nothing reached Apple, else 1
-      clean-token TOKEN           print the token as Apple wants it (lower-case hex, no <, > or spaces)
+      clean-token TOKEN           print the token with spaces, tabs, < and > removed and letters in lower
+                                  case, not checked (send checks it)
       --help                      this text
 
     settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,

@@ -1,12 +1,15 @@
 import Foundation
 import Testing
 import MockAPNs
+import BuiltProducts
 
-/// `apns-relay send`, `send-many` and `clean-token` against the emulator, as an operator runs them.
-@Suite("apns-relay send, send-many, clean-token", .serialized, .enabled(if: relayExecutable != nil))
+/// `apns-relay send`, `send-many` and `clean-token` against the emulator, as an operator runs them
+/// (`BuiltProducts.relay`: the debug build's, or the one in APNS_RELAY_BIN_DIR).
+@Suite("apns-relay send, send-many, clean-token", .serialized, .enabled(if: BuiltProducts.runsRelay))
 struct CLITests {
     func cli(_ arguments: [String], _ emulator: Emulator, extra: [String: String] = [:], input: String = "") async throws -> ProcessRun {
-        try await runProcess(relayExecutable!, arguments, environment: emulator.environment.merging(extra) { $1 }, input: input)
+        try await runProcess(try BuiltProducts.relayExecutable(), arguments, environment: emulator.environment.merging(extra) { $1 },
+                             input: input)
     }
 
     @Test("send takes every option, prints the result JSON with the caller's token and exits 0")
@@ -176,6 +179,20 @@ struct CLITests {
         let run = try await cli(["clean-token", "<" + token("", 11).uppercased().chunked() + ">"], emulator)
         #expect(run.status == 0)
         #expect(run.stdout == token("", 11) + "\n")
+    }
+
+    @Test("clean-token cleans without checking, as the library's DeviceToken.cleaned does; send still checks the token")
+    func cleanTokenDoesNotValidate() async throws {
+        let emulator = try Emulator()
+        defer { emulator.stop() }
+        let run = try await cli(["clean-token", "<ABCD 1234>"], emulator)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "abcd1234\n")
+        #expect(run.stderr.isEmpty)
+        let send = try await cli(["send", "--token", "<ABCD 1234>", "--title", "T"], emulator)
+        #expect(send.status == 2)
+        #expect(send.stderr.contains("device token must be 64 to 200 hex digits"), "\(send.stderr)")
+        #expect(emulator.server.records.isEmpty)
     }
 }
 

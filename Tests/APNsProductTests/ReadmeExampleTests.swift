@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MockAPNs
+import BuiltProducts
 
 /// The repository, found from this file: Tests/APNsProductTests/ReadmeExampleTests.swift.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -51,15 +52,18 @@ struct ReadmeExampleTests {
             """.write(to: package.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
         try block.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
 
-        // Kept under the repository's .build so a rerun rebuilds only the example itself.
+        // Kept under the repository's .build so a rerun rebuilds only the example itself; built
+        // -c debug, or as APNS_PRODUCT_CONFIGURATION says (make test's second pass: release).
         let scratch = repositoryRoot.appendingPathComponent(".build/readme-example")
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFTPM_ENABLE_PLUGINS"] = nil
-        let build = try await runProcess(swiftExecutable!, ["build", "--package-path", package.path, "--scratch-path", scratch.path],
+        let configuration = BuiltProducts.configuration
+        let build = try await runProcess(swiftExecutable!, ["build", "-c", configuration, "--package-path", package.path,
+                                                            "--scratch-path", scratch.path],
                                          environment: environment, limit: 1500)
         #expect(build.status == 0, "\(build.stdout)\n\(build.stderr)")
         guard build.status == 0 else { return }
-        let binary = scratch.appendingPathComponent("debug/ReadmeExample")
+        let binary = scratch.appendingPathComponent("\(configuration)/ReadmeExample")
 
         let emulator = try Emulator()
         defer { emulator.stop() }

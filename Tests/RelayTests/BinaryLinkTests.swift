@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import BuiltProducts
 
 @Suite("The apns-relay binary")
 struct BinaryLinkTests {
     @Test("the built binary names no Foundation module: neither a shared library nor a type of one is in it")
     func noFoundationInTheBinary() throws {
-        let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+        let binary = try BuiltProducts.relayExecutable()
         let bytes = try Data(contentsOf: binary)
         // Module names are in the binary as text (type metadata, a shared library's name): the
         // search sees them, as it sees the relay's own modules.
@@ -23,7 +24,7 @@ struct BinaryLinkTests {
     /// standard library alone.
     @Test("the built binary uses nothing of _StringProcessing or _RegexParser")
     func noStringProcessingInTheBinary() throws {
-        let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+        let binary = try BuiltProducts.relayExecutable()
         let bytes = try Data(contentsOf: binary)
         // A use is a mangled name in the binary: a symbol it imports from the shared library
         // (debug builds) or the module's own code and metadata (static builds). The module

@@ -2,20 +2,10 @@ import Foundation
 import Testing
 import MockAPNs
 import OpenSSLSupport
+import BuiltProducts
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// The built `apns-relay` executable, next to the test bundle in the build directory.
-let executable: URL? = {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent("apns-relay")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    return nil
-}()
 
 private struct Run {
     var status: Int32
@@ -23,9 +13,10 @@ private struct Run {
     var stderr: String
 }
 
-/// Runs the executable with exactly `environment` (nothing inherited), bounded in time.
+/// Runs `apns-relay` (`BuiltProducts.relay`: the debug build's, or the one in APNS_RELAY_BIN_DIR)
+/// with exactly `environment` (nothing inherited), bounded in time.
 private func run(_ arguments: [String], environment: [String: String]) async throws -> Run {
-    let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+    let binary = try BuiltProducts.relayExecutable()
     return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Run, Error>) in
         Thread {
             let process = Process()
@@ -53,7 +44,7 @@ private func run(_ arguments: [String], environment: [String: String]) async thr
     }
 }
 
-@Suite("apns-relay executable", .serialized, .enabled(if: executable != nil))
+@Suite("apns-relay executable", .serialized, .enabled(if: BuiltProducts.runsRelay))
 struct CommandLineTests {
     @Test("demo --once relays one encrypted push through the emulator, prints it and exits 0")
     func demoOnce() async throws {
@@ -324,7 +315,7 @@ private final class ServeProcess: @unchecked Sendable {
     private let log: URL
 
     init(arguments: [String], log: URL) throws {
-        let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+        let binary = try BuiltProducts.relayExecutable()
         self.log = log
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = binary

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BuiltProducts
 
 /// The shared libraries an ELF executable names (its DT_NEEDED entries), read from the file.
 func neededLibraries(of url: URL) throws -> [String] {
@@ -39,7 +40,7 @@ struct FootprintTests {
     /// 75 MB static binary; FoundationEssentials is all the relay needs.
     @Test("the relay links FoundationEssentials, never Foundation or its ICU")
     func noFoundationICU() throws {
-        let binary = try #require(executable, "build apns-relay first (swift build --build-tests builds it)")
+        let binary = try BuiltProducts.relayExecutable()
         let needed = try neededLibraries(of: binary)
         #expect(needed.contains { $0.hasPrefix("libswiftCore") }, "a dynamically linked debug build names the Swift runtime")
         let heavy = needed.filter { $0.hasPrefix("libFoundation.") || $0.hasPrefix("libFoundationInternationalization") || $0.contains("ICU") }
