@@ -504,11 +504,23 @@ struct EventLoopTests {
         let didRun = ran.load(ordering: .relaxed)
         #expect(didRun)
         #expect(closeCode.withLock { $0 } == .loopShutDown)
-        #expect(!threadNames().contains("el-joincheck"))
+        // pthread_join returns once the thread is done, a moment before the kernel takes its task
+        // out of /proc: poll, with a bound.
+        #expect(await eventually { !threadNames().contains("el-joincheck") })
         let accepted = loop.submit {}
         #expect(!accepted, "work after shutdown is refused")
         loop.shutdown()  // twice is harmless
     }
+}
+
+/// Polls `condition` every 10 ms until it holds or `seconds` pass; true when it held.
+func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return true
 }
 
 /// Names of this process's threads.
