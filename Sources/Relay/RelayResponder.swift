@@ -300,6 +300,7 @@ package final class RelayResponder: HTTPResponder {
         case .success(let response):
             apns.status = response.status
             apns.reason = response.reason?.rawValue
+            apns.uniqueID = response.uniqueID
             metrics.countAPNsAnswer(status: String(response.status), reason: response.reason?.rawValue ?? "none")
             if answer.misconfiguration { metrics.countMisconfiguration(reason: response.reason?.rawValue ?? "status \(response.status)") }
         case .failure(let error):
@@ -355,6 +356,7 @@ package final class RelayResponder: HTTPResponder {
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
             if let reason = apns.reason { line.add(LineKey.apnsReason, .string(reason)) }
             if let status = apns.status { line.add(LineKey.apnsStatus, .int(status)) }
+            if let uniqueID = apns.uniqueID { line.add(LineKey.apnsUniqueID, .string(uniqueID)) }
             if let device = log.device {
                 line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
@@ -378,6 +380,7 @@ package final class RelayResponder: HTTPResponder {
         static let apnsID: LogKey = "apns.id"
         static let apnsReason: LogKey = "apns.reason"
         static let apnsStatus: LogKey = "apns.status"
+        static let apnsUniqueID: LogKey = "apns.unique_id"
         static let device: LogKey = "device"
         static let httpStatus: LogKey = "http.status"
         static let latency: LogKey = "latency_ms"
@@ -410,6 +413,9 @@ package final class RelayResponder: HTTPResponder {
         var status: Int?
         var reason: String?
         var error: String?
+        /// Apple's `apns-unique-id` (the development environment only): what Apple's Push
+        /// Notification Console looks a delivery up by.
+        var uniqueID: String?
     }
 
     // MARK: Helpers

@@ -59,7 +59,7 @@ struct EndToEndTests {
         }
     }
 
-    @Test("?sandbox=true goes to the sandbox host only")
+    @Test("?sandbox=true goes to the sandbox host only, and its log line carries Apple's apns-unique-id")
     func sandboxRouting() async throws {
         try await RelayHarness.with { h in
             let response = try await h.push(token: token("5a"), query: "?sandbox=true")
@@ -67,6 +67,16 @@ struct EndToEndTests {
             #expect(h.sandbox.records.count == 1)
             #expect(h.sandbox.records.first?.header("apns-id") == response.header("apns-id"))
             #expect(h.apple.records.isEmpty)
+            let production = try await h.push(token: token("5b"))
+            #expect(production.status == 201)
+            let lines = h.logs.records.filter { $0.message == "push delivered" }
+            let sandboxLine = lines.first { $0.metadata["apns.environment"] == .string("sandbox") }
+            guard case .string(let uniqueID)? = sandboxLine?.metadata["apns.unique_id"] else {
+                Issue.record("no apns.unique_id on the sandbox push's line: \(String(describing: sandboxLine))"); return
+            }
+            #expect(uniqueID.count == 36 && uniqueID != response.header("apns-id"))
+            // Production answers carry none, so its line has none.
+            #expect(lines.first { $0.metadata["apns.environment"] == .string("production") }?.metadata["apns.unique_id"] == nil)
         }
     }
 
