@@ -33,6 +33,10 @@ let usage = """
                           connections, requests recorded (for watching reconnect storms)
       --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
       --log               one line per request on stdout: status, reason, path, topic
+      --record FILE       every request as one JSON line in FILE (appended): connection, stream,
+                          method, path, headers, payload (text, or base64 when not UTF-8), and the
+                          answer given (status, reason, apns-id; status null: never answered or
+                          refused), so an app developer sees exactly what their server sends
       --help              this text
 
     Device tokens starting with dead, 0ee0, 0bad, d7f7, 4290, 5000, 5030, 5031, de1a, 0ff0, 7e5e
@@ -58,6 +62,7 @@ struct Options {
     var goAwayAfter: Int?
     var caOut: String?
     var log = false
+    var recordFile: String?
     var requirePushType = false
     var strictPayload = false
     var tokenMaxAge: Int64 = 3600
@@ -99,6 +104,7 @@ func parse(_ arguments: [String]) -> Options {
         case "--stats-every": options.statsEvery = number(flag, 1...3600)
         case "--ca-out": options.caOut = value(flag)
         case "--log": options.log = true
+        case "--record": options.recordFile = value(flag)
         case "--require-push-type": options.requirePushType = true
         case "--strict-payload": options.strictPayload = true
         default: fail("unknown option \(flag) (see --help)")
@@ -108,9 +114,14 @@ func parse(_ arguments: [String]) -> Options {
     return options
 }
 
+/// The private directory made for files written when no path was given (the generated key, the
+/// CA): removed when the emulator stops, so no private key is left behind.
+nonisolated(unsafe) var madeDirectory: URL?
+
 /// A private directory for the files we write when no path was given.
 func tempDirectory() -> URL {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-\(getpid())")
+    madeDirectory = dir
     do {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -175,10 +186,46 @@ let configuration = MockAPNsConfiguration(
     FileHandle.standardOutput.write(Data(line.utf8))
 }
 
+/// A request and its answer as one JSON object (Foundation's encoder: the emulator shares no
+/// code with the client's).
+func jsonLine(_ record: MockRecord) -> Data {
+    var object: [String: Any] = [
+        "connection": record.connectionID, "stream": Int(record.streamID), "method": record.method, "path": record.path,
+        "headers": record.headers.map { [$0.name, $0.value] },
+        "status": record.status.map { $0 as Any } ?? NSNull(), "reason": record.reason.map { $0 as Any } ?? NSNull(),
+        "apns_id": record.apnsID.map { $0 as Any } ?? NSNull(),
+    ]
+    if let text = String(validating: record.payload, as: UTF8.self) {
+        object["payload"] = text
+    } else {
+        object["payload_base64"] = Data(record.payload).base64EncodedString()
+    }
+    var line = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    line.append(UInt8(ascii: "\n"))
+    return line
+}
+
+let recordHandle: FileHandle? = options.recordFile.map { path in
+    if !FileManager.default.fileExists(atPath: path) { write("", to: path, what: "record file") }
+    guard let handle = FileHandle(forWritingAtPath: path) else { fail("--record: cannot open \(path) for writing") }
+    handle.seekToEndOfFile()
+    return handle
+}
+let onRecord: (@Sendable (MockRecord) -> Void)?
+switch (options.log, recordHandle) {
+case (false, nil): onRecord = nil
+case (let log, let file):
+    // One loop (below) calls it, so the lines never interleave.
+    onRecord = { record in
+        if log { logLine(record) }
+        file?.write(jsonLine(record))
+    }
+}
+
 let server: MockAPNsServer
 do {
     server = try MockAPNsServer.start(configuration: configuration, host: options.host, port: options.port,
-                                      loopCount: 1, onRecord: options.log ? logLine : nil)
+                                      loopCount: 1, onRecord: onRecord)
 } catch {
     fail("cannot listen on \(options.host):\(options.port): \(error)")
 }
@@ -209,6 +256,8 @@ for sig in [SIGINT, SIGTERM] {
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     source.setEventHandler {
         server.stop()
+        try? recordHandle?.synchronize()
+        if let madeDirectory { try? FileManager.default.removeItem(at: madeDirectory) }
         exit(0)
     }
     source.resume()

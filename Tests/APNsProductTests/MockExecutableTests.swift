@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+import BuiltProducts
+
+/// `apns-mock` as an app developer runs it: the emulator on its own, a relay or any server pointed at it.
+@Suite("apns-mock executable", .serialized, .enabled(if: BuiltProducts.executable("apns-mock") != nil && BuiltProducts.relay != nil))
+struct MockExecutableTests {
+    @Test("--record writes each request and its answer as a JSON line; SIGTERM removes the folder with the generated key")
+    func recordAndCleanUp() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let recordFile = directory.appendingPathComponent("requests.jsonl")
+        let mock = Process()
+        mock.executableURL = BuiltProducts.executable("apns-mock")!
+        mock.arguments = ["--port", "0", "--record", recordFile.path]
+        let out = Pipe()
+        mock.standardOutput = out
+        try mock.run()
+        defer { if mock.isRunning { mock.terminate() } }
+
+        // The banner: "apns-mock listening on 127.0.0.1:PORT ca=… team=… key=… private-key=…".
+        var banner = ""
+        let started = ContinuousClock.now + .seconds(10)
+        while !banner.contains("\n"), ContinuousClock.now < started {
+            banner += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        func field(_ name: String) -> String? {
+            banner.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
+        let port = try #require(banner.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map { $0.dropFirst("127.0.0.1:".count) })
+        let keyFile = try #require(field("private-key")), ca = try #require(field("ca"))
+        let keyFolder = URL(fileURLWithPath: keyFile).deletingLastPathComponent()
+        #expect(FileManager.default.fileExists(atPath: keyFile))
+
+        let device = token("", 0x51)
+        let send = try await runProcess(BuiltProducts.relay!, ["send", "--token", device, "--title", "Hi", "--data", #"{"k":"v/1"}"#], environment: [
+            "APNS_KEY": try String(contentsOfFile: keyFile, encoding: .utf8), "APNS_KEY_ID": try #require(field("key")),
+            "APNS_TEAM_ID": try #require(field("team")), "APNS_TOPIC": "com.example.app",
+            "APNS_HOST": "127.0.0.1:\(port)", "APNS_CA_FILE": ca, "PATH": "/usr/bin:/bin",
+        ])
+        #expect(send.status == 0, "\(send.stdout) \(send.stderr)")
+
+        mock.terminate()
+        mock.waitUntilExit()
+        #expect(mock.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: keyFolder.path), "the generated key outlived the emulator")
+
+        let lines = try String(contentsOf: recordFile, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Any])
+        #expect(object["path"] as? String == "/3/device/" + device)
+        #expect(object["method"] as? String == "POST")
+        #expect(object["status"] as? Int == 200)
+        let headers = try #require(object["headers"] as? [[String]])
+        #expect(headers.contains(["apns-topic", "com.example.app"]))
+        #expect(headers.contains { $0.first == "authorization" })
+        #expect(object["apns_id"] as? String == headers.first { $0.first == "apns-id" }?.last)
+        #expect(object["payload"] as? String == #"{"aps":{"alert":{"title":"Hi"}},"k":"v/1"}"#)
+    }
+}
