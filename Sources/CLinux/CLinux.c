@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -97,3 +98,10 @@ void clinux_set_thread_name(const char *name) {
 int clinux_malloc_trim(void) { return malloc_trim(0); }
 
 int clinux_malloc_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
+int clinux_affinity_cpu_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    return CPU_COUNT(&set);
+}

@@ -10,10 +10,9 @@ internal import CLinux
 
 /// Facts about the machine that size the loop group.
 package enum System {
-    /// Online CPUs, so the default group runs one loop per core and no more.
-    package static var coreCount: Int {
-        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-    }
+    /// The CPUs this process may use (`CPUBudget`), so the default group runs one loop per CPU
+    /// it can get and no more.
+    package static var coreCount: Int { CPUBudget.current.cpus }
 }
 
 /// Anything the loop dispatches epoll events to, or must close when it shuts down.

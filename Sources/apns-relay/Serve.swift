@@ -31,6 +31,9 @@ enum Serve {
         var summary: [String: LogValue] = [:]
         for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
         summary["port"] = .int(relay.port)
+        // One loop per CPU the process may use: the affinity mask and the cgroup's quota count.
+        summary["event_loops"] = .int(CPUBudget.current.cpus)
+        summary["event_loops.reason"] = .string(CPUBudget.current.reason)
         logger.notice("apns-relay listening", summary)
         park(relay, logger: logger, envFile: envFile)
     }

@@ -191,6 +191,34 @@ struct CommandLineTests {
         #expect(relay.logText.contains("drained; bye"))
     }
 
+    @Test("pinned to one CPU (taskset -c 0) on a bigger machine, serve runs one event loop and says why", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset")))
+    func loopsFollowTheAffinity() async throws {
+        let apple = try startEmulator()
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let port = try freePort()
+        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
+                                port: port, pool: 2)
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log,
+                                     wrapper: ["/usr/bin/taskset", "-c", "0"])
+        defer { relay.stop() }
+        try await relay.waitUntilReady(port: port)
+        let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
+        #expect(line.contains(#""event_loops":1"#), "\(line)")
+        // One CPU by its affinity, unless the machine itself has one CPU (then nothing was cut).
+        let machine = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")
+        let tasks = "/proc/\(relay.pid)/task"
+        let loops = ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).compactMap { id in
+            (try? String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        }.filter { $0.hasPrefix("eventloop-") }
+        #expect(loops.count == 1, "\(loops)")
+        #expect(relay.stop() == 0)
+    }
+
     @Test("SIGHUP rotates the key from the env file and the key file; an invalid one is logged and the old stays")
     func sighupReload() async throws {
         let newKeyID = "ROTATED123"
@@ -324,12 +352,18 @@ private final class ServeProcess: @unchecked Sendable {
     private let process = Process()
     private let log: URL
 
-    init(arguments: [String], log: URL) throws {
+    /// - Parameter wrapper: a command that execs the relay (`taskset -c 0`), so it keeps the pid.
+    init(arguments: [String], log: URL, wrapper: [String] = []) throws {
         let binary = try BuiltProducts.relayExecutable()
         self.log = log
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = binary
-        process.arguments = arguments
+        if let command = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = wrapper.dropFirst() + [binary.path] + arguments
+        } else {
+            process.executableURL = binary
+            process.arguments = arguments
+        }
         process.environment = [:]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: log)

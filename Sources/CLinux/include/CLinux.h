@@ -42,6 +42,9 @@ extern const uint32_t CLINUX_EPOLLOUT;
 extern const uint32_t CLINUX_EPOLLERR;
 extern const uint32_t CLINUX_EPOLLHUP;
 extern const uint32_t CLINUX_EPOLLRDHUP;
+/* CPUs in this thread's affinity mask (sched_getaffinity, CPU_COUNT); -1 when it cannot be read. */
+int clinux_affinity_cpu_count(void);
+
 extern const uint32_t CLINUX_EPOLLET;
 extern const int CLINUX_EPOLL_CTL_ADD;
 extern const int CLINUX_EPOLL_CTL_MOD;
