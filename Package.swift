@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "BuiltProducts"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

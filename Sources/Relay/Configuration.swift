@@ -24,8 +24,13 @@ package struct RelayConfiguration: Sendable {
     package var teamID: String
     /// The app's bundle ID, sent as `apns-topic`.
     package var topic: String
-    /// Kept HTTP/2 connections to each APNs host.
+    /// Kept HTTP/2 connections to each APNs host; unset, at least the loop count, so every loop
+    /// has a connection of its own and no push crosses threads.
     package var connectionPoolSize: Int
+    /// `EVENT_LOOPS`; nil: one per CPU the process may use (`CPUBudget`).
+    package var eventLoops: Int?
+    /// The event loops the relay runs.
+    package var eventLoopCount: Int { eventLoops ?? CPUBudget.current.cpus }
     /// The inbound HTTP/1.1 port.
     package var port: Int
     /// The address the inbound listener binds (an IPv4 or IPv6 literal).
@@ -137,7 +142,7 @@ package struct RelayConfiguration: Sendable {
     /// Every variable the relay reads, in the order the example env file documents them.
     package static let variableNames: [String] = [
         Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias, Variable.keyID, Variable.teamID, Variable.teamIDAlias,
-        Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.port, Variable.bindAddress,
+        Variable.topic, Variable.topicAlias, Variable.connectionPoolSize, Variable.eventLoops, Variable.port, Variable.bindAddress,
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.caPEM, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
@@ -150,6 +155,7 @@ package struct RelayConfiguration: Sendable {
             "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
             "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
             "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
+            "event_loops": String(eventLoopCount),
             "listen": APNsEndpoint(host: bindAddress, port: port).description,  // host:port, [v6]:port
             "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
             "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
@@ -177,6 +183,7 @@ enum Variable {
     static let topic = "TOPIC"
     static let topicAlias = "APNS_TOPIC"
     static let connectionPoolSize = "CONNECTION_POOL_SIZE"
+    static let eventLoops = "EVENT_LOOPS"
     static let port = "PORT"
     static let bindAddress = "BIND_ADDRESS"
     static let apnsHost = "APNS_HOST"
@@ -396,7 +403,10 @@ private struct Reader {
         if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
         let relayToAlert = try relayToAlert()
 
-        let pool = try integer(Variable.connectionPoolSize, default: RelayConfiguration.Defaults.connectionPoolSize, in: 1...64, "")
+        let loops: Int? = value(Variable.eventLoops) == nil ? nil : try integer(Variable.eventLoops, default: 1, in: 1...256, " (one per CPU the relay may use when unset)")
+        // Unset: at least one connection per loop, so a push never has to cross to another loop's.
+        let poolDefault = min(64, max(RelayConfiguration.Defaults.connectionPoolSize, loops ?? CPUBudget.current.cpus))
+        let pool = try integer(Variable.connectionPoolSize, default: poolDefault, in: 1...64, "")
         let port = try integer(Variable.port, default: RelayConfiguration.Defaults.port, in: 1...65535, "")
         let bindAddress = value(Variable.bindAddress) ?? RelayConfiguration.Defaults.bindAddress
         guard Self.isIPAddress(bindAddress) else {
@@ -446,6 +456,7 @@ private struct Reader {
             relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams,
             requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
         configuration.authKeyVariable = authKeyVariable
+        configuration.eventLoops = loops
         configuration.caPEM = value(Variable.caPEM).map { $0.replacing(text: "\\n", with: "\n") }
         return configuration
     }

@@ -26,8 +26,9 @@ package final class RelayServer: Sendable {
     package struct Options: Sendable {
         /// An extra CA (PEM text) to trust besides the system store and `APNS_CA_FILE`.
         package var extraCAPEM: String?
-        /// Event loops shared by the server and the client; default one per core.
-        package var loopCount: Int = System.coreCount
+        /// Event loops shared by the server and the client; nil: the configuration's
+        /// (`EVENT_LOOPS`, else one per CPU the process may use).
+        package var loopCount: Int?
         /// Final adjustments to the client configuration, applied last.
         package var tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)?
         /// The wall clock for payload expirations and 410 timestamps.
@@ -45,7 +46,8 @@ package final class RelayServer: Sendable {
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
         let clientConfiguration = try clientConfiguration(configuration, extraCAPEM: options.extraCAPEM,
                                                           tune: options.tuneClient)
-        let group = try EventLoopGroup(loopCount: max(1, options.loopCount))
+        let loopCount = max(1, options.loopCount ?? configuration.eventLoopCount)
+        let group = try EventLoopGroup(loopCount: loopCount)
         let client: APNsClient
         do {
             client = try APNsClient(configuration: clientConfiguration, group: group,
@@ -65,7 +67,7 @@ package final class RelayServer: Sendable {
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.bindAddress, port: configuration.port, limits: limits,
             requestTimeout: configuration.requestTimeout, maxConnections: configuration.maxConnections,
-            maxBufferedRequestBytes: configuration.maxBufferedRequestBytes, loopCount: max(1, options.loopCount))
+            maxBufferedRequestBytes: configuration.maxBufferedRequestBytes, loopCount: loopCount)
         let http: HTTPServer
         do {
             http = try HTTPServer.start(configuration: serverConfiguration, group: group, responder: responder,

@@ -31,9 +31,8 @@ enum Serve {
         var summary: [String: LogValue] = [:]
         for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
         summary["port"] = .int(relay.port)
-        // One loop per CPU the process may use: the affinity mask and the cgroup's quota count.
-        summary["event_loops"] = .int(CPUBudget.current.cpus)
-        summary["event_loops.reason"] = .string(CPUBudget.current.reason)
+        // Why that many loops (`event_loops`): EVENT_LOOPS, or the CPUs the process may use.
+        summary["event_loops.reason"] = .string(configuration.eventLoops != nil ? "EVENT_LOOPS" : CPUBudget.current.reason)
         logger.notice("apns-relay listening", summary)
         park(relay, logger: logger, envFile: envFile)
     }

@@ -207,7 +207,7 @@ struct CommandLineTests {
         defer { relay.stop() }
         try await relay.waitUntilReady(port: port)
         let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
-        #expect(line.contains(#""event_loops":1"#), "\(line)")
+        #expect(line.contains(#""event_loops":"1""#), "\(line)")
         // One CPU by its affinity, unless the machine itself has one CPU (then nothing was cut).
         let machine = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")

@@ -1,4 +1,5 @@
 import Foundation
+import EventLoop
 import Testing
 import Observability
 @testable import Relay
@@ -42,6 +43,20 @@ private func cleanup(_ path: String) {
 
 @Suite("Configuration defaults and values")
 struct ConfigurationValueTests {
+    @Test("EVENT_LOOPS sets the loops, and the pool follows it unless CONNECTION_POOL_SIZE is set")
+    func eventLoops() throws {
+        let four = try load(["EVENT_LOOPS": "4"])
+        #expect(four.eventLoopCount == 4 && four.connectionPoolSize == 4)
+        #expect(four.loggableSummary["event_loops"] == "4")
+        let one = try load(["EVENT_LOOPS": "1"])
+        #expect(one.eventLoopCount == 1 && one.connectionPoolSize == 2)
+        let pinned = try load(["EVENT_LOOPS": "4", "CONNECTION_POOL_SIZE": "1"])
+        #expect(pinned.connectionPoolSize == 1)
+        for bad in ["0", "257", "many"] {
+            #expect(throws: ConfigurationError(.invalid, "EVENT_LOOPS", "")) { try load(["EVENT_LOOPS": bad]) }
+        }
+    }
+
     @Test("the four metatext-apns variables alone start the relay with documented defaults")
     func defaults() throws {
         let c = try load([:])
@@ -49,7 +64,9 @@ struct ConfigurationValueTests {
         #expect(c.keyID == "ABC123DEFG")
         #expect(c.teamID == "TEAM123456")
         #expect(c.topic == "com.example.app")
-        #expect(c.connectionPoolSize == 2)
+        // At least one connection per event loop (one per CPU the process may use), at least 2.
+        #expect(c.connectionPoolSize == max(2, CPUBudget.current.cpus))
+        #expect(c.eventLoops == nil && c.eventLoopCount == CPUBudget.current.cpus)
         #expect(c.port == 3000)
         #expect(c.bindAddress == "0.0.0.0")
         #expect(c.apnsHost == .init(host: "api.push.apple.com", port: 443))
