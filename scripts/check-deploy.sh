@@ -5,7 +5,8 @@
 #
 # Installs what it needs: python3-venv from Debian when missing, then kubernetes-validate
 # (which ships the Kubernetes JSON schemas, so validation needs no network), PyYAML and
-# crossplane (nginx's config parser) from PyPI into .build/deploy-check-venv.
+# crossplane (nginx's config parser) from PyPI into .build/deploy-check-venv; Debian's
+# prometheus for promtool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,9 @@ if ! "$VENV/bin/python" -c 'import kubernetes_validate, yaml, crossplane' 2>/dev
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q "${PY_PACKAGES[@]}"
 fi
+
+# promtool (Debian's prometheus) checks and unit-tests deploy/prometheus/alerts.yml.
+command -v promtool >/dev/null || install_packages prometheus
 
 # Optional: systemd-analyze makes the unit check stronger; the script falls back to a
 # syntax check without it.

@@ -23,6 +23,7 @@ NGINX = os.path.join(ROOT, "deploy/nginx/nginx.conf")
 K8S_DIR = os.path.join(ROOT, "deploy/kubernetes")
 UNIT = os.path.join(ROOT, "deploy/systemd/apns-relay.service")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
+PROMETHEUS_DIR = os.path.join(ROOT, "deploy/prometheus")
 # Kubernetes versions to validate against: the oldest still commonly run and the newest shipped.
 K8S_VERSIONS = ["1.30", "1.37"]
 # The relay's default push deadline; every timeout in front of it must be longer.
@@ -321,6 +322,36 @@ def check_dockerfile():
     check(os.path.exists(os.path.join(ROOT, ".dockerignore")), ".dockerignore exists")
 
 
+# --- Prometheus alerting rules ----------------------------------------------------------------
+
+def check_prometheus_rules():
+    """promtool checks the rules and runs their unit tests (series that fire, series that do not);
+    every metric the rules name is one the relay exports."""
+    rules = os.path.join(PROMETHEUS_DIR, "alerts.yml")
+    tests = os.path.join(PROMETHEUS_DIR, "alerts.test.yml")
+    promtool = shutil.which("promtool")
+    if not check(promtool is not None, "promtool is installed (Debian's prometheus)"):
+        return
+    result = subprocess.run([promtool, "check", "rules", rules], capture_output=True, text=True)
+    check(result.returncode == 0, "promtool check rules deploy/prometheus/alerts.yml", (result.stdout + result.stderr).strip())
+    result = subprocess.run([promtool, "test", "rules", tests], capture_output=True, text=True, cwd=PROMETHEUS_DIR)
+    check(result.returncode == 0, "promtool test rules deploy/prometheus/alerts.test.yml", (result.stdout + result.stderr).strip())
+    groups = yaml.safe_load(open(rules, encoding="utf-8"))["groups"]
+    alerts = [rule for group in groups for rule in group["rules"]]
+    check(all(rule.get("labels", {}).get("severity") in ("critical", "warning", "info") for rule in alerts),
+          "every alert has a severity (critical, warning, info)")
+    check(all(rule.get("annotations", {}).get("runbook") for rule in alerts), "every alert has a runbook line")
+    exported = set()
+    for path in glob.glob(os.path.join(ROOT, "Sources/Relay/*.swift")):
+        exported |= set(re.findall(r'"(relay_[a-z_]+)"', open(path, encoding="utf-8").read()))
+    named = set()
+    for rule in alerts:
+        for name in re.findall(r"\b(relay_[a-z_]+?)(?:_bucket)?\b", rule["expr"]):
+            named.add(name)
+    unknown = sorted(named - exported)
+    check(not unknown, "every metric the alerts use is one the relay exports", ", ".join(unknown))
+
+
 def main():
     variables = relay_variables()
     check_env_example(variables)
@@ -329,6 +360,7 @@ def main():
     check_nginx()
     check_systemd()
     check_dockerfile()
+    check_prometheus_rules()
     if failures:
         print(f"\ndeploy-check: {len(failures)} check(s) failed")
         sys.exit(1)
