@@ -5,7 +5,7 @@ SWIFT ?= swift
 # binary links (it is one static PIE: scripts/ship-build.sh).
 APT_PACKAGES := libnghttp2-dev libssl-dev libstdc++-12-dev libc6-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench symbol-order soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test
+.PHONY: deps test run mock bench symbol-order soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test prometheus-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -125,6 +125,12 @@ image-smoke: deps
 # `nginx -t` on deploy/nginx/nginx.conf and README's snippet, then pushes through it.
 nginx-test: deps
 	bash scripts/nginx-test.sh
+
+# Debian's Prometheus (installed when missing) scraping the relay under load against the emulator
+# on 127.0.0.1, with deploy/prometheus/alerts.yml loaded: every panel of deploy/grafana/apns-relay.json
+# returns data, the 502 and reconnect alerts fire, the others stay quiet (~40 s, bounded).
+prometheus-test: deps
+	bash scripts/prometheus-test.sh
 
 # Builds the Dockerfile with a real Docker engine (Debian's docker.io, started here when none runs)
 # from base images made locally (debootstrap + this machine's Swift toolchain, cached in Docker's

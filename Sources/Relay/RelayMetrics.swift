@@ -21,6 +21,12 @@ package final class RelayMetrics: Sendable {
     package let reconnects: Counter
     /// APNs connections open now.
     package let apnsConnections: Gauge
+    /// Pushes waiting for a free stream to APNs (both environments), set at each scrape.
+    package let queuedPushes: Gauge
+    /// The process's resident memory, open and allowed file descriptors, set at each scrape.
+    package let residentBytes: Gauge
+    package let openFileDescriptors: Gauge
+    package let maxFileDescriptors: Gauge
     /// Pushes sent again by the client (GOAWAY, REFUSED_STREAM, lost connection, stale token).
     package let pushRetries: Counter
     /// The series nearly every push increments, resolved once: a registry lookup builds and
@@ -46,6 +52,10 @@ package final class RelayMetrics: Sendable {
         reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs connections opened to replace one that ended.")
         apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
+        queuedPushes = registry.gauge("relay_apns_queued_pushes", help: "Pushes waiting for a free stream to APNs.")
+        residentBytes = registry.gauge("process_resident_memory_bytes", help: "Resident memory size in bytes.")
+        openFileDescriptors = registry.gauge("process_open_fds", help: "Number of open file descriptors.")
+        maxFileDescriptors = registry.gauge("process_max_fds", help: "Maximum number of open file descriptors.")
     }
 
     /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,

@@ -79,7 +79,13 @@ package final class RelayServer: Sendable {
             Task { await stopping.shutdown(); loops.shutdown() }
             throw error
         }
-        responder.onScrape { [metrics, http] in metrics.openConnections.set(http.openConnectionCount) }
+        responder.onScrape { [metrics, http, client] in
+            metrics.openConnections.set(http.openConnectionCount)
+            metrics.queuedPushes.set(client.connectionStats().queued)
+            if let bytes = ProcessStats.residentBytes() { metrics.residentBytes.set(bytes) }
+            if let fds = ProcessStats.openFileDescriptors() { metrics.openFileDescriptors.set(fds) }
+            if let max = ProcessStats.maxFileDescriptors() { metrics.maxFileDescriptors.set(max) }
+        }
         return RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
                            http: http, group: group)
     }

@@ -113,6 +113,14 @@ struct EndToEndTests {
             #expect(text.contains(#"relay_apns_responses_total{reason="Unregistered",status="410"} 1"#))
             #expect(text.contains(#"relay_misconfiguration_total{reason="DeviceTokenNotForTopic"} 1"#))
             #expect(text.contains(#"relay_http_requests_total{route="push",status="201"} 1"#))
+            // The process as an exporter reports it, read at the scrape: this test process's own.
+            func value(_ name: String) -> Double? {
+                text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+            #expect((value("process_open_fds") ?? 0) >= 3)
+            #expect(value("process_max_fds").map { $0 >= (value("process_open_fds") ?? 0) } ?? true)
+            #expect(value("relay_apns_queued_pushes") == 0)
         }
     }
 
