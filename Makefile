@@ -55,6 +55,8 @@ mock: deps
 # only, bounded): Mastodon-shaped pushes through `apns-relay serve` to the in-process APNs emulator
 # with LOG_LEVEL=info and then warning, then the same load straight to the emulator over HTTP/2 as
 # the ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2),
+# BENCH_EVENT_LOOPS (the relay's EVENT_LOOPS: with 1 and with 4 the table's "pushes crossing
+# loops" row shows that a pool of at least one connection per loop keeps every push on its loop),
 # BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
 # pages (what the relay allocates) apart from file pages (the binary's read-only pages, shared
 # with every process running it).

@@ -14,6 +14,9 @@ public protocol APNsClientObserver: Sendable {
     func reconnecting(environment: APNsEnvironment, connection: Int)
     /// A push is sent again (another connection, a fresh token); a duplicate may reach the device.
     func pushRetried(environment: APNsEnvironment)
+    /// A push sent on one event loop went to another loop's connections (its own had none ready or
+    /// no free stream, or the pool has fewer connections than loops): a thread hop each way.
+    func pushCrossedLoops(environment: APNsEnvironment)
 }
 
 extension APNsClientObserver {
@@ -24,4 +27,5 @@ extension APNsClientObserver {
     public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
     public func reconnecting(environment: APNsEnvironment, connection: Int) {}
     public func pushRetried(environment: APNsEnvironment) {}
+    public func pushCrossedLoops(environment: APNsEnvironment) {}
 }

@@ -86,6 +86,7 @@ final class APNsPool: Sendable {
         if target.loop === current {
             target.enqueue(notification, deadline: deadline, completion: completion)
         } else {
+            if current != nil { observer?.pushCrossedLoops(environment: environment) }
             target.loop.execute { target.enqueue(notification, deadline: deadline, completion: completion) }
         }
     }

@@ -39,6 +39,10 @@ struct APNsEventLog: APNsClientObserver {
         logger.notice("APNs reconnecting", ["apns.environment": .string("\(environment)"), "apns.connection": .int(connection)])
     }
 
+    func pushCrossedLoops(environment: APNsEnvironment) {
+        metrics.pushCrossedLoops(environment: environment)
+    }
+
     func pushRetried(environment: APNsEnvironment) {
         metrics.pushRetried(environment: environment)
         logger.debug("push retried on another connection", ["apns.environment": .string("\(environment)")])

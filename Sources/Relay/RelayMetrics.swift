@@ -21,6 +21,8 @@ package final class RelayMetrics: Sendable {
     package let reconnects: Counter
     /// APNs connections open now.
     package let apnsConnections: Gauge
+    /// Pushes that went to another event loop's APNs connections (a thread hop each way).
+    package let crossLoopPushes: Counter
     /// Pushes waiting for a free stream to APNs (both environments), set at each scrape.
     package let queuedPushes: Gauge
     /// The process's resident memory, open and allowed file descriptors, set at each scrape.
@@ -52,6 +54,8 @@ package final class RelayMetrics: Sendable {
         reconnects = registry.counter("relay_apns_reconnects_total", help: "APNs connections opened to replace one that ended.")
         apnsConnections = registry.gauge("relay_apns_connections_open", help: "APNs connections open now.")
         pushRetries = registry.counter("relay_apns_push_retries_total", help: "Pushes the APNs client sent again.")
+        crossLoopPushes = registry.counter("relay_apns_cross_loop_pushes_total",
+                                           help: "Pushes sent on one event loop that went out on another loop's APNs connection.")
         queuedPushes = registry.gauge("relay_apns_queued_pushes", help: "Pushes waiting for a free stream to APNs.")
         residentBytes = registry.gauge("process_resident_memory_bytes", help: "Resident memory size in bytes.")
         openFileDescriptors = registry.gauge("process_open_fds", help: "Number of open file descriptors.")
@@ -120,4 +124,5 @@ extension RelayMetrics: APNsClientObserver {
     }
     package func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
     package func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }
+    package func pushCrossedLoops(environment: APNsEnvironment) { crossLoopPushes.increment() }
 }

@@ -12,6 +12,9 @@ struct BenchSettings {
     var connections: Int
     /// The relay's CONNECTION_POOL_SIZE, and the ceiling phase's HTTP/2 connections.
     var pool: Int
+    /// BENCH_EVENT_LOOPS: the relay's EVENT_LOOPS; nil leaves it one per CPU the relay may use.
+    /// With more loops than APNs connections, pushes cross loops (a thread hop each way).
+    var eventLoops: Int?
     /// BENCH_SKIP_CEILING=1 runs the relay phases only (profiling runs don't need the ceiling).
     var skipCeiling = false
     /// One relay phase per LOG_LEVEL (BENCH_LOG_LEVELS, default `info,warning`): the default
@@ -24,10 +27,13 @@ struct BenchSettings {
     static func fromEnvironment() throws -> BenchSettings {
         let env = ProcessInfo.processInfo.environment
         let number = environmentNumber
+        let eventLoops = env["BENCH_EVENT_LOOPS"] == nil ? nil : Int(try number("BENCH_EVENT_LOOPS", 1, 1...256))
         return BenchSettings(
             seconds: try number("BENCH_SECONDS", 20, 1...600),
             connections: Int(try number("BENCH_CONNECTIONS", 64, 1...4096)),
-            pool: Int(try number("BENCH_POOL", 2, 1...64)),
+            // As the relay's own default: at least one connection per loop.
+            pool: Int(try number("BENCH_POOL", Double(max(2, eventLoops ?? 2)), 1...64)),
+            eventLoops: eventLoops,
             skipCeiling: env["BENCH_SKIP_CEILING"] == "1",
             logLevels: try levels(env["BENCH_LOG_LEVELS"]))
     }

@@ -2,7 +2,8 @@
 // what latency and cost, against the APNs emulator on loopback; then the same load sent straight
 // to the emulator over HTTP/2 as the ceiling. Bounded in time; stops by itself.
 //
-// Environment: BENCH_SECONDS (20), BENCH_CONNECTIONS (64), BENCH_POOL (2), RELAY_BINARY
+// Environment: BENCH_SECONDS (20), BENCH_CONNECTIONS (64), BENCH_POOL (2, or BENCH_EVENT_LOOPS when
+// more), BENCH_EVENT_LOOPS (the relay's EVENT_LOOPS; unset: one per CPU it may use), RELAY_BINARY
 // (.build/release/apns-relay), BENCH_LOG_LEVELS (info,warning: one relay phase per level),
 // BENCH_SKIP_CEILING (1: the relay phases only, for profiling).
 // `relay-bench slow-bodies` runs the slow-body memory measurement instead (SlowBodies.swift).
@@ -27,6 +28,8 @@ struct RelayFindings {
     var peakRSSKiB: Int?
     /// Resident set once healthy (connections to the emulator open), before any load.
     var idleRSSKiB: Int?
+    /// Pushes that went out on another loop's APNs connection (relay_apns_cross_loop_pushes_total).
+    var crossLoopPushes: Int?
     /// The idle resident set split: anonymous (heap, stacks, buffers: what the relay costs) and
     /// file-backed (the binary's read-only pages, shared with any other process mapping it).
     var idleAnonKiB: Int?
@@ -64,7 +67,8 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
     do {
         let port = try freeLoopbackPort()
         relay = try RelayProcess(binary: binary, environment: relayEnvironment(
-            directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool, logLevel: logLevel),
+            directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool, logLevel: logLevel,
+            eventLoops: settings.eventLoops),
             port: port, logURL: directory.appendingPathComponent("relay-\(logLevel).log"))
     } catch {
         findings.failure = "could not start \(binary.path) serve: \(error)"
@@ -89,6 +93,12 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
         if let before = cpuBefore, let after = cpuAfter { findings.cpuSeconds = after - before }
         // The emulator records a push just after answering it; give the last ones a moment.
         usleep(300_000)
+        if case .success(let page) = httpGet(port: relay.port, path: "/metrics") {
+            let text = String(decoding: page.body, as: UTF8.self)
+            findings.crossLoopPushes = text.split(separator: "\n")
+                .first { $0.hasPrefix("relay_apns_cross_loop_pushes_total ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
         findings.lost = delivered.missing(load.acceptedIDs)
         findings.load = load
     } catch {
@@ -141,7 +151,8 @@ private func anonKiB(pid: Int32) -> Int? {
 
 /// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
 /// glibc's MALLOC_* tunables in the bench's own environment pass through, for profiling.
-func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, logLevel: String = "warning") -> [String: String] {
+func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, logLevel: String = "warning",
+                      eventLoops: Int? = nil) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MALLOC_") }
     environment.merge([
         "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
@@ -157,6 +168,7 @@ func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, l
         "APNS_CA_FILE": directory.appendingPathComponent("emulator-ca.pem").path,
         "LOG_LEVEL": logLevel,
     ]) { $1 }
+    if let eventLoops { environment["EVENT_LOOPS"] = String(eventLoops) }
     return environment
 }
 
@@ -292,6 +304,10 @@ func printReport(settings: BenchSettings, phases: [RelayFindings], ceiling: Load
     row("pushes unanswered", { $0.load.map { String($0.unanswered) } }, ceiling.map { String($0.unanswered) })
     row("201s checked / lost", { f in f.load.map { "\($0.acceptedIDs.count) / \(f.lost)" + ($0.successWithoutID > 0 ? " (+\($0.successWithoutID) without apns-id)" : "") } }, nil)
     row("relay CPU per push (µs)", { relayCPUPerPush($0).map { fixed($0, 1) } }, nil)
+    row("pushes crossing loops (%)", { f in
+        guard let crossed = f.crossLoopPushes, let load = f.load, load.acceptedIDs.count > 0 else { return nil }
+        return fixed(100 * Double(crossed) / Double(load.acceptedIDs.count), 1)
+    }, nil)
     row("relay CPU s during load", { $0.cpuSeconds.map { fixed($0, 1) } }, nil)
     row("relay idle RSS (MiB)", { $0.idleRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
     row("relay peak RSS (MiB)", { $0.peakRSSKiB.map { fixed(Double($0) / 1024, 1) } }, nil)
@@ -367,6 +383,7 @@ func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadRe
             ("relay_peak_anon_kib", int(relay.peakAnonKiB)),
             ("relay_cpu_s", jsonNumber(relay.cpuSeconds ?? .nan, 2)),
             ("relay_cpu_us_per_push", jsonNumber(relayCPUPerPush(relay) ?? .nan, 1)),
+            ("relay_cross_loop_pushes", int(relay.crossLoopPushes)),
             ("bench_cpu_s", jsonNumber(relay.benchCPUSeconds ?? .nan, 2)),
             ("generator_cpu_s", jsonNumber(relay.load?.generatorCPUSeconds ?? .nan, 2)),
             ("sigterm_exit_status", relay.terminated ? int(relay.exitStatus.map(Int.init)) : "null"),

@@ -411,7 +411,8 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("APNS_KEY"))
         #expect(RelayConfiguration.variableNames.contains("APNS_KEY_FILE"))
         #expect(RelayConfiguration.variableNames.contains("APNS_CA"))
-        #expect(RelayConfiguration.variableNames.count == 28)
+        #expect(RelayConfiguration.variableNames.contains("EVENT_LOOPS"))
+        #expect(RelayConfiguration.variableNames.count == 29)
     }
 }
 

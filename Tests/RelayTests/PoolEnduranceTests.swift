@@ -39,6 +39,19 @@ struct PoolEnduranceTests {
             let perConnection = streamsPerConnection(h.apple.records, paths: tokens)
             #expect(perConnection.count == 2, "\(perConnection)")
             #expect(perConnection.values.allSatisfy { $0 >= 5 }, "\(perConnection)")
+            #expect(h.relay.metrics.crossLoopPushes.value == 0, "a push crossed loops with a connection on each")
+        }
+    }
+
+    @Test("with fewer connections than loops, the pushes of the loop without one cross to the other, and are counted")
+    func crossLoopPushesCounted() async throws {
+        try await RelayHarness.with(poolSize: 1, loops: 2) { h in
+            for i in 0..<20 {
+                let response = try await h.push(token: token(String(format: "e%03x", i)))
+                #expect(response.status == 201, "push \(i): \(response.status) \(response.reason ?? "")")
+            }
+            // The server deals HTTP connections round robin over the loops: about half crossed.
+            #expect(h.relay.metrics.crossLoopPushes.value >= 5, "\(h.relay.metrics.crossLoopPushes.value)")
         }
     }
 
