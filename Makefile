@@ -63,6 +63,11 @@ mock: deps
 bench: deps
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay relay-bench
 	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
+	@echo "== the loops: pushes that cross to another loop's connection, with 1 and 4 loops (5 s each, LOG_LEVEL=warning)"
+	@bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; for run in "1 " "4 " "4 2"; do set -- $$run; \
+		echo "-- EVENT_LOOPS=$$1, CONNECTION_POOL_SIZE=$${2:-default}"; \
+		env $${2:+BENCH_POOL=$$2} BENCH_EVENT_LOOPS=$$1 BENCH_SECONDS=5 BENCH_SKIP_CEILING=1 BENCH_LOG_LEVELS=warning \
+			RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench" | grep -E '^(pushes/s|relay CPU per push|pushes crossing loops)'; done
 
 # Rewrites scripts/ship-symbol-order.txt, the order the shipped binary's functions are laid out in
 # (the ones the relay runs, packed together, by the phase that first runs them): a callgrind run
