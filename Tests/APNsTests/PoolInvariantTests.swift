@@ -164,7 +164,7 @@ private struct Owner {
         case 30..<35:
             if let c = conns.filter({ !$0.value.established }).keys.sorted().randomElement(using: &rng) {
                 fire(.connectionEstablished(c))
-                // A young death: the connection ends at once, sometimes after its first answer.
+                // A connection that ends at once, sometimes after its first answer (a GOAWAY storm).
                 if roll(16) == 0 {
                     if let id = conns[c]?.streams.first, roll(2) == 0 { fire(.streamCompleted(c, id, .success(response(200)))) }
                     fire(roll(2) == 0 ? .connectionClosed(c) : .connectionFailed(c))

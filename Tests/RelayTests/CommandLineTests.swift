@@ -157,8 +157,9 @@ struct CommandLineTests {
         }
     }
 
-    @Test("an idle serve runs its event loops and no other thread (the lookup of APNS_HOST's name ran on one that ended); SIGTERM drains it to exit 0")
-    func idleThreads() async throws {
+    /// `apns-relay serve` (through `wrapper`, a command that execs it) against a fresh emulator,
+    /// ready, pool 2; stopped and cleaned up after `body`.
+    private func withIdleServe(wrapper: [String] = [], _ body: (ServeProcess) async throws -> Void) async throws {
         let apple = try startEmulator()
         defer { apple.stop() }
         let files = try TemporaryFiles()
@@ -168,55 +169,41 @@ struct CommandLineTests {
         let port = try freePort()
         try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
                                 port: port, pool: 2)
-        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log, wrapper: wrapper)
         defer { relay.stop() }
         try await relay.waitUntilReady(port: port)
-        // The lookup thread may still be leaving when the relay is ready (it ends once the name
-        // is resolved, and leaves /proc a moment later): poll, with a bound. A task that leaves
-        // between the listing and the read of its name is skipped.
-        let tasks = "/proc/\(relay.pid)/task"
-        func names() -> [String] {
-            ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).compactMap { id in
-                (try? String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        try await body(relay)
+    }
+
+    @Test("an idle serve runs its event loops and no other thread (the lookup of APNS_HOST's name ran on one that ended); SIGTERM drains it to exit 0")
+    func idleThreads() async throws {
+        try await withIdleServe { relay in
+            // The lookup thread may still be leaving when the relay is ready (it ends once the
+            // name is resolved, and leaves /proc a moment later): poll, with a bound.
+            func onlyLoops(_ names: [String]) -> Bool {
+                names.filter { $0 == "apns-relay" }.count == 1 && names.filter { $0 != "apns-relay" }.allSatisfy { $0.hasPrefix("eventloop-") }
             }
+            let settled = ContinuousClock.now + .seconds(5)
+            while !onlyLoops(relay.threadNames), ContinuousClock.now < settled { try await Task.sleep(for: .milliseconds(20)) }
+            let seen = relay.threadNames
+            #expect(onlyLoops(seen), "the main thread and the event loops only: \(seen)")
+            #expect(relay.stop() == 0)
+            #expect(relay.logText.contains("drained; bye"))
         }
-        func onlyLoops(_ names: [String]) -> Bool {
-            names.filter { $0 == "apns-relay" }.count == 1 && names.filter { $0 != "apns-relay" }.allSatisfy { $0.hasPrefix("eventloop-") }
-        }
-        let settled = ContinuousClock.now + .seconds(5)
-        while !onlyLoops(names()), ContinuousClock.now < settled { try await Task.sleep(for: .milliseconds(20)) }
-        let seen = names()
-        #expect(onlyLoops(seen), "the main thread and the event loops only: \(seen)")
-        #expect(relay.stop() == 0)
-        #expect(relay.logText.contains("drained; bye"))
     }
 
     @Test("pinned to one CPU (taskset -c 0) on a bigger machine, serve runs one event loop and says why", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset")))
     func loopsFollowTheAffinity() async throws {
-        let apple = try startEmulator()
-        defer { apple.stop() }
-        let files = try TemporaryFiles()
-        defer { files.remove() }
-        let ca = try TemporaryFiles.caFile()
-        defer { try? FileManager.default.removeItem(at: ca) }
-        let port = try freePort()
-        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
-                                port: port, pool: 2)
-        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log,
-                                     wrapper: ["/usr/bin/taskset", "-c", "0"])
-        defer { relay.stop() }
-        try await relay.waitUntilReady(port: port)
-        let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
-        #expect(line.contains(#""event_loops":"1""#), "\(line)")
-        // One CPU by its affinity, unless the machine itself has one CPU (then nothing was cut).
-        let machine = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")
-        let tasks = "/proc/\(relay.pid)/task"
-        let loops = ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).compactMap { id in
-            (try? String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
-        }.filter { $0.hasPrefix("eventloop-") }
-        #expect(loops.count == 1, "\(loops)")
-        #expect(relay.stop() == 0)
+        try await withIdleServe(wrapper: ["/usr/bin/taskset", "-c", "0"]) { relay in
+            let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
+            #expect(line.contains(#""event_loops":"1""#), "\(line)")
+            // One CPU by its affinity, unless the machine itself has one CPU (then nothing was cut).
+            let machine = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+            #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")
+            let loops = relay.threadNames.filter { $0.hasPrefix("eventloop-") }
+            #expect(loops.count == 1, "\(loops)")
+            #expect(relay.stop() == 0)
+        }
     }
 
     @Test("SIGHUP rotates the key from the env file and the key file; an invalid one is logged and the old stays")
@@ -372,6 +359,15 @@ private final class ServeProcess: @unchecked Sendable {
 
     var isRunning: Bool { process.isRunning }
     var pid: Int32 { process.processIdentifier }
+
+    /// The names of its threads (`/proc/PID/task/*/comm`); a thread that leaves between the
+    /// listing and the read of its name is skipped.
+    var threadNames: [String] {
+        let tasks = "/proc/\(pid)/task"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).compactMap { id in
+            (try? String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        }
+    }
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
