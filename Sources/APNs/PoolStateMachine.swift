@@ -94,7 +94,8 @@ struct PoolStateMachine {
     enum StreamOutcome: Sendable, Equatable {
         /// 200.
         case success(APNsResponse)
-        /// An answer that retrying cannot change (4xx, 429 TooManyRequests, …).
+        /// An answer that retrying cannot change (4xx, 429 TooManyRequests, TooManyProviderTokenUpdates:
+        /// the shared token was refused, not the connection, which stays).
         case final(APNsResponse)
         /// REFUSED_STREAM, a reset stream: worth another connection.
         case retryable(APNsError)
@@ -103,8 +104,6 @@ struct PoolStateMachine {
         /// 403 ExpiredProviderToken, with a newer provider token to retry with (the connection
         /// asked `APNsCredentials`; without one it reports the answer as `.final`).
         case expiredProviderToken(APNsResponse)
-        /// 429 TooManyProviderTokenUpdates: Apple refused our token as one new token too many.
-        case tooManyProviderTokenUpdates(APNsResponse)
         /// The push never left us: the connection was closing, going away or out of stream ids
         /// when it came to submit it. Requeued without using a retry; the connection takes no
         /// new streams and is replaced.
@@ -113,7 +112,6 @@ struct PoolStateMachine {
         static func classify(_ response: APNsResponse) -> StreamOutcome {
             if response.ok { return .success(response) }
             if response.reason == .expiredProviderToken { return .expiredProviderToken(response) }
-            if response.reason == .tooManyProviderTokenUpdates { return .tooManyProviderTokenUpdates(response) }
             if response.status == 500 || response.status == 503 || response.reason == .shutdown
                 || response.reason == .internalServerError || response.reason == .serviceUnavailable {
                 return .retryableAnswer(response)
@@ -200,16 +198,13 @@ struct PoolStateMachine {
             return streamsOpened
         }
 
-        /// What `streamCompleted` needs of the connection, read in the access that ends the stream.
-        struct EndedStream {
-            var draining: Bool
-        }
-
-        /// Ends stream `id` (nil when it was not open here); `answered`: Apple answered on it.
-        mutating func endStream(_ id: PushID, answered: Bool) -> EndedStream? {
+        /// Ends stream `id`; `answered`: Apple answered on it. Returns whether the connection is
+        /// draining (what `streamCompleted` needs of it, read in the same access), nil when the
+        /// stream was not open here.
+        mutating func endStream(_ id: PushID, answered: Bool) -> Bool? {
             guard streams.removeValue(forKey: id) != nil else { return nil }
             if answered { self.answered = true }
-            return EndedStream(draining: state == .draining)
+            return state == .draining
         }
     }
 
@@ -612,13 +607,13 @@ struct PoolStateMachine {
         // with the stored one, so removing the stream copied the whole table, once per answer.
         let answered: Bool
         switch outcome {
-        case .success, .final, .expiredProviderToken, .tooManyProviderTokenUpdates, .retryableAnswer:
+        case .success, .final, .expiredProviderToken, .retryableAnswer:
             answered = true
         case .retryable, .notSent:
             answered = false
         }
         guard let index = connections.index(forKey: c),
-              let ended = connections.values[index].endStream(id, answered: answered) else { return }
+              let draining = connections.values[index].endStream(id, answered: answered) else { return }
 
         // The push may have ended already (deadline); the stream's answer then only frees the slot.
         if let push = pushes[id], push.state == .inFlight(c) {
@@ -644,15 +639,13 @@ struct PoolStateMachine {
                     retryOrFail(id, .unavailable("APNs said the provider token expired"), from: c, counts: false,
                                 staysOnConnection: true, now: now, into: &actions)
                 }
-            case .tooManyProviderTokenUpdates(let response):
-                end(id, with: .completePush(id, response), into: &actions)
             case .notSent:
                 break
             }
         }
 
         // No answer retires a connection: the provider token is shared and a request header.
-        if ended.draining { closeIfDrained(c, into: &actions) }
+        if draining { closeIfDrained(c, into: &actions) }
     }
 
     /// The push never reached the wire: requeue it as if untried, and stop using the connection

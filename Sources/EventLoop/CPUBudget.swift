@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import CLinux
+import Observability
 
 /// How many CPUs this process may use, and what decided it: the online CPUs, the affinity mask
 /// (`taskset`, `docker --cpuset-cpus`) and the cgroup's CPU quota (v2 `cpu.max`, v1
@@ -27,12 +28,12 @@ package struct CPUBudget: Sendable, Equatable, CustomStringConvertible {
         var budget = CPUBudget(cpus: max(1, online), reason: "online CPUs")
         if let affinity, affinity >= 1, affinity < budget.cpus { budget = CPUBudget(cpus: affinity, reason: "CPU affinity") }
         var quota: (cpus: Int, text: String)?
-        if let text = cgroupV2Max?.trimmingSpaces {
+        if let text = cgroupV2Max?.trimmingWhitespace {
             let parts = text.split(separator: " ")
             if parts.count == 2, let limit = Int(parts[0]), let period = Int(parts[1]), limit > 0, period > 0 {
                 quota = (roundedUp(limit, period), "cgroup v2 cpu.max \(limit) \(period)")
             }
-        } else if let quotaText = cgroupV1Quota?.trimmingSpaces, let periodText = cgroupV1Period?.trimmingSpaces,
+        } else if let quotaText = cgroupV1Quota?.trimmingWhitespace, let periodText = cgroupV1Period?.trimmingWhitespace,
                   let limit = Int(quotaText), let period = Int(periodText), limit > 0, period > 0 {
             quota = (roundedUp(limit, period), "cgroup v1 cpu.cfs_quota_us \(limit) / cpu.cfs_period_us \(period)")
         }
@@ -70,14 +71,5 @@ package struct CPUBudget: Sendable, Equatable, CustomStringConvertible {
         }
         return decide(online: online, affinity: affinity >= 1 ? affinity : nil, cgroupV2Max: v2,
                       cgroupV1Quota: v1Quota, cgroupV1Period: v1Period)
-    }
-}
-
-private extension StringProtocol {
-    var trimmingSpaces: String {
-        var text = Substring(self)
-        while let last = text.last, last == "\n" || last == " " { text.removeLast() }
-        while let first = text.first, first == " " { text.removeFirst() }
-        return String(text)
     }
 }

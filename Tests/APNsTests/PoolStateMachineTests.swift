@@ -155,7 +155,7 @@ struct PoolStateMachineTests {
         #expect(Pool.StreamOutcome.classify(response(429, .tooManyRequests)) == .final(response(429, .tooManyRequests)))
         #expect(Pool.StreamOutcome.classify(response(410, .unregistered)) == .final(response(410, .unregistered)))
         #expect(Pool.StreamOutcome.classify(response(403, .expiredProviderToken)) == .expiredProviderToken(response(403, .expiredProviderToken)))
-        #expect(Pool.StreamOutcome.classify(response(429, .tooManyProviderTokenUpdates)) == .tooManyProviderTokenUpdates(response(429, .tooManyProviderTokenUpdates)))
+        #expect(Pool.StreamOutcome.classify(response(429, .tooManyProviderTokenUpdates)) == .final(response(429, .tooManyProviderTokenUpdates)))
     }
 
     @Test("a retry is not attempted once the push's deadline has passed")
@@ -216,6 +216,11 @@ struct PoolStateMachineTests {
         let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
         #expect(actions == [.completePush(p(1), answer)])
         #expect(pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0)) == [.send(p(2), on: c(1))])
+        // A policy that retries 429 TooManyRequests does not retry this 429: another attempt
+        // would bring the same refused token.
+        var retrying = warmPool(size: 1) { $0.retriesTooManyRequests = true }
+        _ = retrying.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        #expect(retrying.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0)) == [.completePush(p(1), answer)])
     }
 
     @Test("GOAWAY stops new streams on that connection at once and re-queues its unprocessed pushes elsewhere")
