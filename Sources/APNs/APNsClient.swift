@@ -16,7 +16,7 @@ internal import Encoders
 /// notification beats a lost one.
 public final class APNsClient: APNsSending, Sendable {
     public let configuration: APNsClientConfiguration
-    private let production: APNsPool
+    let production: APNsPool
     private let loops: [EventLoop]
     private let observer: (any APNsClientObserver)?
     private let unixTime: @Sendable () -> Int64
@@ -178,16 +178,6 @@ public final class APNsClient: APNsSending, Sendable {
 
     /// True when a production connection can take a push now (the relay's readiness probe).
     public var isReady: Bool { production.isReady }
-
-    /// Test seam: moves the next stream id of every open production connection (see
-    /// `HTTP2ClientSession.setNextStreamID`); returns how many took it.
-    func setNextStreamID(_ streamID: Int32) async -> Int { await production.setNextStreamID(streamID) }
-
-    /// Test seam: the production connections owned by `loop` that are ready.
-    func readyConnections(on loop: EventLoop) -> Int { production.readyConnections(on: loop) }
-
-    /// Test seam: breaks the production connections owned by `loop` as a network failure would.
-    func breakConnections(on loop: EventLoop) async -> Int { await production.breakConnections(on: loop) }
 
     /// Production and sandbox together: ready connections, pushes on the wire, pushes waiting.
     public func connectionStats() -> (open: Int, inFlight: Int, queued: Int) {

@@ -66,7 +66,7 @@ public struct APNsClientConfiguration: Sendable {
     public var tokenPolicy = ProviderTokenPolicy()
 
     /// The pool's defaults live with the state machine that enforces them, written once.
-    private static let machine = PoolStateMachine.Configuration()
+    private static let machine = PoolConfiguration()
 
     package init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
         self.credentials = APNsCredentials(APNsCredentials.Identity(keyID: keyID, teamID: teamID, signer: signer))

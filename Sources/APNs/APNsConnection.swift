@@ -18,7 +18,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private let observer: (any APNsClientObserver)?
     private let unixTime: @Sendable () -> Int64
 
-    private var h2: HTTP2ClientConnection?
+    /// The HTTP/2 connection once connected (read by the test seams).
+    private(set) var h2: HTTP2ClientConnection?
     /// The pool asked us to close; nothing we do afterwards matters to it.
     private var closing = false
     private var ended = false
@@ -54,9 +55,10 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     private var number: Int { Int(truncatingIfNeeded: id.value) }
 
+    /// A stream's push, by id: its record (and notification) stays with the shard's machine.
     private struct InFlight {
         let push: PushID
-        let notification: APNsNotification
+        /// The push's deadline, for the one deadline timer (the stream outlives an ended push).
         let deadline: MonotonicInstant
         /// The provider token it went out with, so Apple's ExpiredProviderToken names the token.
         let tokenGeneration: UInt64
@@ -135,7 +137,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
             return
         }
-        streams[stream] = InFlight(push: push, notification: notification, deadline: deadline, tokenGeneration: tokenGeneration)
+        streams[stream] = InFlight(push: push, deadline: deadline, tokenGeneration: tokenGeneration)
         lastActivity = .now
         armDeadline(deadline)
     }
@@ -144,11 +146,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         closing = true
         cancelTimers()
         h2?.close()
-    }
-
-    /// Test seam: ends the connection as a network failure would (the pool sees it fail).
-    func breakForTesting() {
-        h2?.close(TransportError(.protocolError, "broken by a test"))
     }
 
     /// What the connect is doing, while it is under way: the words a push that reaches its
@@ -165,12 +162,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     /// Submit errors that mean the request never left us and this connection can take no more.
     private static let neverSent: Set<HTTP2Error.Code> = [.goingAway, .sessionClosed, .streamIDsExhausted]
-
-    /// Test seam: moves the id of this connection's next stream (see `HTTP2ClientSession.setNextStreamID`).
-    func setNextStreamID(_ streamID: Int32) throws {
-        guard let h2 else { throw HTTP2Error(code: .sessionClosed, message: "connection \(number) is not open") }
-        try h2.setNextStreamID(streamID)
-    }
 
     // MARK: Internals
 
@@ -259,13 +250,19 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         lastActivity = .now
         guard let entry = forget(stream: id) else { return }
-        let push = entry.push, notification = entry.notification
-        let outcome: PoolStateMachine.StreamOutcome
+        let push = entry.push
+        guard let notification = pool?.notification(of: push) else {
+            // The push ended already (its deadline): the stream's end only frees its slot.
+            if case .failure(let error) = result, error.reason == .connectionClosed { return }
+            pool?.handle(.streamCompleted(self.id, push, .late(answered: (try? result.get()) != nil)))
+            return
+        }
+        let outcome: StreamOutcome
         switch result {
         case .success(let response):
             // Apple echoes our apns-id: read as our own string, so the answer makes none.
             let apnsID = response.header("apns-id", reusing: notification.apnsID)
-            let classified = PoolStateMachine.StreamOutcome.classify(
+            let classified = StreamOutcome.classify(
                 APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
                                    body: response.body, device: notification.token, sentID: notification.apnsID))
             if case .expiredProviderToken(let refused) = classified,

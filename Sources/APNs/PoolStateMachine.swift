@@ -1,25 +1,13 @@
-/// Identifies one push inside the pool; the owner chooses it and keeps the notification.
-struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    let value: UInt64
-    init(_ value: UInt64) { self.value = value }
-    static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
-    var description: String { "push#\(value)" }
-}
-
-/// Identifies one APNs connection; the state machine hands out a new one for every connect.
-struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    let value: UInt64
-    init(_ value: UInt64) { self.value = value }
-    static func < (a: ConnectionID, b: ConnectionID) -> Bool { a.value < b.value }
-    var description: String { "conn#\(value)" }
-}
-
 /// The pool's decisions, with no I/O (after async-http-client's HTTPConnectionPool.StateMachine).
 ///
 /// The owner feeds it events (with the time) and performs the actions it returns: it opens and
 /// closes connections, submits streams, arms timers and answers callers. Keeping the decisions
 /// here lets every rule — stream limits, retries, backoff, GOAWAY, shutdown — be tested without
 /// sockets, and guarantees that every enqueued push ends exactly once (completed or failed).
+///
+/// Each push has one record, `Push`, held here from `.enqueue` until the action that ends it
+/// hands its `Request` back to the owner; connections and the HTTP/2 layer below know the push
+/// only by its id.
 ///
 /// The owner must:
 /// - call `.start` once, then report each created connection as established, failed or closed;
@@ -30,107 +18,16 @@ struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// - after performing `.closeConnection`, expect no more events for that id to matter.
 /// - with `handsOffRetries`, `.adopt` every `.handOff` into another machine: the push has left
 ///   this one, and ends there.
-struct PoolStateMachine {
+struct PoolStateMachine<Request: PoolRequest> {
     typealias Instant = MonotonicInstant
-
-    struct Configuration: Sendable {
-        /// Connections kept open; Apple prefers a few long-lived connections to many short ones.
-        var poolSize: Int
-        /// Pushes waiting for a free stream; beyond this we answer `overloaded` at once.
-        var queueCapacity: Int
-        /// Extra attempts after a retryable failure (500, 503, Shutdown, refused stream, lost connection).
-        var maxRetries: Int
-        /// First reconnect delay after a failure; doubles per consecutive failure.
-        var backoffBase: Duration
-        /// Apple treats rapid reconnects as an attack; never wait longer than this either.
-        var backoffMax: Duration
-        /// How long past a push's deadline an unanswered stream may linger before its connection is replaced.
-        var stallGrace: Duration
-        /// Streams one connection may open before it is retired: HTTP/2 client stream ids end at
-        /// 2^31 (2^30 requests), so a connection drains well before and a fresh one takes its slot.
-        var maxStreamsPerConnection: Int
-        /// This machine's place among machines that share one pool (one per event loop), and their
-        /// number: connection ids are `shard + 1 + k * shards`, so no two machines hand out the same.
-        var shard: Int
-        var shards: Int
-        /// A retry that can go nowhere here but to the connection it just failed on (or nowhere at
-        /// all) leaves as `.handOff` instead of waiting: the owner gives it to another machine.
-        var handsOffRetries: Bool
-        /// Whether Apple's 429 TooManyRequests is retried (using one of `maxRetries`), and how
-        /// long a retried answer (500/503/Shutdown, 429) waits per attempt: see `APNsRetryPolicy`.
-        var retriesTooManyRequests: Bool
-        var retryDelay: Duration
-
-        /// Every default of the pool, written once: `APNsClientConfiguration` starts from these.
-
-        init(poolSize: Int = 2, queueCapacity: Int = 1000, maxRetries: Int = 2,
-             backoffBase: Duration = .seconds(1), backoffMax: Duration = .seconds(60), stallGrace: Duration = .seconds(2),
-             maxStreamsPerConnection: Int = 1_000_000_000,
-             shard: Int = 0, shards: Int = 1, handsOffRetries: Bool = false,
-             retriesTooManyRequests: Bool = false, retryDelay: Duration = .zero) {
-            self.retriesTooManyRequests = retriesTooManyRequests
-            self.retryDelay = max(.zero, retryDelay)
-            self.shards = max(1, shards)
-            self.shard = min(max(0, shard), self.shards - 1)
-            self.handsOffRetries = handsOffRetries
-            self.poolSize = max(1, poolSize)
-            self.queueCapacity = max(0, queueCapacity)
-            self.maxRetries = max(0, maxRetries)
-            self.backoffBase = backoffBase
-            self.backoffMax = backoffMax
-            self.stallGrace = stallGrace
-            self.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
-        }
-
-        /// No slot connects more often than this, whatever ended its last connection: twice the
-        /// first backoff step, 2 s with the defaults. A peer that sends GOAWAY after every
-        /// request ends connections that all carried work, so no backoff grows: this alone keeps
-        /// the slot from reconnecting in a loop. Apple's routine GOAWAY comes after minutes or
-        /// hours, so its replacement opens at once.
-        var minimumConnectInterval: Duration { backoffBase * 2 }
-    }
-
-    /// How a stream ended, as the connection saw it. Use ``classify(_:)`` for Apple's answers.
-    enum StreamOutcome: Sendable, Equatable {
-        /// 200.
-        case success(APNsResponse)
-        /// An answer that retrying cannot change (4xx, 429 TooManyRequests, TooManyProviderTokenUpdates:
-        /// the shared token was refused, not the connection, which stays).
-        case final(APNsResponse)
-        /// REFUSED_STREAM, a reset stream: worth another connection.
-        case retryable(APNsError)
-        /// Apple's 500, 503 or Shutdown: worth another attempt; the answer stands when none is left.
-        case retryableAnswer(APNsResponse)
-        /// 403 ExpiredProviderToken, with a newer provider token to retry with (the connection
-        /// asked `APNsCredentials`; without one it reports the answer as `.final`).
-        case expiredProviderToken(APNsResponse)
-        /// The push never left us: the connection was closing, going away or out of stream ids
-        /// when it came to submit it. Requeued without using a retry; the connection takes no
-        /// new streams and is replaced.
-        case notSent(APNsError)
-
-        static func classify(_ response: APNsResponse) -> StreamOutcome {
-            if response.ok { return .success(response) }
-            if response.reason == .expiredProviderToken { return .expiredProviderToken(response) }
-            if response.status == 500 || response.status == 503 || response.reason == .shutdown
-                || response.reason == .internalServerError || response.reason == .serviceUnavailable {
-                return .retryableAnswer(response)
-            }
-            return .final(response)
-        }
-
-        /// The error a retried answer stands for while it is retried.
-        static func unavailable(_ response: APNsResponse) -> APNsError {
-            .unavailable("APNs answered \(response.status) \(response.reason?.rawValue ?? "no reason"); try again later")
-        }
-    }
+    typealias Configuration = PoolConfiguration
 
     enum Event: Sendable {
         /// Opens the pool's connections.
         case start
-        case enqueue(PushID, deadline: Instant)
-        /// A retry another machine handed off (`.handOff`), with the retries it has used.
-        case adopt(PushID, deadline: Instant, retries: Int, tokenRetried: Bool)
+        case enqueue(Request, deadline: Instant)
+        /// A retry another machine handed off (`.handOff`): its record, retries used and all.
+        case adopt(Push)
         case connectionEstablished(ConnectionID)
         /// The connect failed, or a live connection broke (TLS error, missing PING ACK, …).
         case connectionFailed(ConnectionID)
@@ -146,11 +43,13 @@ struct PoolStateMachine {
         case shutdown
     }
 
-    enum Action: Sendable, Equatable {
+    enum Action: Sendable {
         case createConnection(ConnectionID)
-        case send(PushID, on: ConnectionID)
-        case failPush(PushID, APNsError)
-        case completePush(PushID, APNsResponse)
+        /// Submit the push on the connection; `isRetry`: an earlier attempt went out.
+        case send(Request, on: ConnectionID, isRetry: Bool = false)
+        /// The push ended: the machine holds nothing of it any more.
+        case failPush(Request, APNsError)
+        case completePush(Request, APNsResponse)
         /// Close it once performed; the pool has forgotten it (its streams are already settled).
         case closeConnection(ConnectionID)
         /// Arm a timer and call `.timerFired` after the delay; a new connection replaces `ConnectionID`.
@@ -162,14 +61,50 @@ struct PoolStateMachine {
         case shutdownComplete
         /// The retry left this machine (see `Configuration.handsOffRetries`); the owner must
         /// `.adopt` it into another one, which then ends it.
-        case handOff(PushID, retries: Int, tokenRetried: Bool)
+        case handOff(Push)
     }
 
     // MARK: State
 
-    private enum ConnectionState { case connecting, ready, draining }
+    /// One push's record, from `.enqueue` to the action that ends it.
+    struct Push: Sendable {
+        let request: Request
+        let deadline: Instant
+        var state: PushState = .queued
+        /// Attempts that used one of `maxRetries`.
+        var retries = 0
+        var tokenRetried = false
+        /// Apple's last answer to a retried attempt: it stands when no later attempt gets one.
+        var lastAnswer: APNsResponse?
+        /// True once an attempt was handed to a connection: the next `.send` is a retry.
+        var sent = false
+        /// Where the last attempt went: a retry avoids it (it failed there), or prefers it (an
+        /// ExpiredProviderToken: the connection is fine and goes on with the newer token).
+        var lastConnection: Affinity?
+        /// The connection whose loss used one of this push's retries. The owner hops to the
+        /// connection's loop to submit, so a push may be lost with a connection it never
+        /// reached; when that connection then says so (`.notSent`), the retry is given back.
+        var lossCountedOn: ConnectionID?
+        /// A retried answer waits until then (`retryDelay` × attempt) in `delayedRetries`.
+        var notBefore: Instant?
 
-    private struct Connection {
+        init(request: Request, deadline: Instant, retries: Int = 0, tokenRetried: Bool = false) {
+            self.request = request
+            self.deadline = deadline
+            self.retries = retries
+            self.tokenRetried = tokenRetried
+        }
+
+        var id: PushID { request.id }
+    }
+
+    enum PushState: Equatable { case queued, inFlight(ConnectionID) }
+
+    enum Affinity: Equatable { case avoid(ConnectionID), prefer(ConnectionID) }
+
+    enum ConnectionState { case connecting, ready, draining }
+
+    struct Connection {
         var state: ConnectionState
         /// The pool slot it fills; nil once a replacement has taken the slot (draining).
         var slot: Int?
@@ -208,7 +143,7 @@ struct PoolStateMachine {
         }
     }
 
-    private struct Slot {
+    struct Slot {
         var connection: ConnectionID?
         /// Consecutive connections that failed to connect or ended without carrying work, for the
         /// backoff; reset by one that carried work.
@@ -218,52 +153,32 @@ struct PoolStateMachine {
         var lastConnectAt: Instant?
     }
 
-    private enum PushState: Equatable { case queued, inFlight(ConnectionID) }
-
-    private enum Affinity: Equatable { case avoid(ConnectionID), prefer(ConnectionID) }
-
-
-
-    private struct Push {
-        var deadline: Instant
-        var state: PushState = .queued
-        var retries = 0
-        var tokenRetried = false
-        /// Where the last attempt went: a retry avoids it (it failed there), or prefers it (an
-        /// ExpiredProviderToken: the connection is fine and goes on with the newer token).
-        var lastConnection: Affinity?
-        /// The connection whose loss used one of this push's retries. The owner hops to the
-        /// connection's loop to submit, so a push may be lost with a connection it never
-        /// reached; when that connection then says so (`.notSent`), the retry is given back.
-        var lossCountedOn: ConnectionID?
-        /// A retried answer waits until then (`retryDelay` × attempt) in `delayedRetries`.
-        var notBefore: Instant?
-    }
-
+    // The machine's state. Internal rather than private only so that its extensions in other
+    // files (connections, time) reach it; nothing outside the machine touches it.
     let configuration: Configuration
-    private var random: any RandomNumberGenerator
-    private var pushes = IDTable<PushID, Push>()
+    var random: any RandomNumberGenerator
+    var pushes = IDTable<PushID, Push>()
     /// New pushes in arrival order; entries whose push is no longer queued are skipped lazily.
-    private var queue: [PushID] = []
-    private var queueHead = 0
+    var queue: [PushID] = []
+    var queueHead = 0
     /// Retries go before new pushes: they are older and closer to their deadlines.
-    private var retryQueue: [PushID] = []
-    private var retryHead = 0
+    var retryQueue: [PushID] = []
+    var retryHead = 0
     /// Retried answers waiting out their delay; at most `maxRetries` per push, bounded by the queue.
-    private var delayedRetries: [PushID] = []
+    var delayedRetries: [PushID] = []
     /// Pushes currently waiting (both queues), the number the capacity bounds.
-    private(set) var queuedCount = 0
+    var queuedCount = 0
     /// A handful per machine (its slots, and those draining): searched, not hashed.
-    private var connections = SmallMap<ConnectionID, Connection>()
-    private var slots: [Slot]
+    var connections = SmallMap<ConnectionID, Connection>()
+    var slots: [Slot]
     /// Connections opened so far; the next id is made from it (see `Configuration.shard`).
-    private var opened: UInt64 = 0
-    private var started = false
+    var opened: UInt64 = 0
+    var started = false
     /// True once any connection was established: until then a failed connect fails the
     /// waiting pushes at once (see `failHopeless`).
-    private var everEstablished = false
-    private(set) var isShuttingDown = false
-    private var shutdownReported = false
+    var everEstablished = false
+    var isShuttingDown = false
+    var shutdownReported = false
 
     init(configuration: Configuration = .init(), random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
         self.configuration = configuration
@@ -273,6 +188,8 @@ struct PoolStateMachine {
 
     /// Pushes not yet ended.
     var livePushCount: Int { pushes.count }
+    /// The record of a push not yet ended.
+    func push(_ id: PushID) -> Push? { pushes[id] }
     /// Connections the pool still tracks (connecting, ready or draining).
     var connectionCount: Int { connections.count }
     /// Connections that may take new streams now.
@@ -350,10 +267,10 @@ struct PoolStateMachine {
             guard !started, !isShuttingDown else { break }
             started = true
             for index in slots.indices { open(slot: index, now: now, into: &actions) }
-        case .enqueue(let id, let deadline):
-            enqueue(id, deadline: deadline, now: now, into: &actions)
-        case .adopt(let id, let deadline, let retries, let tokenRetried):
-            adopt(id, deadline: deadline, retries: retries, tokenRetried: tokenRetried, now: now, into: &actions)
+        case .enqueue(let request, let deadline):
+            enqueue(Push(request: request, deadline: deadline), now: now, into: &actions)
+        case .adopt(let push):
+            adopt(push, now: now, into: &actions)
         case .connectionEstablished(let c):
             guard var connection = connections[c], connection.state == .connecting else { break }
             if isShuttingDown {
@@ -376,7 +293,7 @@ struct PoolStateMachine {
             timerFired(now: now, into: &actions)
         case .deadlinePassed(let id):
             // The owner's deadline timer is trusted; a stream still open keeps its slot until answered.
-            end(id, with: .failPush(id, .timeout("no answer from APNs before the push's deadline")), into: &actions)
+            end(id, with: .failure(.timeout("no answer from APNs before the push's deadline")), into: &actions)
         case .shutdown:
             shutdown(into: &actions)
         }
@@ -389,464 +306,8 @@ struct PoolStateMachine {
         summary = summarize()
         return summary
     }
-
-    // MARK: Pushes
-
-    private mutating func enqueue(_ id: PushID, deadline: Instant, now: Instant, into actions: inout [Action]) {
-        // A reused id would make one caller's push end twice; ignore it (ids must be unique).
-        guard pushes[id] == nil else { return }
-        if isShuttingDown {
-            actions.append(.failPush(id, .shuttingDown("the APNs pool is shutting down; send the push to another instance")))
-            return
-        }
-        guard now < deadline else {
-            actions.append(.failPush(id, .timeout("the push's deadline had passed before it was queued")))
-            return
-        }
-        // A free stream means the queue is empty (dispatch drains it), so the push goes out at once.
-        if queuedCount >= configuration.queueCapacity, bestConnection(for: nil) == nil {
-            actions.append(.failPush(id, .overloaded("the APNs queue is full (\(configuration.queueCapacity) pushes); try again later")))
-            return
-        }
-        pushes[id] = Push(deadline: deadline)
-        queue.append(id)
-        queuedCount += 1
-    }
-
-    /// A handed-off retry queues like any retry: before new pushes, and past the capacity (the
-    /// machine it left gave its place up, so the owner's total stays bounded).
-    private mutating func adopt(_ id: PushID, deadline: Instant, retries: Int, tokenRetried: Bool,
-                                now: Instant, into actions: inout [Action]) {
-        guard pushes[id] == nil else { return }
-        if isShuttingDown {
-            actions.append(.failPush(id, .shuttingDown("the APNs pool is shutting down; the push was not sent")))
-            return
-        }
-        guard now < deadline else {
-            actions.append(.failPush(id, .timeout("the push's deadline passed while retrying")))
-            return
-        }
-        pushes[id] = Push(deadline: deadline, retries: retries, tokenRetried: tokenRetried)
-        retryQueue.append(id)
-        queuedCount += 1
-    }
-
-    /// Ends a live push exactly once: removes it everywhere and emits its answer.
-    private mutating func end(_ id: PushID, with action: Action, into actions: inout [Action]) {
-        guard let push = pushes.removeValue(forKey: id) else { return }
-        if push.state == .queued { queuedCount -= 1 }
-        // An in-flight stream keeps its slot in `streams` until Apple answers or the connection goes.
-        actions.append(action)
-    }
-
-    /// Puts a push back for another attempt, or fails it when retries, deadline or shutdown forbid.
-    /// `delayed`: an answer from Apple, retried after `retryDelay` × the attempt, never past the deadline.
-    /// `staysOnConnection`: the retry prefers `c` itself, where any other retry prefers another.
-    private mutating func retryOrFail(_ id: PushID, _ error: APNsError, from c: ConnectionID, counts: Bool,
-                                      delayed: Bool = false, staysOnConnection: Bool = false, now: Instant,
-                                      into actions: inout [Action]) {
-        guard var push = pushes[id] else { return }
-        if isShuttingDown {
-            end(id, with: .failPush(id, error), into: &actions)
-            return
-        }
-        if counts && push.retries >= configuration.maxRetries {
-            let message = "\(error.message) (after \(push.retries + 1) attempts)"
-            end(id, with: .failPush(id, APNsError(code: error.code, message: message)), into: &actions)
-            return
-        }
-        if now >= push.deadline {
-            end(id, with: .failPush(id, .timeout("the push's deadline passed while retrying: \(error.message)")), into: &actions)
-            return
-        }
-        if counts { push.retries += 1 }
-        let delay = delayed ? configuration.retryDelay * push.retries : .zero
-        if delay > .zero, now + delay >= push.deadline {
-            end(id, with: .failPush(id, .timeout("the next retry would come after the push's deadline: \(error.message)")),
-                into: &actions)
-            return
-        }
-        push.lossCountedOn = nil
-        push.state = .queued
-        push.lastConnection = staysOnConnection ? .prefer(c) : .avoid(c)
-        queuedCount += 1
-        if delay > .zero {
-            push.notBefore = now + delay
-            pushes[id] = push
-            delayedRetries.append(id)
-            actions.append(.wakeUp(after: delay))
-        } else {
-            pushes[id] = push
-            retryQueue.append(id)
-        }
-    }
-
-    /// Moves the delayed retries whose time has come to the retry queue.
-    private mutating func releaseDelayedRetries(now: Instant) {
-        var waiting: [PushID] = []
-        for id in delayedRetries {
-            guard let push = pushes[id], push.state == .queued else { continue }
-            if let at = push.notBefore, at > now { waiting.append(id); continue }
-            pushes[id]!.notBefore = nil
-            retryQueue.append(id)
-        }
-        delayedRetries = waiting
-    }
-
-    /// Sends waiting pushes while some connection has a free stream.
-    private mutating func dispatch(now: Instant, into actions: inout [Action]) {
-        if !delayedRetries.isEmpty { releaseDelayedRetries(now: now) }
-        while let (id, push, fromRetry) = peekQueued() {
-            if now >= push.deadline {
-                popQueued(fromRetry: fromRetry)
-                end(id, with: .failPush(id, .timeout("the push's deadline passed while it waited for a free stream")), into: &actions)
-                continue
-            }
-            if configuration.handsOffRetries, case .avoid(let last)? = push.lastConnection,
-               (bestConnection(for: push) ?? last) == last {
-                // Only the connection it failed on, or none, could take it here: another machine's may.
-                popQueued(fromRetry: fromRetry)
-                pushes[id] = nil
-                queuedCount -= 1
-                actions.append(.handOff(id, retries: push.retries, tokenRetried: push.tokenRetried))
-                continue
-            }
-            guard let c = bestConnection(for: push) else { return }
-            popQueued(fromRetry: fromRetry)
-            place(id, push, on: c, now: now, into: &actions)
-        }
-    }
-
-    private mutating func place(_ id: PushID, _ push: Push, on c: ConnectionID, now: Instant, into actions: inout [Action]) {
-        var push = push
-        push.state = .inFlight(c)
-        pushes[id] = push
-        queuedCount -= 1
-        // One lookup, and the connection changed where it is stored (see `streamCompleted`).
-        let index = connections.index(forKey: c)!
-        let streamsOpened = connections.values[index].openStream(id, deadline: push.deadline)
-        actions.append(.send(id, on: c))
-        if streamsOpened >= configuration.maxStreamsPerConnection {
-            // Its stream ids would run out: drain it while its replacement opens. Planned, so
-            // its slot does not back off even when a low budget makes it short-lived.
-            retire(c, planned: true, now: now, into: &actions)
-        }
-    }
-
-    /// The next push that is really still queued, skipping entries left by ended or moved pushes;
-    /// with the push itself, found in the same lookup.
-    private mutating func peekQueued() -> (PushID, Push, Bool)? {
-        while retryHead < retryQueue.count {
-            let id = retryQueue[retryHead]
-            if let push = pushes[id], push.state == .queued { return (id, push, true) }
-            retryHead += 1
-        }
-        if retryHead > 0 { retryQueue.removeAll(keepingCapacity: true); retryHead = 0 }
-        while queueHead < queue.count {
-            let id = queue[queueHead]
-            if let push = pushes[id], push.state == .queued { return (id, push, false) }
-            queueHead += 1
-        }
-        if queueHead > 0 { queue.removeAll(keepingCapacity: true); queueHead = 0 }
-        return nil
-    }
-
-    private mutating func popQueued(fromRetry: Bool) {
-        if fromRetry { retryHead += 1 } else { queueHead += 1 }
-        // Compact now and then so skipped entries cannot pile up (the queue stays bounded).
-        if queueHead > 64, queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        }
-        if retryHead > 64, retryHead * 2 > retryQueue.count {
-            retryQueue.removeFirst(retryHead)
-            retryHead = 0
-        }
-    }
-
-    /// The ready connection with room and the lightest load: the fewest open streams relative
-    /// to its limit, then the fewest streams so far, then the lowest id. So a new connection
-    /// (limit 1 until its first answer) gets that first stream instead of the busiest one taking
-    /// everything, and light traffic takes turns. A retry prefers a connection other than its
-    /// last one, but takes that one rather than wait when it alone has room; one that stays on
-    /// its connection takes it whenever it has room.
-    private func bestConnection(for push: Push?) -> ConnectionID? {
-        var avoided: ConnectionID?
-        switch push?.lastConnection {
-        case .prefer(let c)?:
-            if let connection = connections[c], connection.free > 0 { return c }
-        case .avoid(let c)?:
-            avoided = c
-        case nil:
-            break
-        }
-        var best: (id: ConnectionID, open: Int, limit: Int, opened: Int)?
-        var fallback: ConnectionID?
-        for index in connections.values.indices {
-            let id = connections.keys[index], connection = connections.values[index]
-            guard connection.free > 0 else { continue }
-            if id == avoided { fallback = id; continue }
-            let open = connection.streams.count, limit = connection.limit
-            if let current = best {
-                // open / limit against current.open / current.limit, without division.
-                let mine = open * current.limit, theirs = current.open * limit
-                if mine > theirs { continue }
-                if mine == theirs, (connection.streamsOpened, id) > (current.opened, current.id) { continue }
-            }
-            best = (id, open, limit, connection.streamsOpened)
-        }
-        return best?.id ?? fallback
-    }
-
-    // MARK: Streams
-
-    private mutating func streamCompleted(_ c: ConnectionID, _ id: PushID, _ outcome: StreamOutcome,
-                                          now: Instant, into actions: inout [Action]) {
-        if case .notSent(let error) = outcome { return notSent(c, id, error, now: now, into: &actions) }
-        // Changed where it is stored: a copy taken out and written back shared its `streams`
-        // with the stored one, so removing the stream copied the whole table, once per answer.
-        let answered: Bool
-        switch outcome {
-        case .success, .final, .expiredProviderToken, .retryableAnswer:
-            answered = true
-        case .retryable, .notSent:
-            answered = false
-        }
-        guard let index = connections.index(forKey: c),
-              let draining = connections.values[index].endStream(id, answered: answered) else { return }
-
-        // The push may have ended already (deadline); the stream's answer then only frees the slot.
-        if let push = pushes[id], push.state == .inFlight(c) {
-            switch outcome {
-            case .final(let response) where response.status == 429 && response.reason != .tooManyProviderTokenUpdates
-                && configuration.retriesTooManyRequests:
-                retryOrFail(id, .unavailable("APNs answered 429 TooManyRequests; try again later"), from: c, counts: true,
-                            delayed: true, now: now, into: &actions)
-            case .success(let response), .final(let response):
-                end(id, with: .completePush(id, response), into: &actions)
-            case .retryable(let error):
-                retryOrFail(id, error, from: c, counts: true, now: now, into: &actions)
-            case .retryableAnswer(let response):
-                retryOrFail(id, StreamOutcome.unavailable(response), from: c, counts: true, delayed: true,
-                            now: now, into: &actions)
-            case .expiredProviderToken(let response):
-                if push.tokenRetried {
-                    end(id, with: .completePush(id, response), into: &actions)
-                } else {
-                    // The token is a request header: the retry goes out with the newer one, on
-                    // this connection (another only when this one has no room), and uses no retry.
-                    pushes[id]!.tokenRetried = true
-                    retryOrFail(id, .unavailable("APNs said the provider token expired"), from: c, counts: false,
-                                staysOnConnection: true, now: now, into: &actions)
-                }
-            case .notSent:
-                break
-            }
-        }
-
-        // No answer retires a connection: the provider token is shared and a request header.
-        if draining { closeIfDrained(c, into: &actions) }
-    }
-
-    /// The push never reached the wire: requeue it as if untried, and stop using the connection
-    /// (closing, going away or out of stream ids, it can only refuse the next one too).
-    private mutating func notSent(_ c: ConnectionID, _ id: PushID, _ error: APNsError,
-                                  now: Instant, into actions: inout [Action]) {
-        if let push = pushes[id] {
-            if push.state == .inFlight(c), connections[c]?.streams.removeValue(forKey: id) != nil {
-                retryOrFail(id, error, from: c, counts: false, now: now, into: &actions)
-            } else if push.lossCountedOn == c {
-                // Its connection was lost before the push reached it: that retry was not used.
-                pushes[id]!.retries -= 1
-                pushes[id]!.lossCountedOn = nil
-            }
-        } else {
-            connections[c]?.streams[id] = nil
-        }
-        retire(c, now: now, into: &actions)
-    }
-
-    // MARK: Connections
-
-    private mutating func open(slot index: Int, now: Instant, into actions: inout [Action]) {
-        let id = ConnectionID(UInt64(configuration.shard) + 1 + opened * UInt64(configuration.shards))
-        opened += 1
-        connections[id] = Connection(state: .connecting, slot: index)
-        slots[index].connection = id
-        slots[index].reconnectAt = nil
-        slots[index].lastConnectAt = now
-        actions.append(.createConnection(id))
-    }
-
-    /// Exponential backoff with jitter: half the delay fixed, half random, so reconnects of
-    /// many relays after an Apple outage spread out.
-    private mutating func backoffDelay(failures: Int) -> Duration {
-        let exponent = min(max(failures - 1, 0), 20)
-        var delay = configuration.backoffBase * (1 << exponent)
-        if delay > configuration.backoffMax { delay = configuration.backoffMax }
-        // 53 random bits as a fraction in [0, 1): no rejection loop, so any injected source works.
-        let jitter = Double(random.next() >> 11) / Double(UInt64(1) << 53)
-        return delay / 2 + (delay / 2) * jitter
-    }
-
-    /// Gives a slot whose connection ended its next one. At once when the old connection carried
-    /// work (Apple answered on it, or took streams before its GOAWAY), whatever ended it, or when
-    /// we retired it as `planned` (its stream budget); after the exponential backoff when it
-    /// failed to connect or ended without carrying work, growing with each such connection in a
-    /// row; and never sooner than `minimumConnectInterval` after the slot's last connect, so no
-    /// mix of events can make a slot connect in a loop.
-    private mutating func replace(slot index: Int, carriedWork: Bool, planned: Bool = false, id c: ConnectionID,
-                                  now: Instant, into actions: inout [Action]) {
-        slots[index].connection = nil
-        guard !isShuttingDown else { return }
-        var delay = Duration.zero
-        if carriedWork {
-            slots[index].failures = 0
-        } else if !planned {
-            slots[index].failures += 1
-            delay = backoffDelay(failures: slots[index].failures)
-        }
-        if let last = slots[index].lastConnectAt {
-            delay = max(delay, last + configuration.minimumConnectInterval - now)
-        }
-        guard delay > .zero else {
-            open(slot: index, now: now, into: &actions)
-            return
-        }
-        slots[index].reconnectAt = now + delay
-        actions.append(.scheduleReconnect(c, after: delay))
-    }
-
-    /// Takes a connection out of service: no new streams, a replacement for its slot (at once or
-    /// after backoff, see `replace`), and a close once its streams have finished. `tookStreams`:
-    /// Apple kept streams of it (a GOAWAY's last_stream_id), which counts as carrying work.
-    private mutating func retire(_ c: ConnectionID, planned: Bool = false, tookStreams: Bool = false, now: Instant,
-                                 into actions: inout [Action]) {
-        guard var connection = connections[c] else { return }
-        let slot = connection.slot
-        connection.state = .draining
-        connection.slot = nil
-        connections[c] = connection
-        if let slot {
-            replace(slot: slot, carriedWork: connection.answered || tookStreams, planned: planned, id: c, now: now, into: &actions)
-        }
-        closeIfDrained(c, into: &actions)
-    }
-
-    private mutating func closeIfDrained(_ c: ConnectionID, into actions: inout [Action]) {
-        guard let connection = connections[c], connection.state == .draining, connection.streams.isEmpty else { return }
-        connections[c] = nil
-        actions.append(.closeConnection(c))
-    }
-
-    private mutating func goAway(_ c: ConnectionID, unprocessed: [PushID], now: Instant, into actions: inout [Action]) {
-        guard var connection = connections[c] else { return }
-        for id in unprocessed where connection.streams.removeValue(forKey: id) != nil {
-            if pushes[id]?.state == .inFlight(c) {
-                // Apple never saw these: another connection may take them without using a retry.
-                connections[c] = connection
-                retryOrFail(id, .unavailable("APNs sent GOAWAY before processing the push"), from: c, counts: false,
-                            now: now, into: &actions)
-            }
-        }
-        connections[c] = connection
-        // Streams left after removing the unprocessed ones are at or below last_stream_id: Apple
-        // took them, so the connection carried work, like one Apple answered on, and its
-        // replacement opens at once (Apple recycles healthy connections with a graceful GOAWAY,
-        // often before its answers). Only a GOAWAY that took nothing, on a connection never
-        // answered, looks like one that cannot work: its slot backs off.
-        retire(c, tookStreams: !connection.streams.isEmpty, now: now, into: &actions)
-    }
-
-    /// The connection is gone (a failed connect, or a close): its open streams are retried
-    /// elsewhere, its slot reconnects.
-    private mutating func lose(_ c: ConnectionID, now: Instant, into actions: inout [Action]) {
-        guard let connection = connections.removeValue(forKey: c) else { return }
-        lostStreams(of: connection, c, "the connection to APNs was lost", now: now, into: &actions)
-        guard let slot = connection.slot else { return }
-        replace(slot: slot, carriedWork: connection.answered, id: c, now: now, into: &actions)
-    }
-
-    /// Retries the pushes on a connection that is gone; each uses a retry, given back if the
-    /// connection later says the push never left (`.notSent`).
-    private mutating func lostStreams(of connection: Connection, _ c: ConnectionID, _ why: String,
-                                      now: Instant, into actions: inout [Action]) {
-        for id in connection.streams.sortedKeys where pushes[id]?.state == .inFlight(c) {
-            retryOrFail(id, .unavailable(why), from: c, counts: true, now: now, into: &actions)
-            if pushes[id]?.state == .queued { pushes[id]!.lossCountedOn = c }
-        }
-    }
-
-    /// When no connection is up or coming up before a queued push's deadline (every slot in
-    /// backoff past it), fail it now with `unavailable` (the sender retries) instead of holding
-    /// it until it times out. A push enqueued then is answered at once. Before any connection
-    /// was ever established (a wrong host, nothing listening, an untrusted certificate), every
-    /// slot's failed connect fails the waiting pushes at once, whatever their deadline: the
-    /// owner adds why the connect failed.
-    private mutating func failHopeless(now: Instant, into actions: inout [Action]) {
-        guard started, !isShuttingDown, queuedCount > 0 else { return }
-        guard !connections.values.contains(where: { $0.state != .draining }) else { return }
-        guard let earliest = slots.compactMap(\.reconnectAt).min() else { return }
-        let wait = Int(((earliest - now) / .seconds(1)).rounded(.up))
-        for id in queuedIDs() where !everEstablished || pushes[id]!.deadline <= earliest {
-            let error = everEstablished
-                ? APNsError.unavailable(
-                    "every connection to APNs is failing and the next attempt, in \(wait) s, comes after the push's deadline; try again later")
-                : APNsError.unavailable("no connection to APNs could be made yet; the next attempt is in \(wait) s; try again later")
-            end(id, with: .failPush(id, error), into: &actions)
-        }
-    }
-
-    private func queuedIDs() -> [PushID] {
-        var ids: [PushID] = []
-        for id in retryQueue[retryHead...] where pushes[id]?.state == .queued { ids.append(id) }
-        for id in queue[queueHead...] where pushes[id]?.state == .queued { ids.append(id) }
-        for id in delayedRetries where pushes[id]?.state == .queued { ids.append(id) }
-        // A push can sit in both lists only after a stale entry; report it once.
-        var seen = Set<PushID>()
-        return ids.filter { seen.insert($0).inserted }
-    }
-
-    // MARK: Time
-
-    private mutating func timerFired(now: Instant, into actions: inout [Action]) {
-        if !isShuttingDown && started {
-            for index in slots.indices where slots[index].connection == nil {
-                if let at = slots[index].reconnectAt, at > now { continue }
-                open(slot: index, now: now, into: &actions)
-            }
-        }
-        for id in queuedIDs() where pushes[id]!.deadline <= now {
-            end(id, with: .failPush(id, .timeout("no free stream to APNs before the push's deadline")), into: &actions)
-        }
-        // A stream unanswered well past its deadline means Apple stopped answering on that connection.
-        let stalled = connections.keys { connection in
-            connection.streams.containsValue { $0 + configuration.stallGrace <= now }
-        }.sorted()
-        for c in stalled {
-            guard let connection = connections.removeValue(forKey: c) else { continue }
-            actions.append(.closeConnection(c))
-            lostStreams(of: connection, c, "the connection to APNs stalled", now: now, into: &actions)
-            if let slot = connection.slot {
-                replace(slot: slot, carriedWork: connection.answered, id: c, now: now, into: &actions)
-            }
-        }
-    }
-
-    private mutating func shutdown(into actions: inout [Action]) {
-        guard !isShuttingDown else { return }
-        isShuttingDown = true
-        for id in queuedIDs() {
-            end(id, with: .failPush(id, .shuttingDown("the APNs pool is shutting down; the push was not sent")), into: &actions)
-        }
-        for index in slots.indices {
-            slots[index].connection = nil
-            slots[index].reconnectAt = nil
-        }
-        for c in connections.keys.sorted() {
-            connections[c]!.slot = nil
-            connections[c]!.state = .draining
-            closeIfDrained(c, into: &actions)
-        }
-    }
 }
+
+// Compared in the machine's tests, whose requests are bare push ids.
+extension PoolStateMachine.Push: Equatable where Request: Equatable {}
+extension PoolStateMachine.Action: Equatable where Request: Equatable {}

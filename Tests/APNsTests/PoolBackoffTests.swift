@@ -6,7 +6,7 @@ import Testing
 struct PoolBackoffTests {
     @Test("reconnect delays double from the base with jitter, capped, and no reconnect happens early")
     func backoffDoublesAndWaits() {
-        var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1), backoffMax: .seconds(60)),
+        var machine = Pool(configuration: .init(poolSize: 1, backoffBase: .seconds(1), backoffMax: .seconds(60)),
                                        random: SplitMix64(state: 42))
         var now = Instant.now
         var actions = machine.handle(.start, now: now)
@@ -32,7 +32,7 @@ struct PoolBackoffTests {
 
     @Test("after a run of failed connects, a connection that carried work resets the backoff: its replacement opens at once")
     func answerResetsBackoff() {
-        var machine = PoolStateMachine(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SplitMix64(state: 7))
+        var machine = Pool(configuration: .init(poolSize: 1, backoffBase: .seconds(1)), random: SplitMix64(state: 7))
         var now = Instant.now
         var actions = machine.handle(.start, now: now)
         for _ in 0..<4 {
@@ -54,7 +54,7 @@ struct PoolBackoffTests {
 
     @Test("Apple's graceful GOAWAY after real work, every few seconds, is replaced at once each time: no backoff builds up")
     func gracefulGoAwayIsANormalDay() {
-        var pool = PoolStateMachine(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
         var now = at(0)
         var conn = created(pool.handle(.start, now: now))[0]
         var next: UInt64 = 1
@@ -78,7 +78,7 @@ struct PoolBackoffTests {
 
     @Test("a GOAWAY after every request: each connection carries one push, the slot connects at most once per 2 s and backs off no further")
     func goAwayStormIsBounded() {
-        var pool = PoolStateMachine(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
         var now = at(0)
         var conn = created(pool.handle(.start, now: now))[0]
         var delays: [Duration] = []
@@ -101,7 +101,7 @@ struct PoolBackoffTests {
 
     @Test("connections that end without carrying work (a GOAWAY before any answer) back off, longer each time")
     func workLessDeathsBackOff() {
-        var pool = PoolStateMachine(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
         var now = at(0)
         var conn = created(pool.handle(.start, now: now))[0]
         var delays: [Duration] = []
@@ -122,7 +122,7 @@ struct PoolBackoffTests {
 
     @Test("whatever ended its connection, a slot never connects twice within twice the base delay")
     func minimumConnectInterval() {
-        var pool = PoolStateMachine(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
+        var pool = Pool(configuration: .init(poolSize: 1), random: ConstantRandom(value: 0))
         let conn = created(pool.handle(.start, now: at(0)))[0]
         _ = pool.handle(.connectionEstablished(conn), now: at(0))
         _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))

@@ -92,7 +92,7 @@ private struct Owner {
             connects.append(now)
             let recent = connects.suffix(poolSize + 1).filter { $0 > now - .seconds(2) }
             if recent.count > poolSize { problem("\(recent.count) connects within 2 s at \(now - t0)") }
-        case .send(let id, let c):
+        case .send(let id, let c, _):
             guard let conn = conns[c] else { problem("sent \(id) on unknown or closed \(c)"); return }
             if !conn.established { problem("sent \(id) on \(c) before it was established") }
             if conn.draining { problem("sent \(id) on draining \(c)") }
@@ -126,7 +126,8 @@ private struct Owner {
             if delay < .zero || delay > .seconds(60) { problem("reconnect delay \(delay) outside 0...60 s") }
         case .wakeUp(let delay):
             if delay <= .zero { problem("a wake-up \(delay) from now") }
-        case .handOff(let id, _, _):
+        case .handOff(let push):
+            let id = push.id
             problem("handed \(id) off, though this pool is alone and may not")
         case .shutdownComplete:
             if shutdownCompleted { problem("shutdown completed twice") }
@@ -142,7 +143,7 @@ private struct Owner {
         return conns.keys.sorted().randomElement(using: &rng)
     }
 
-    mutating func randomOutcome() -> Pool.StreamOutcome {
+    mutating func randomOutcome() -> StreamOutcome {
         switch roll(10) {
         case 0...4: return .success(response(200))
         case 5: return .final(response(410, .unregistered))

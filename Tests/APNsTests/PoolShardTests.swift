@@ -50,13 +50,17 @@ struct PoolShardTests {
         var pool = warmPool(size: 1) { $0.handsOffRetries = true }
         _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
         let actions = pool.handle(.streamCompleted(c(1), p(1), refused), now: at(0))
-        #expect(actions == [.handOff(p(1), retries: 1, tokenRetried: false)])
+        var handed = Pool.Push(request: p(1), deadline: at(8), retries: 1)
+        handed.state = .queued
+        handed.sent = true
+        handed.lastConnection = .avoid(c(1))
+        #expect(actions == [.handOff(handed)])
         #expect(pool.livePushCount == 0)
         #expect(pool.queuedCount == 0)
         // A machine that may not hand off retries on the same connection rather than wait.
         var alone = warmPool(size: 1)
         _ = alone.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
-        #expect(alone.handle(.streamCompleted(c(1), p(1), refused), now: at(0)) == [.send(p(1), on: c(1))])
+        #expect(alone.handle(.streamCompleted(c(1), p(1), refused), now: at(0)) == [.send(p(1), on: c(1), isRetry: true)])
     }
 
     @Test("an adopted retry keeps its used retries, goes before new pushes and ignores the queue bound")
@@ -64,7 +68,7 @@ struct PoolShardTests {
         var pool = warmPool(size: 1, streams: 1, capacity: 1)
         _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))  // on the wire
         _ = pool.handle(.enqueue(p(2), deadline: at(8)), now: at(0))  // queued: the queue is full
-        #expect(pool.handle(.adopt(p(3), deadline: at(8), retries: 2, tokenRetried: false), now: at(0)) == [])
+        #expect(pool.handle(.adopt(Pool.Push(request: p(3), deadline: at(8), retries: 2)), now: at(0)) == [])
         #expect(pool.queuedCount == 2)
         let next = pool.handle(.streamCompleted(c(1), p(1), success), now: at(0))
         #expect(next == [.completePush(p(1), response(200)), .send(p(3), on: c(1))])
@@ -77,7 +81,7 @@ struct PoolShardTests {
         var pool = warmPool(size: 1) { $0.handsOffRetries = true; $0.shards = 2 }
         _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
         let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(response(403, .expiredProviderToken))), now: at(0))
-        #expect(actions == [.send(p(1), on: c(1))])
+        #expect(actions == [.send(p(1), on: c(1), isRetry: true)])
     }
 }
 
@@ -93,9 +97,11 @@ struct PoolHandOffInvariantTests {
     private struct Owner {
         var machines: [Pool]
         var conns: [[ConnectionID: Conn]] = [[:], [:]]
-        /// Each machine's push ids, mapped to the caller's push number.
+        /// Each machine's push ids, mapped to the caller's push number. A machine's ids are
+        /// its own residue (1, 3, 5… and 2, 4, 6…), as the client's shards make them, so a push
+        /// keeps its id in the machine that adopts it.
         var owners: [[PushID: Int]] = [[:], [:]]
-        var nextLocal: [UInt64] = [1, 1]
+        var nextLocal: [UInt64] = [1, 2]
         var ends: [Int: Int] = [:]
         var handOffs = 0
         var problems: [String] = []
@@ -114,7 +120,7 @@ struct PoolHandOffInvariantTests {
         }
 
         mutating func push(_ number: Int, to m: Int, deadline: Instant) {
-            let id = PushID(nextLocal[m]); nextLocal[m] += 1
+            let id = PushID(nextLocal[m]); nextLocal[m] += 2
             owners[m][id] = number
             fire(m, .enqueue(id, deadline: deadline))
         }
@@ -124,7 +130,7 @@ struct PoolHandOffInvariantTests {
             case .createConnection(let c):
                 if conns[1 - m][c] != nil { problems.append("both machines opened \(c)") }
                 conns[m][c] = Conn()
-            case .send(let id, let c):
+            case .send(let id, let c, _):
                 guard conns[m][c]?.established == true else { problems.append("sent on \(c), not established"); return }
                 conns[m][c]!.streams.insert(id)
             case .failPush(let id, _), .completePush(let id, _):
@@ -132,13 +138,12 @@ struct PoolHandOffInvariantTests {
                 ends[number, default: 0] += 1
             case .closeConnection(let c):
                 conns[m][c] = nil
-            case .handOff(let id, let retries, let tokenRetried):
-                guard let number = owners[m].removeValue(forKey: id) else { problems.append("handed off unknown \(id)"); return }
+            case .handOff(let push):
+                guard let number = owners[m].removeValue(forKey: push.id) else { problems.append("handed off unknown \(push.id)"); return }
                 handOffs += 1
                 let other = 1 - m
-                let adopted = PushID(nextLocal[other]); nextLocal[other] += 1
-                owners[other][adopted] = number
-                fire(other, .adopt(adopted, deadline: now + .seconds(2), retries: retries, tokenRetried: tokenRetried))
+                owners[other][push.id] = number
+                fire(other, .adopt(push))
             case .scheduleReconnect, .wakeUp, .shutdownComplete:
                 break
             }
@@ -170,7 +175,7 @@ struct PoolHandOffInvariantTests {
                 let open = owner.conns[m].flatMap { c, conn in conn.streams.map { (c, $0) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
                 if let (c, id) = open.randomElement(using: &rng) {
                     owner.conns[m][c]!.streams.remove(id)
-                    let outcome: Pool.StreamOutcome = [success, refused, .notSent(.unavailable("closing"))][roll(3)]
+                    let outcome: StreamOutcome = [success, refused, .notSent(.unavailable("closing"))][roll(3)]
                     owner.fire(m, .streamCompleted(c, id, outcome))
                 }
             case 7:

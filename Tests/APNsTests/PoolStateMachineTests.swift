@@ -2,8 +2,11 @@ import Testing
 @testable import APNsCore
 @testable import APNs
 
-typealias Pool = PoolStateMachine
-typealias Instant = PoolStateMachine.Instant
+typealias Pool = PoolStateMachine<PushID>
+typealias Instant = MonotonicInstant
+
+// The machine's tests need no notification: a push is its id.
+extension PushID: PoolRequest { public var id: PushID { self } }
 
 /// A deterministic generator, so every run drives the same events.
 struct SplitMix64: RandomNumberGenerator {
@@ -31,12 +34,12 @@ func c(_ n: UInt64) -> ConnectionID { ConnectionID(n) }
 func response(_ status: Int, _ reason: APNsReason? = nil) -> APNsResponse {
     APNsResponse(ok: status == 200, status: status, apnsID: "id", device: "fp", reason: reason)
 }
-let success = Pool.StreamOutcome.success(response(200))
-let refused = Pool.StreamOutcome.retryable(.unavailable("stream refused"))
+let success = StreamOutcome.success(response(200))
+let refused = StreamOutcome.retryable(.unavailable("stream refused"))
 
 func sends(_ actions: [Pool.Action]) -> [PushID: ConnectionID] {
     var out: [PushID: ConnectionID] = [:]
-    for case .send(let id, let conn) in actions { out[id] = conn }
+    for case .send(let id, let conn, _) in actions { out[id] = conn }
     return out
 }
 
@@ -73,6 +76,17 @@ struct PoolStateMachineTests {
         var pool = Pool(configuration: .init(poolSize: 3))
         #expect(pool.handle(.start, now: at(0)) == [.createConnection(c(1)), .createConnection(c(2)), .createConnection(c(3))])
         #expect(pool.handle(.start, now: at(0)) == [])
+    }
+
+    @Test("a push id already in the pool is answered at once, and the push that holds it goes on")
+    func reusedID() {
+        var pool = warmPool(size: 1)
+        #expect(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)) == [.send(p(1), on: c(1))])
+        let again = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
+        #expect(again.count == 1)
+        if case .failPush(let id, let error)? = again.first { #expect(id == p(1) && error.code == .unavailable) }
+        #expect(pool.handle(.streamCompleted(c(1), p(1), success), now: at(0)) == [.completePush(p(1), response(200))])
+        #expect(pool.livePushCount == 0)
     }
 
     @Test("a push waits until a connection is established")
@@ -149,13 +163,13 @@ struct PoolStateMachineTests {
 
     @Test("500, 503 and Shutdown are retryable answers; other answers are final")
     func classify() {
-        #expect(Pool.StreamOutcome.classify(response(500, .internalServerError)) == .retryableAnswer(response(500, .internalServerError)))
-        #expect(Pool.StreamOutcome.classify(response(503, .serviceUnavailable)) == .retryableAnswer(response(503, .serviceUnavailable)))
-        #expect(Pool.StreamOutcome.classify(response(503, .shutdown)) == .retryableAnswer(response(503, .shutdown)))
-        #expect(Pool.StreamOutcome.classify(response(429, .tooManyRequests)) == .final(response(429, .tooManyRequests)))
-        #expect(Pool.StreamOutcome.classify(response(410, .unregistered)) == .final(response(410, .unregistered)))
-        #expect(Pool.StreamOutcome.classify(response(403, .expiredProviderToken)) == .expiredProviderToken(response(403, .expiredProviderToken)))
-        #expect(Pool.StreamOutcome.classify(response(429, .tooManyProviderTokenUpdates)) == .final(response(429, .tooManyProviderTokenUpdates)))
+        #expect(StreamOutcome.classify(response(500, .internalServerError)) == .retryableAnswer(response(500, .internalServerError)))
+        #expect(StreamOutcome.classify(response(503, .serviceUnavailable)) == .retryableAnswer(response(503, .serviceUnavailable)))
+        #expect(StreamOutcome.classify(response(503, .shutdown)) == .retryableAnswer(response(503, .shutdown)))
+        #expect(StreamOutcome.classify(response(429, .tooManyRequests)) == .final(response(429, .tooManyRequests)))
+        #expect(StreamOutcome.classify(response(410, .unregistered)) == .final(response(410, .unregistered)))
+        #expect(StreamOutcome.classify(response(403, .expiredProviderToken)) == .expiredProviderToken(response(403, .expiredProviderToken)))
+        #expect(StreamOutcome.classify(response(429, .tooManyProviderTokenUpdates)) == .final(response(429, .tooManyProviderTokenUpdates)))
     }
 
     @Test("a retry is not attempted once the push's deadline has passed")
@@ -180,7 +194,7 @@ struct PoolStateMachineTests {
         _ = pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0))
         let answer = response(403, .expiredProviderToken)
         let actions = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
-        #expect(actions == [.send(p(1), on: c(1))])
+        #expect(actions == [.send(p(1), on: c(1), isRetry: true)])
         // A second expired token is Apple's final word for this push; the connection stays.
         let again = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
         #expect(again == [.completePush(p(1), answer)])
@@ -233,7 +247,7 @@ struct PoolStateMachineTests {
         }
         #expect(onFirst.count == 2)
         let actions = pool.handle(.goAwayReceived(c(1), unprocessed: [onFirst[1]]), now: at(0))
-        #expect(actions == [.createConnection(c(3)), .send(onFirst[1], on: c(2))])
+        #expect(actions == [.createConnection(c(3)), .send(onFirst[1], on: c(2), isRetry: true)])
         let later = sends(pool.handle(.enqueue(p(9), deadline: at(8)), now: at(0)))
         #expect(later[p(9)] == c(2))
         #expect(pool.handle(.streamCompleted(c(1), onFirst[0], success), now: at(0)) == [.completePush(onFirst[0], response(200)), .closeConnection(c(1))])
@@ -313,7 +327,7 @@ struct PoolStateMachineTests {
         var pool = warmPool(size: 2)
         let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
         let actions = pool.handle(.connectionFailed(conn), now: at(1))
-        #expect(actions.contains(.send(p(1), on: conn == c(1) ? c(2) : c(1))))
+        #expect(actions.contains(.send(p(1), on: conn == c(1) ? c(2) : c(1), isRetry: true)))
         #expect(created(actions).count == 1)
     }
 
@@ -434,7 +448,7 @@ struct PoolStateMachineTests {
         let first = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
         let other = first == c(1) ? c(2) : c(1)
         let actions = pool.handle(.streamCompleted(first, p(1), .notSent(.unavailable("out of stream ids"))), now: at(0))
-        #expect(actions == [.createConnection(c(3)), .closeConnection(first), .send(p(1), on: other)])
+        #expect(actions == [.createConnection(c(3)), .closeConnection(first), .send(p(1), on: other, isRetry: true)])
         for n in 2...6 {
             #expect(sends(pool.handle(.enqueue(p(UInt64(n)), deadline: at(8)), now: at(0)))[p(UInt64(n))] == other)
         }

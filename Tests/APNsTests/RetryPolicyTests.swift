@@ -26,7 +26,8 @@ struct RetryPolicyTests {
         let third = sends(pool.handle(.timerFired, now: at(3)))[p(1)]
         #expect(third != nil)
         let last = pool.handle(.streamCompleted(third!, p(1), .classify(answer)), now: at(3.1))
-        #expect(last == [.failPush(p(1), .unavailable(""))])
+        // Out of retries, Apple's last answer is the push's answer.
+        #expect(last == [.completePush(p(1), answer)])
         #expect(pool.livePushCount == 0)
     }
 
@@ -54,7 +55,8 @@ struct RetryPolicyTests {
         var pool = Self.libraryPool()
         let first = sends(pool.handle(.enqueue(p(1), deadline: at(1)), now: at(0)))[p(1)]!
         let actions = pool.handle(.streamCompleted(first, p(1), .classify(response(500, .internalServerError))), now: at(0.6))
-        #expect(actions == [.failPush(p(1), .timeout(""))])
+        // No retry: Apple's answer stands.
+        #expect(actions == [.completePush(p(1), response(500, .internalServerError))])
     }
 
     @Test("the relay's policy retries at once and leaves 429 to the sender")
