@@ -46,8 +46,13 @@ public final class APNsClient: APNsSending, Sendable {
     /// A client that owns its event loops (`loops` threads), stopped by `shutdown()`.
     /// - Throws: `APNsError.badKey` when the key cannot sign a token; `.badConfiguration` when
     ///   the loops cannot start.
-    public convenience init(configuration: APNsClientConfiguration, loops: Int = 1,
-                            observer: (any APNsClientObserver)? = nil) throws(APNsError) {
+    public convenience init(configuration: APNsClientConfiguration, loops: Int = 1) throws(APNsError) {
+        try self.init(configuration: configuration, loops: loops, observer: nil)
+    }
+
+    /// The same, with an observer of the client's events (the relay's logs and metrics).
+    package convenience init(configuration: APNsClientConfiguration, loops: Int,
+                             observer: (any APNsClientObserver)?) throws(APNsError) {
         let group: EventLoopGroup
         do { group = try EventLoopGroup(loopCount: max(1, loops)) } catch {
             throw .badConfiguration("could not start the client's event loops: \(error)")
@@ -100,7 +105,7 @@ public final class APNsClient: APNsSending, Sendable {
     /// caller's, for an immediate refusal); keep it short. Called on one of the group's loops,
     /// the push goes out on that loop's own connection when it has room, and the completion runs
     /// on that same loop: no lock, no thread hop.
-    public func send(_ notification: APNsNotification, environment: APNsEnvironment,
+    package func send(_ notification: APNsNotification, environment: APNsEnvironment,
                      completion: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
         guard let pool = pool(for: environment) else {
             completion(.failure(APNsError(code: .shuttingDown, message: "the APNs client is shut down; send the push to another instance")))
@@ -109,7 +114,7 @@ public final class APNsClient: APNsSending, Sendable {
         pool.send(notification, completion: completion)
     }
 
-    public func send(_ notification: APNsNotification, environment: APNsEnvironment = .production) async -> Result<APNsResponse, APNsError> {
+    package func send(_ notification: APNsNotification, environment: APNsEnvironment = .production) async -> Result<APNsResponse, APNsError> {
         await withCheckedContinuation { continuation in
             send(notification, environment: environment) { continuation.resume(returning: $0) }
         }

@@ -3,22 +3,22 @@ internal import Encoders
 
 extension APNsClientConfiguration {
     /// The variables the library and `apns-relay send` read, by name.
-    public enum Variable {
+    package enum Variable {
         /// The `.p8` key's text; literal `\n` sequences stand for line breaks.
-        public static let key = "APNS_KEY"
+        package static let key = "APNS_KEY"
         /// A path to the `.p8` key, when `APNS_KEY` is not set.
-        public static let keyFile = "APNS_KEY_FILE"
-        public static let keyID = "APNS_KEY_ID"
-        public static let teamID = "APNS_TEAM_ID"
+        package static let keyFile = "APNS_KEY_FILE"
+        package static let keyID = "APNS_KEY_ID"
+        package static let teamID = "APNS_TEAM_ID"
         /// The topic of a push sent without one: the app's bundle id.
-        public static let topic = "APNS_TOPIC"
+        package static let topic = "APNS_TOPIC"
         /// `host[:port]` or `https://host[:port][/]` in place of Apple's production host.
-        public static let host = "APNS_HOST"
+        package static let host = "APNS_HOST"
         /// The same for the sandbox host; when unset, `APNS_HOST` (an emulator) serves both.
-        public static let sandboxHost = "APNS_SANDBOX_HOST"
+        package static let sandboxHost = "APNS_SANDBOX_HOST"
         /// An extra CA to trust, as PEM text or a file (the emulator's); the system store stays.
-        public static let ca = "APNS_CA"
-        public static let caFile = "APNS_CA_FILE"
+        package static let ca = "APNS_CA"
+        package static let caFile = "APNS_CA_FILE"
     }
 
     /// Reads the configuration from environment variables (`Variable`); `variables` defaults to

@@ -10,23 +10,23 @@ public struct APNsClientConfiguration: Sendable {
     /// Who signs provider tokens, and the one token every connection sends. A reference shared
     /// by every copy of this configuration, so a key rotated in it (SIGHUP) reaches every
     /// connection's next push without a restart.
-    public let credentials: APNsCredentials
+    package let credentials: APNsCredentials
     public var keyID: String { credentials.current.keyID }
     public var teamID: String { credentials.current.teamID }
     /// Signs provider tokens; an `APNsSigningKey` loaded from the `.p8` key in production.
-    public var signer: any ProviderTokenSigner { credentials.current.signer }
+    package var signer: any ProviderTokenSigner { credentials.current.signer }
     public var production: APNsEndpoint = .production
     public var sandbox: APNsEndpoint = .sandbox
     /// The setting that chose each host (`APNS_HOST`, `APNS_SANDBOX_HOST`, a flag), named when
     /// the host cannot be reached; nil means Apple's default host.
-    public var productionHostSetting: String?
-    public var sandboxHostSetting: String?
+    package var productionHostSetting: String?
+    package var sandboxHostSetting: String?
     /// Client TLS with ALPN h2; keep the system store (never pin Apple's CA) plus any test CA.
     package var tls: TLSContext
     /// The topic (the app's bundle id) of a push sent without one: `APNS_TOPIC`.
     public var topic: String?
     /// Where the extra CA came from (`APNS_CA_FILE`, `APNS_CA`), named when a certificate is not trusted.
-    public var caSetting: String?
+    package var caSetting: String?
     /// Connections per environment: Apple prefers a few long-lived ones to many short ones.
     public var poolSize = APNsClientConfiguration.machine.poolSize
     /// Pushes waiting for a free stream per environment; beyond it we answer `overloaded` at once.
@@ -52,7 +52,7 @@ public struct APNsClientConfiguration: Sendable {
         set { retryPolicy.maxRetries = newValue }
     }
     /// Which of Apple's answers are retried, how often and after how long.
-    public var retryPolicy = APNsRetryPolicy.library
+    package var retryPolicy = APNsRetryPolicy.library
     /// How often the pool looks for expired queued pushes, stalled streams and due reconnects:
     /// a queued push hears its timeout at most this late, so it stays well under Mastodon's 10 s.
     public var tickInterval: Duration = .milliseconds(250)
@@ -63,7 +63,7 @@ public struct APNsClientConfiguration: Sendable {
     public var maxStreamsPerConnection = APNsClientConfiguration.machine.maxStreamsPerConnection
     /// When the shared provider token is renewed (50 min) and how often Apple's refusal may force
     /// a new one (20 min).
-    public var tokenPolicy = ProviderTokenPolicy()
+    package var tokenPolicy = ProviderTokenPolicy()
 
     /// The pool's defaults live with the state machine that enforces them, written once.
     private static let machine = PoolConfiguration()

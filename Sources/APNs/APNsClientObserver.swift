@@ -1,6 +1,6 @@
 /// What the relay's metrics and logs hear about connections. Called on event-loop threads:
 /// keep it short and never block. Every method has an empty default.
-public protocol APNsClientObserver: Sendable {
+package protocol APNsClientObserver: Sendable {
     func connectionOpened(environment: APNsEnvironment, connection: Int)
     /// `error` is nil for a close we asked for (drained, shutdown).
     func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?)
@@ -20,12 +20,12 @@ public protocol APNsClientObserver: Sendable {
 }
 
 extension APNsClientObserver {
-    public func connectionOpened(environment: APNsEnvironment, connection: Int) {}
-    public func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) {}
-    public func connectFailed(environment: APNsEnvironment, error: String) {}
-    public func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {}
-    public func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
-    public func reconnecting(environment: APNsEnvironment, connection: Int) {}
-    public func pushRetried(environment: APNsEnvironment) {}
-    public func pushCrossedLoops(environment: APNsEnvironment) {}
+    package func connectionOpened(environment: APNsEnvironment, connection: Int) {}
+    package func connectionClosed(environment: APNsEnvironment, connection: Int, error: String?) {}
+    package func connectFailed(environment: APNsEnvironment, error: String) {}
+    package func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {}
+    package func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {}
+    package func reconnecting(environment: APNsEnvironment, connection: Int) {}
+    package func pushRetried(environment: APNsEnvironment) {}
+    package func pushCrossedLoops(environment: APNsEnvironment) {}
 }

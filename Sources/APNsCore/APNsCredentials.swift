@@ -11,13 +11,13 @@ internal import Encoders
 /// once when Apple calls the current one expired, and signed at once when the key is replaced.
 /// The token is a request header: a connection picks up a new one with its next push, and no
 /// connection is ever replaced because of its token.
-public final class APNsCredentials: Sendable {
-    public struct Identity: Sendable {
-        public var keyID: String
-        public var teamID: String
-        public var signer: any ProviderTokenSigner
+package final class APNsCredentials: Sendable {
+    package struct Identity: Sendable {
+        package var keyID: String
+        package var teamID: String
+        package var signer: any ProviderTokenSigner
 
-        public init(keyID: String, teamID: String, signer: any ProviderTokenSigner) {
+        package init(keyID: String, teamID: String, signer: any ProviderTokenSigner) {
             self.keyID = keyID
             self.teamID = teamID
             self.signer = signer
@@ -25,13 +25,13 @@ public final class APNsCredentials: Sendable {
     }
 
     /// The token a connection sends, with what it needs to tell when to ask again.
-    public struct Current: Sendable {
-        public let token: ProviderToken
+    package struct Current: Sendable {
+        package let token: ProviderToken
         /// Changes with every new token; a connection compares it with `generation` below.
-        public let generation: UInt64
+        package let generation: UInt64
         /// Set once per signing, on the first `current(now:policy:)` after it: the caller reports
         /// it (counted and logged), so each signing is reported exactly once, with its reason.
-        public let signed: ProviderTokenSigning?
+        package let signed: ProviderTokenSigning?
     }
 
     private struct State {
@@ -48,20 +48,20 @@ public final class APNsCredentials: Sendable {
     /// `State.generation`, readable without the lock: a connection's per-push check.
     private let published = Atomic<UInt64>(0)
 
-    public init(_ identity: Identity) {
+    package init(_ identity: Identity) {
         self.state = Mutex(State(identity: identity))
     }
 
     /// What the next provider token is made from.
-    public var current: Identity { state.withLock { $0.identity } }
+    package var current: Identity { state.withLock { $0.identity } }
 
     /// The generation of the token in use now; 0 before the first is signed.
-    public var generation: UInt64 { published.load(ordering: .acquiring) }
+    package var generation: UInt64 { published.load(ordering: .acquiring) }
 
     /// The token to send now: signed at first use, renewed once `policy` says it is due.
     /// - Throws: `APNsError.badKey` when no token exists and the key cannot sign one (a renewal
     ///   that fails keeps the current token, which Apple accepts until it is an hour old).
-    public func current(now: Int64, policy: ProviderTokenPolicy) throws(APNsError) -> Current {
+    package func current(now: Int64, policy: ProviderTokenPolicy) throws(APNsError) -> Current {
         try state.withLock { state throws(APNsError) -> Current in
             if let token = state.token {
                 if policy.needsRenewal(now: now, issuedAt: token.issuedAt) {
@@ -79,7 +79,7 @@ public final class APNsCredentials: Sendable {
     /// Signs the first token now unless one exists, so a key that cannot sign fails at once (the
     /// client's start); its signing is reported by the first `current(now:policy:)`.
     /// - Throws: `APNsError.badKey` when the key cannot sign.
-    public func signFirstToken(now: Int64) throws(APNsError) {
+    package func signFirstToken(now: Int64) throws(APNsError) {
         try state.withLock { state throws(APNsError) in
             if state.token == nil { try sign(&state, now: now, reason: .firstUse) }
         }
@@ -90,7 +90,7 @@ public final class APNsCredentials: Sendable {
     /// someone else. False when the refused token is the current one and Apple's refusal already
     /// forced a signing less than `policy.minimumIntervalSeconds` ago: a clock that is wrong makes
     /// every token look expired, and signing again would only trip Apple's rate limit.
-    public func refusedAsExpired(generation refused: UInt64, now: Int64, policy: ProviderTokenPolicy) -> Bool {
+    package func refusedAsExpired(generation refused: UInt64, now: Int64, policy: ProviderTokenPolicy) -> Bool {
         state.withLock { state in
             if state.generation != refused { return state.token != nil }
             guard policy.mayRenew(now: now, lastIssuedAt: state.lastForcedAt) else { return false }
@@ -103,12 +103,12 @@ public final class APNsCredentials: Sendable {
     /// Swaps in a new identity and signs its token at once (every connection sends it with its
     /// next push); a key that cannot sign leaves the old identity and token in place and throws
     /// `badKey`.
-    public func replace(with new: Identity) throws(APNsError) {
+    package func replace(with new: Identity) throws(APNsError) {
         try replace(with: new, unixTime: WallTime.unixSecondsNow)
     }
 
     /// `replace(with:)` signing at `unixTime` (Unix seconds), for tests with their own clock.
-    public func replace(with new: Identity, unixTime: Int64) throws(APNsError) {
+    package func replace(with new: Identity, unixTime: Int64) throws(APNsError) {
         let token = try ProviderToken(keyID: new.keyID, teamID: new.teamID, issuedAt: unixTime, signer: new.signer)
         state.withLock { state in
             state.identity = new

@@ -28,7 +28,7 @@ public struct APNsPushOptions: Sendable, Hashable {
 
     /// The notification these options make for `device`, checked against Apple's rules.
     /// - Parameter defaultTopic: the client's topic, used when `topic` is nil.
-    public func notification(payload: APNsPayload, device: String, defaultTopic: String?) throws(APNsError) -> APNsNotification {
+    package func notification(payload: APNsPayload, device: String, defaultTopic: String?) throws(APNsError) -> APNsNotification {
         guard let topic = topic ?? defaultTopic else {
             throw .invalid("no topic: pass one in the options or set APNS_TOPIC to the app's bundle id")
         }

@@ -1,16 +1,9 @@
-/// Which of Apple's two services a push goes to: the device's app build decides (a debug
-/// build registers with the sandbox), so the caller must say which.
-public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
-    case production
-    case sandbox
-}
-
 /// The seam between the relay and Apple: the relay only needs "send this, tell me how it
 /// ended", so tests can inject a fake and the real client can change underneath.
 ///
 /// A refusal from Apple is a `.success` carrying a non-ok `APNsResponse`; `.failure` means we
 /// could not get an answer at all (deadline, overload, no usable connection).
-public protocol APNsSending: Sendable {
+package protocol APNsSending: Sendable {
     func send(_ notification: APNsNotification, environment: APNsEnvironment) async -> Result<APNsResponse, APNsError>
 
     /// The same without a Task, for callers on an event loop: `completion` runs exactly once, on
@@ -22,7 +15,7 @@ public protocol APNsSending: Sendable {
 
 extension APNsSending {
     /// Fakes and other senders that only implement the async form get this one for free.
-    public func send(_ notification: APNsNotification, environment: APNsEnvironment,
+    package func send(_ notification: APNsNotification, environment: APNsEnvironment,
                      completion: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
         Task { completion(await send(notification, environment: environment)) }
     }

@@ -4,19 +4,19 @@ internal import Encoders
 ///
 /// Apple answers a bad token with 400 `BadDeviceToken`, which the relay must treat as a
 /// dead subscription; refusing obviously broken tokens here keeps that answer meaningful.
-public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
+package struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     /// The token in lower-case hex, the form Apple's `:path` expects.
-    public let hex: String
+    package let hex: String
 
     /// Apple's tokens are 32 bytes today; it has said they may grow, so we accept up to 100 bytes.
-    public static let minDigits = 64
-    public static let maxDigits = 200
+    package static let minDigits = 64
+    package static let maxDigits = 200
 
     /// Accepts upper- or lower-case hex of even length, 64 to 200 digits.
     ///
     /// A token already in lower case (what apps send) is kept as given, sharing its storage: every
     /// push checks one, and a copy of its digits was an allocation per push.
-    public init(_ hex: String) throws(APNsError) {
+    package init(_ hex: String) throws(APNsError) {
         let utf8 = hex.utf8
         guard utf8.count >= Self.minDigits, utf8.count <= Self.maxDigits else {
             throw .invalid("device token must be \(Self.minDigits) to \(Self.maxDigits) hex digits; got \(utf8.count) characters")
@@ -69,7 +69,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     /// Old apps sent `[deviceToken description]`, e.g. `<abcd 1234 …>`; this recovers the hex.
     /// Spaces and angle brackets go, letters become lower case; nothing is validated here.
-    public static func cleaned(_ text: String) -> String {
+    package static func cleaned(_ text: String) -> String {
         var out = [UInt8]()
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
@@ -89,7 +89,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     /// device must be joinable: the first 8 hex digits of SHA-256 over the token's bytes.
     /// Every push logged at `info` computes one, so the token is decoded into the hash's stack
     /// buffer and the digits go into an 8-byte (inline, never allocated) string.
-    public var fingerprint: String { fingerprint(word: SHA256.firstWord(ofLowercaseHex: hex)) }
+    package var fingerprint: String { fingerprint(word: SHA256.firstWord(ofLowercaseHex: hex)) }
 
     /// `fingerprint`, with the SHA-256 done by `sha256FirstWord`, which gets the token's bytes and
     /// returns its digest's first 4 bytes, big-endian (nil: this module's own SHA-256 does it).
@@ -116,7 +116,7 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The fingerprint, so a token printed by accident still does not leak.
-    public var description: String { "DeviceToken(\(fingerprint))" }
+    package var description: String { "DeviceToken(\(fingerprint))" }
 }
 
 /// SHA-256 (FIPS 180-4), only for token fingerprints: the module must not depend on

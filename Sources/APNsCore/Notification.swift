@@ -2,26 +2,26 @@ internal import Encoders
 
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
 /// and says exactly what to fix.
-public struct APNsNotification: Sendable {
+package struct APNsNotification: Sendable {
     /// Where the push goes (the `:path`).
-    public let token: DeviceToken
+    package let token: DeviceToken
     /// The final topic, with the push type's suffix.
-    public let topic: String
+    package let topic: String
     /// Given or guessed; decides the topic suffix, default priority and size limit.
-    public let pushType: APNsPushType
+    package let pushType: APNsPushType
     /// 10 = now, 5 = when power allows, 1 = lowest.
-    public let priority: Int
+    package let priority: Int
     /// Unix seconds until which Apple keeps retrying; 0 = try once, nil = Apple's default.
-    public let expiration: Int?
+    package let expiration: Int?
     /// Pushes with the same id replace each other on the device.
-    public let collapseID: String?
+    package let collapseID: String?
     /// The lower-case UUID sent as `apns-id`, echoed to the caller to match Apple's logs.
-    public let apnsID: String
+    package let apnsID: String
     /// The request body, already checked against the type's size limit.
-    public let payload: [UInt8]
+    package let payload: [UInt8]
     /// `/3/device/<token>`. A connection writes it straight into its request's headers
     /// (`pathPrefix`, then the token's hex), so no string is made for it per push.
-    public var path: String { Self.pathPrefix + token.hex }
+    package var path: String { Self.pathPrefix + token.hex }
 
     /// What every `:path` starts with, before the device token's hex.
     package static let pathPrefix = "/3/device/"
@@ -31,7 +31,7 @@ public struct APNsNotification: Sendable {
     ///     `content-available`, alert otherwise.
     ///   - priority: 10, 5 or 1; defaults to 5 for background (Apple refuses 10 there) and 10 otherwise.
     ///   - apnsID: generated when nil.
-    public init(
+    package init(
         token: DeviceToken, topic: String, payload: APNsPayload,
         pushType: APNsPushType? = nil, priority: Int? = nil,
         expiration: Int? = nil, collapseID: String? = nil, apnsID: APNsID? = nil
