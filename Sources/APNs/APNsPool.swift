@@ -198,9 +198,9 @@ final class APNsPoolShard: @unchecked Sendable {
 
     private var machine: PoolStateMachine
     private var entries: [PushID: Entry] = [:]
-    /// Why the last connect failed (`ConnectFailure`), until one succeeds: a push that fails
-    /// `unavailable` meanwhile says it.
-    var lastConnectFailure: String?
+    /// Why the last connect failed, until one succeeds: a push that fails `unavailable` (or
+    /// `timeout`) meanwhile carries it, as a value and in its message.
+    var lastConnectFailure: APNsConnectFailure?
     /// A handful (the shard's slots, and those draining): searched, not hashed.
     private var connections = SmallMap<ConnectionID, APNsConnection>()
     private var nextPush: UInt64 = 1
@@ -377,7 +377,7 @@ final class APNsPoolShard: @unchecked Sendable {
                 if let answer = entry.lastAnswer {
                     entry.completion(.success(answer))
                 } else if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
-                    entry.completion(.failure(APNsError(code: error.code, message: "\(why); \(error.message)")))
+                    entry.completion(.failure(APNsError(code: error.code, message: "\(why); \(error.message)", connectFailure: why)))
                 } else if error.code == .timeout, !machine.canSendNow,
                           let progress = connections.values.lazy.compactMap(\.connectProgress).first {
                     // The deadline came while the connection was still being made: say which step hung.
