@@ -64,7 +64,8 @@ package struct TransportError: CodedError {
     }
 
     package let code: Code
-    /// The lower layer's error, nil when there is none (a clean close, ours or the peer's).
+    /// The lower layer's error; nil when none was below (a clean close, ours or the peer's, or
+    /// what the owner saw itself, like a PING left unanswered).
     package let cause: Cause?
     /// Where it happened ("connecting to api.push.apple.com:443"), without the cause's words.
     package let message: String
