@@ -79,8 +79,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 ended = true
                 observer?.connectFailed(environment: environment, error: "\(error)")
                 let hostSetting = environment == .production ? configuration.productionHostSetting : configuration.sandboxHostSetting
-                pool?.lastConnectFailure = ConnectFailure.explain(error, endpoint: endpoint, caSetting: configuration.caSetting,
-                                                                  hostSetting: hostSetting)
+                pool?.lastConnectFailure = APNsConnectFailure(error, endpoint: endpoint, caSetting: configuration.caSetting,
+                                                              hostSetting: hostSetting)
                 pool?.handle(.connectionFailed(id))
             case .success(let connection):
                 h2 = connection

@@ -30,9 +30,9 @@ final class APNsPoolShard: @unchecked Sendable {
     let published = Published()
 
     private var machine: Machine
-    /// Why the last connect failed (`ConnectFailure`), until one succeeds: a push that fails
-    /// `unavailable` meanwhile says it.
-    var lastConnectFailure: String?
+    /// Why the last connect failed, until one succeeds: a push that fails `unavailable` (or
+    /// `timeout`) meanwhile carries it, as a value and in its message.
+    var lastConnectFailure: APNsConnectFailure?
     /// A handful (the shard's slots, and those draining): searched, not hashed.
     private(set) var connections = SmallMap<ConnectionID, APNsConnection>()
     /// The next push id: `index + 1 + k × shards`, so ids stay unique when a push moves to
@@ -225,7 +225,7 @@ final class APNsPoolShard: @unchecked Sendable {
     /// last connect's failure, or the step of a connect still under way when its deadline came.
     private func explained(_ error: APNsError) -> APNsError {
         if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
-            return APNsError(code: error.code, message: "\(why); \(error.message)")
+            return APNsError(code: error.code, message: "\(why); \(error.message)", connectFailure: why)
         }
         if error.code == .timeout, !machine.canSendNow,
            let progress = connections.values.lazy.compactMap(\.connectProgress).first {

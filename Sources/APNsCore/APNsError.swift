@@ -1,8 +1,11 @@
+internal import Encoders
+
 /// A failure to get a push to Apple, or a push we refused before sending it.
 ///
 /// A struct with a code rather than a public enum, so new failure kinds do not break
-/// callers' `switch`es; equality is on the code alone, so tests and callers compare
-/// kinds without depending on message wording.
+/// callers' `switch`es; equality is on the code alone (as for every `CodedError` here, written
+/// out because it is public), so tests and callers compare kinds without depending on message
+/// wording.
 public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, stable enough to branch on (the relay maps each code to an HTTP status).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -31,11 +34,19 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// One line that says what happened and what to do about it.
     public let message: String
+    /// Why Apple could not be reached, as a value, when an `unavailable` or `timeout` push came
+    /// after a failed connect: decide on its `code`, not on the message's words.
+    package let connectFailure: APNsConnectFailure?
 
     /// For layers above (transport, relay) that report failures in the same shape.
     public init(code: Code, message: String) {
+        self.init(code: code, message: message, connectFailure: nil)
+    }
+
+    package init(code: Code, message: String, connectFailure: APNsConnectFailure?) {
         self.code = code
         self.message = message
+        self.connectFailure = connectFailure
     }
 
     public var description: String { "\(code): \(message)" }
@@ -51,3 +62,5 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     package static func badKey(_ message: String) -> APNsError { .init(code: .badKey, message: message) }
     package static func shuttingDown(_ message: String) -> APNsError { .init(code: .shuttingDown, message: message) }
 }
+
+extension APNsError: CodedError {}

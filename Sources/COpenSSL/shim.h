@@ -48,9 +48,6 @@ static inline void copenssl_OPENSSL_free(void *p) {
 static inline long copenssl_BIO_get_mem_data(BIO *bio, char **pp) {
     return BIO_get_mem_data(bio, pp);
 }
-static inline size_t copenssl_BIO_ctrl_pending(BIO *bio) {
-    return BIO_ctrl_pending(bio);
-}
 static inline int copenssl_BIO_set_mem_eof_return(BIO *bio, int v) {
     return (int)BIO_set_mem_eof_return(bio, v);
 }

@@ -1,6 +1,9 @@
+internal import Encoders
+
 /// Why a WebPush-style primitive (ECDH, HKDF, AES-GCM, random bytes) failed, with a code
 /// callers switch on: a forged message and a malformed key call for different answers.
-package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+/// Equality is on the code (`CodedError`).
+package struct CryptoError: CodedError {
     /// What went wrong, as a value: a struct over names so new codes do not break switches.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         package let name: String
@@ -24,8 +27,4 @@ package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible 
         self.code = code
         self.message = message
     }
-
-    package static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
-
-    package var description: String { "crypto \(code): \(message)" }
 }

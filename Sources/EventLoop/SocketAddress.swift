@@ -79,7 +79,7 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, let first = list else {
             let text = String(cString: gai_strerror(rc))
-            return .failure(SocketError(code: .hostNotFound, message:
+            return .failure(SocketError(code: .hostNotFound, resolverCode: rc, message:
                 "resolving \"\(host)\" failed: \(text); check the host name and DNS"))
         }
         defer { freeaddrinfo(first) }

@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import Encoders
 
-/// A socket failure as a value: a stable `code` to branch on, the raw `errno` for logs,
-/// and a message that tells the operator what to check.
-package struct SocketError: Error, Sendable, Equatable, CustomStringConvertible {
+/// A socket failure as a value: a stable `code` to branch on, the system's own number for it
+/// (`errno`, or getaddrinfo's `resolverCode`), and a message that tells the operator what to check.
+/// Equality is on the code (`CodedError`).
+package struct SocketError: CodedError {
     /// Stable failure kinds; compare against these rather than against `errno`, which
     /// differs between platforms and mixes several causes into one number.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -21,7 +23,7 @@ package struct SocketError: Error, Sendable, Equatable, CustomStringConvertible 
         package static let brokenPipe = Code(name: "broken pipe")
         /// Another socket already holds the address and port.
         package static let addressInUse = Code(name: "address in use")
-        /// The host name did not resolve to any address.
+        /// The host name did not resolve to any address; `resolverCode` says why.
         package static let hostNotFound = Code(name: "host not found")
         /// The network or host is unreachable.
         package static let unreachable = Code(name: "unreachable")
@@ -36,21 +38,21 @@ package struct SocketError: Error, Sendable, Equatable, CustomStringConvertible 
     package let code: Code
     /// The raw errno (0 when the failure did not come from a system call).
     package let errno: Int32
+    /// getaddrinfo's `EAI_*` result for `.hostNotFound` (`EAI_NONAME`: no such name,
+    /// `EAI_AGAIN`: the resolver did not answer); 0 otherwise.
+    package let resolverCode: Int32
     package let message: String
 
-    package init(code: Code, errno: Int32 = 0, message: String) {
+    package init(code: Code, errno: Int32 = 0, resolverCode: Int32 = 0, message: String) {
         self.code = code
         self.errno = errno
+        self.resolverCode = resolverCode
         self.message = message
     }
 
     package var description: String {
         errno == 0 ? "\(code): \(message)" : "\(code) (errno \(errno)): \(message)"
     }
-
-    /// Equality on the code only, so callers can write `error == .refused`-style checks
-    /// without caring about the message text.
-    package static func == (a: SocketError, b: SocketError) -> Bool { a.code == b.code }
 
     /// Maps an errno from `operation` (e.g. "connect to 127.0.0.1:443") to a code and a hint.
     static func fromErrno(_ err: Int32, _ operation: String) -> SocketError {

@@ -1,3 +1,5 @@
+internal import Encoders
+
 /// One HTTP/2 header field as our callers see it.
 ///
 /// Names are lower-cased when a request or response is submitted, because HTTP/2 forbids
@@ -39,8 +41,8 @@ package enum HTTP2ErrorCode {
 /// A connection-level failure of an HTTP/2 session, or a call the session cannot honour.
 ///
 /// A struct over a code rather than a public enum, so new codes never break callers.
-/// Equality is on the code only: the message is for humans and logs.
-package struct HTTP2Error: Error, Sendable, CustomStringConvertible, Equatable {
+/// Equality is on the code only (`CodedError`): the message is for humans and logs.
+package struct HTTP2Error: CodedError {
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         let raw: String
         package var description: String { raw }
@@ -69,10 +71,6 @@ package struct HTTP2Error: Error, Sendable, CustomStringConvertible, Equatable {
         self.code = code
         self.message = message
     }
-
-    package var description: String { "HTTP2Error.\(code): \(message)" }
-
-    package static func == (lhs: HTTP2Error, rhs: HTTP2Error) -> Bool { lhs.code == rhs.code }
 }
 
 /// Why one client stream ended without a response. Every submitted stream ends exactly once,

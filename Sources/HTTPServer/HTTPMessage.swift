@@ -360,9 +360,10 @@ package struct HTTPResponse: Sendable, Equatable {
     package static let continueHead: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 }
 
-/// Why the parser refused a request: the status to answer with, and a one-line reason
-/// that tells the sender what to fix. The connection answers it, then closes.
-package struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
+/// Why the parser refused a request: the status to answer with (its `code`), and a one-line
+/// reason that tells the sender what to fix (its `message`). The connection answers it, then
+/// closes. Equal when both agree: the reason is the answer's body, not only words for a log.
+package struct HTTPParseError: CodedError {
     package let status: Int
     package let reason: String
 
@@ -371,7 +372,10 @@ package struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertib
         self.reason = reason
     }
 
+    package var code: Int { status }
+    package var message: String { reason }
     package var description: String { "\(status) \(reason)" }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.status == rhs.status && lhs.reason == rhs.reason }
 }
 
 /// Caps that bound the memory one connection can make the server hold.

@@ -1,7 +1,9 @@
 internal import COpenSSL
+internal import Encoders
 
 /// Why a key could not be loaded or used, with a message that says which file to use.
-public struct KeyError: Error, Sendable, CustomStringConvertible {
+/// Equality is on the code, as for every `CodedError` (written out: the conformance is public).
+public struct KeyError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
         private init(_ name: String) { self.name = name }
@@ -24,7 +26,11 @@ public struct KeyError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "key \(code): \(message)" }
+
+    public static func == (lhs: KeyError, rhs: KeyError) -> Bool { lhs.code == rhs.code }
 }
+
+extension KeyError: CodedError {}
 
 // The two key types (and KeyError) are `public`, unlike the rest of this module: the MockAPNs
 // product's API takes a public key (`MockKeyVerifier.es256`), and its users make one from a

@@ -1,6 +1,9 @@
+internal import Encoders
+
 /// A TLS failure with a code callers switch on and a message that says what to do,
-/// because "handshake failed" alone leaves an operator guessing.
-package struct TLSError: Error, Sendable, CustomStringConvertible {
+/// because "handshake failed" alone leaves an operator guessing. Equality is on the code
+/// (`CodedError`).
+package struct TLSError: CodedError {
     /// What went wrong, as a value: a struct over names rather than a public enum so
     /// new codes do not break callers' switches.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -8,7 +11,7 @@ package struct TLSError: Error, Sendable, CustomStringConvertible {
         private init(_ name: String) { self.name = name }
         package var description: String { name }
 
-        /// The peer's certificate chain did not verify (unknown issuer, expired, …).
+        /// The peer's certificate chain did not verify (unknown issuer, expired, …); `verifyResult` says which.
         package static let certificateVerificationFailed = Code("certificateVerificationFailed")
         /// The certificate is valid but not for the host name (or IP address) we dialled.
         package static let hostnameMismatch = Code("hostnameMismatch")
@@ -27,10 +30,15 @@ package struct TLSError: Error, Sendable, CustomStringConvertible {
     }
 
     package let code: Code
+    /// OpenSSL's X509 verify result (`X509_V_ERR_*`) for `.certificateVerificationFailed` and
+    /// `.hostnameMismatch`, e.g. 20 (`X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY`) for an
+    /// untrusted CA; 0 (`X509_V_OK`) otherwise.
+    package let verifyResult: Int
     package let message: String
 
-    package init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String, verifyResult: Int = 0) {
         self.code = code
+        self.verifyResult = verifyResult
         self.message = message
     }
 

@@ -144,7 +144,8 @@ package final class TLSSession {
                 let reason = String(cString: X509_verify_cert_error_string(result))
                 OpenSSLErrorQueue.clearQueue()
                 if result == Int(X509_V_ERR_HOSTNAME_MISMATCH) || result == Int(X509_V_ERR_IP_ADDRESS_MISMATCH) {
-                    return TLSError(.hostnameMismatch, "the server's certificate is not valid for \(serverName ?? "the requested name") (\(reason))")
+                    return TLSError(.hostnameMismatch, "the server's certificate is not valid for \(serverName ?? "the requested name") (\(reason))",
+                                    verifyResult: result)
                 }
                 let hint: String
                 switch Int32(truncatingIfNeeded: result) {
@@ -156,7 +157,8 @@ package final class TLSSession {
                 default:
                     hint = ""
                 }
-                return TLSError(.certificateVerificationFailed, "certificate verification failed: \(reason)\(hint)")
+                return TLSError(.certificateVerificationFailed, "certificate verification failed: \(reason)\(hint)",
+                                verifyResult: result)
             }
         }
         let reason = OpenSSLErrorQueue.peekReason()
@@ -240,22 +242,6 @@ package final class TLSSession {
         var got = 0
         // An empty memory BIO fails the read with "retry", which is no error: nothing waits.
         return BIO_read_ex(networkOut, base, buffer.count, &got) == 1 ? got : 0
-    }
-
-    /// Appends all ciphertext waiting to be sent to the peer and empties the queue.
-    package func takeCiphertext(into buffer: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { chunk in
-            while true {
-                let got = takeCiphertext(into: chunk)
-                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<got]))
-                if got < chunk.count { return }
-            }
-        }
-    }
-
-    /// Whether ciphertext is waiting: the owner asks for write readiness only then.
-    package var hasPendingCiphertext: Bool {
-        copenssl_BIO_ctrl_pending(networkOut) > 0
     }
 
     /// Queues close_notify so the peer can tell a clean close from a cut connection.

@@ -1,6 +1,9 @@
+import Encoders
+
 /// Why start-up stopped. The message is one line naming the variable and what it should hold,
-/// so an operator can fix the deployment from the log alone. Equality is on code and variable.
-package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+/// so an operator can fix the deployment from the log alone, and it is the whole description.
+/// Unlike other `CodedError`s, equality is on code and variable.
+package struct ConfigurationError: CodedError {
     package struct Code: Sendable, Hashable, CustomStringConvertible {
         let name: String
         /// A required variable is unset or empty.

@@ -65,7 +65,7 @@ package final class HTTP2ClientConnection {
                     session = try TLSSession(context: tls, serverName: serverName ?? host)
                 } catch {
                     stream.close()
-                    completion(.failure(TransportError(.tls, "\(error)")))
+                    completion(.failure(TransportError(tls: error)))
                     return
                 }
                 let authority = port == 443 ? host : "\(host):\(port)"
@@ -75,15 +75,17 @@ package final class HTTP2ClientConnection {
                     connection.h2 = try HTTP2ClientSession(delegate: connection)
                 } catch {
                     stream.close()
-                    completion(.failure(TransportError(.protocolError, "\(error)")))
+                    completion(.failure(TransportError(http2: error, "starting the HTTP/2 session")))
                     return
                 }
                 connection.onReady = completion
-                let remaining = timeout - (ContinuousClock.now - start)
-                channel.start(upper: connection, handshakeTimeout: max(remaining, .milliseconds(1)), isClient: true)
-                loop.schedule(after: max(remaining, .milliseconds(1))) { [weak connection] in
+                let remaining = max(timeout - (ContinuousClock.now - start), .milliseconds(1))
+                channel.start(upper: connection, handshakeTimeout: remaining, isClient: true)
+                loop.schedule(after: remaining) { [weak connection] in
                     guard let connection, connection.onReady != nil else { return }
-                    connection.close(TransportError(.timedOut, "\(host):\(port) did not send its HTTP/2 SETTINGS within \(timeout)"))
+                    // The channel's own handshake timer usually fires first; this one names the step either way.
+                    let step: TransportError.Step = connection.channel.established ? .settings : .tlsHandshake
+                    connection.close(TransportError(.timedOut, "\(host):\(port)", cause: .timedOut(step, within: timeout)))
                 }
             }
         }
@@ -159,7 +161,7 @@ extension HTTP2ClientConnection: TLSChannelUpper {
             try h2.receive(plaintext)
         } catch {
             // Gracefully: a GOAWAY nghttp2 queued for the server's mistake goes out first.
-            let reason = TransportError(.protocolError, "\(authority) broke HTTP/2: \(error)")
+            let reason = TransportError(http2: error, "\(authority) broke HTTP/2")
             closeReason = reason
             channel.closeGracefully(reason)
         }

@@ -81,7 +81,7 @@ extension HTTP2ServerConnection: TLSChannelUpper {
         } catch {
             // Gracefully: the GOAWAY nghttp2 queued for the client's mistake goes out first, so
             // the client learns why (PROTOCOL_ERROR, FLOW_CONTROL_ERROR) instead of seeing a cut.
-            channel.closeGracefully(TransportError(.protocolError, "the client at \(peerAddress) broke HTTP/2: \(error)"))
+            channel.closeGracefully(TransportError(http2: error, "the client at \(peerAddress) broke HTTP/2"))
             return
         }
         // The client sent GOAWAY and no stream is left: nghttp2 reads nothing more (a PING would

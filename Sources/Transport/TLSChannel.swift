@@ -53,7 +53,7 @@ final class TLSChannel: TCPStreamHandler {
         stream.handler = self
         handshakeTimer = loop.schedule(after: handshakeTimeout) { [weak self] in
             guard let self, !self.established else { return }
-            self.close(TransportError(.timedOut, "the TLS handshake did not finish within \(handshakeTimeout)"))
+            self.close(TransportError(.timedOut, "TLS", cause: .timedOut(.tlsHandshake, within: handshakeTimeout)))
         }
         if isClient { advanceHandshake() }
     }
@@ -71,7 +71,7 @@ final class TLSChannel: TCPStreamHandler {
             }
         } catch {
             sendCiphertext()
-            close(tlsFailure(error))
+            close(TransportError(tls: error))
         }
     }
 
@@ -89,7 +89,7 @@ final class TLSChannel: TCPStreamHandler {
         do {
             result = try tls.readPlaintext(into: &plaintextIn)
         } catch {
-            close(tlsFailure(error))
+            close(TransportError(tls: error))
             return
         }
         if !plaintextIn.isEmpty {
@@ -106,7 +106,7 @@ final class TLSChannel: TCPStreamHandler {
 
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
         guard !closed else { return }
-        let reason = error.map { TransportError(.closed, "the connection was lost: \($0.message)") }
+        let reason = error.map { TransportError(.closed, "the connection was lost", cause: .socket($0)) }
             ?? TransportError(.closed, "the peer closed the connection")
         finish(reason)
     }
@@ -134,14 +134,10 @@ final class TLSChannel: TCPStreamHandler {
         do {
             try plaintextOut.withUnsafeBytes { try tls.writePlaintext($0) }
         } catch {
-            close(tlsFailure(error))
+            close(TransportError(tls: error))
             return
         }
         sendCiphertext()
-    }
-
-    private func tlsFailure(_ error: any Error) -> TransportError {
-        (error as? TLSError).map(TransportError.init) ?? TransportError(.tls, "\(error)")
     }
 
     /// Sends all the ciphertext OpenSSL holds (or drops it once the socket is closed).

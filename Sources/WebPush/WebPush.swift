@@ -2,6 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import Encoders
 
 /// The content coding of an encrypted WebPush body. The relay never decrypts, but the
 /// device must know which scheme to run, so the coding travels to Apple as `"e"`.
@@ -55,9 +56,10 @@ package struct WebPushMessage: Sendable, Equatable {
     }
 }
 
-/// Why a WebPush request was refused. `status` is the HTTP status the relay answers with:
-/// a 4xx makes Mastodon delete the subscription, so only requests that can never work end here.
-package struct WebPushError: Error, Sendable, Equatable, CustomStringConvertible {
+/// Why a WebPush request was refused. `status` (its `code`) is the HTTP status the relay answers
+/// with: a 4xx makes Mastodon delete the subscription, so only requests that can never work end
+/// here. Equal when status and reason agree: the reason is the answer's body.
+package struct WebPushError: CodedError {
     /// 400 malformed, 413 body too large, 415 unsupported `Content-Encoding`.
     package let status: Int
     /// One line naming the header (or body) and what is wrong with it, sent back to the sender.
@@ -68,7 +70,10 @@ package struct WebPushError: Error, Sendable, Equatable, CustomStringConvertible
         self.reason = reason
     }
 
+    package var code: Int { status }
+    package var message: String { reason }
     package var description: String { "\(status) \(reason)" }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.status == rhs.status && lhs.reason == rhs.reason }
 
     static func bad(_ reason: String) -> WebPushError { WebPushError(status: 400, reason: reason) }
 }

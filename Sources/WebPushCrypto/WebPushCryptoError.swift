@@ -3,10 +3,12 @@
 // draft. The relay itself never decrypts; this exists for the demo, the benchmark's
 // realistic bodies and tests that prove forwarded messages still decrypt.
 
+internal import Encoders
+
 /// Why a WebPush message could not be encrypted or decrypted, with a message that says
 /// which input to fix: on a device the difference between "wrong keys" and "corrupted in
-/// transit" decides whether to re-subscribe.
-package struct WebPushCryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+/// transit" decides whether to re-subscribe. Equality is on the code (`CodedError`).
+package struct WebPushCryptoError: CodedError {
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         package let name: String
         private init(_ name: String) { self.name = name }
@@ -37,8 +39,4 @@ package struct WebPushCryptoError: Error, Sendable, Equatable, CustomStringConve
         self.code = code
         self.message = message
     }
-
-    package static func == (lhs: WebPushCryptoError, rhs: WebPushCryptoError) -> Bool { lhs.code == rhs.code }
-
-    package var description: String { "webpush \(code): \(message)" }
 }

@@ -3,9 +3,12 @@ import Glibc
 #endif
 import APNs
 import EventLoop
+import Encoders
 
-/// A configuration mistake: one line naming the variable or flag, then exit status 2.
-struct CommandError: Error {
+/// A mistake on the command line: one line naming the variable or flag; its `code` is the exit
+/// status (2, as for every usage mistake).
+struct CommandError: CodedError {
+    let code: Int32 = 2
     let message: String
     init(_ message: String) { self.message = message }
 }
@@ -36,12 +39,10 @@ enum CommandEnvironment {
         return trimmed.isEmpty ? nil : trimmed
     }
 
+    /// Says `error`'s message (a `CodedError`'s line without its code) and gives exit status 2.
     static func fail(_ error: Error) -> Int32 {
-        let text: String
-        if let error = error as? CommandError { text = error.message }
-        else if let error = error as? APNsError { text = error.message }
-        else { text = "\(error)" }
+        let text = (error as? any CodedError)?.message ?? "\(error)"
         writeStandardError("apns-relay: \(text)\n")
-        return 2
+        return (error as? CommandError)?.code ?? 2
     }
 }

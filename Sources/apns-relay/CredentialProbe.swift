@@ -13,7 +13,8 @@ enum CredentialProbe {
 
     static let deviceToken = String(repeating: "0", count: 64)
 
-    static func run(client: APNsClient, topic: String) -> Verdict {
+    /// Sends the probe on the production connection and waits for how it ended.
+    static func run(client: APNsClient, topic: String) -> Result<APNsResponse, APNsError> {
         let notification: APNsNotification
         do {
             let payload = try APNsAlertPayload(locKey: "apns-default-message").build()
@@ -21,7 +22,7 @@ enum CredentialProbe {
             notification = try APNsNotification(token: try DeviceToken(deviceToken), topic: topic, payload: payload,
                                                 pushType: .alert, expiration: 0)
         } catch {
-            return Verdict(credentialsAccepted: false, message: "cannot build the probe push: \(error.message)")
+            return .failure(error)
         }
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<APNsResponse, APNsError>?>(nil)
@@ -30,13 +31,20 @@ enum CredentialProbe {
             done.signal()
         }
         done.wait()
-        return verdict(outcome.withLock { $0 }!)
+        return outcome.withLock { $0 }!
     }
 
     static func verdict(_ result: Result<APNsResponse, APNsError>) -> Verdict {
         let response: APNsResponse
         switch result {
         case .failure(let error):
+            // A failed connect is its own verdict, told by its value: what to check, not "no answer".
+            if let failure = error.connectFailure {
+                return Verdict(credentialsAccepted: false, message: "could not connect to APNs, so the key was not judged: \(failure)")
+            }
+            if error.code == .invalidNotification {
+                return Verdict(credentialsAccepted: false, message: "cannot build the probe push: \(error.message)")
+            }
             return Verdict(credentialsAccepted: false,
                            message: "the probe push to APNs got no answer (\(error.code)): \(error.message)")
         case .success(let r): response = r

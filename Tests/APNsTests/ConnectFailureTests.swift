@@ -49,6 +49,7 @@ struct ConnectFailureTests {
         server.stop()
         let error = try await Self.failure(port: port)
         #expect(error.code == .unavailable)
+        #expect(error.connectFailure?.code == .refused)
         #expect(error.message.contains("connection refused"))
     }
 
@@ -56,6 +57,7 @@ struct ConnectFailureTests {
     func dns() async throws {
         let error = try await Self.failure(host: "no-such-host.invalid", port: 443)
         #expect(error.code == .unavailable)
+        #expect(error.connectFailure?.code == .hostNotFound)
         #expect(error.message.hasPrefix("DNS: cannot resolve no-such-host.invalid"))
     }
 
@@ -64,21 +66,25 @@ struct ConnectFailureTests {
         let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: [Fixture.topic], teamID: Fixture.team, keys: [:]))
         defer { server.stop() }
         let error = try await Self.failure(port: server.port)
+        #expect(error.connectFailure?.code == .untrustedCertificate)
         #expect(error.message.contains("untrusted certificate"))
         #expect(error.message.contains("APNS_CA_FILE"))
         // One piece of advice, not a question about a setting that is not set.
         #expect(!error.message.contains("the right CA"), "\(error.message)")
         let other = try TestCertificates.make()
         let wrongCA = try await Self.failure(port: server.port, caPEM: other.caPEM)
+        #expect(wrongCA.connectFailure?.code == .untrustedCertificate)
         #expect(wrongCA.message.contains("the CA in APNS_CA did not sign it"))
     }
 
-    @Test("a server that negotiates no h2 in ALPN is reported as such")
-    func noH2() {
-        // What TLSSession says when the handshake ends without ALPN (an HTTP/1.1-only server).
-        let error = TransportError(.tls, "the server did not offer h2 (no ALPN protocol negotiated); is it an HTTP/2 server?")
-        let why = ConnectFailure.explain(error, endpoint: APNsEndpoint(host: "example.net"), caSetting: nil)
-        #expect(why.hasPrefix("no h2 in ALPN from example.net:443"))
+    @Test("a TLS server that offers no h2 in ALPN is reported as such")
+    func noH2() async throws {
+        let server = try HTTP1OnlyTLSServer()
+        defer { server.stop() }
+        let error = try await Self.failure(port: server.port, caPEM: server.caPEM)
+        #expect(error.code == .unavailable)
+        #expect(error.connectFailure?.code == .noHTTP2)
+        #expect(error.message.hasPrefix("no h2 in ALPN from 127.0.0.1:\(server.port)"), "\(error.message)")
     }
 
     @Test("a server that accepts but never speaks TLS is reported as a handshake timeout")
@@ -89,6 +95,7 @@ struct ConnectFailureTests {
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { held.keep($0) }
         defer { listener.close() }
         let error = try await Self.failure(port: listener.localPort)
+        #expect(error.connectFailure?.code == .tlsHandshakeTimeout)
         #expect(error.message.hasPrefix("TLS handshake timeout with 127.0.0.1:"), "\(error.message)")
     }
 }
@@ -119,6 +126,7 @@ extension ConnectFailureTests {
             }
         }
         #expect(defaults.connectTimeout < defaults.pushTimeout)
+        #expect(error.connectFailure?.code == .tlsHandshakeTimeout)
         #expect(error.message.hasPrefix("TLS handshake timeout with 127.0.0.1:"), "\(error.message)")
     }
 
@@ -131,6 +139,7 @@ extension ConnectFailureTests {
             }
         }
         #expect(error.code == .timeout)
+        #expect(error.connectFailure == nil, "no connect has failed yet: the push's deadline came first")
         #expect(error.message.hasPrefix("TLS handshake with 127.0.0.1:"), "\(error.message)")
         #expect(error.message.contains("not done within"), "\(error.message)")
     }
@@ -151,6 +160,7 @@ extension ConnectFailureTests {
             configuration.tickInterval = defaults.tickInterval
         }
         #expect(error.code == .unavailable)
+        #expect(error.connectFailure?.code == .refused)
         #expect(error.message.contains("connection refused"), "\(error.message)")
         #expect(error.message.contains("no connection to APNs could be made yet"), "\(error.message)")
     }
@@ -182,6 +192,7 @@ extension ConnectFailureTests {
         ])
         #expect(configuration.sandbox == APNsEndpoint(host: "127.0.0.1", port: port))
         let viaHost = try await Self.sandboxFailure(["APNS_HOST": "127.0.0.1:\(port)"])
+        #expect(viaHost.connectFailure?.code == .refused)
         #expect(viaHost.message.contains("connection refused by 127.0.0.1:\(port)"), "\(viaHost.message)")
         #expect(viaHost.message.contains("check APNS_HOST"), "\(viaHost.message)")
         let viaSandbox = try await Self.sandboxFailure(["APNS_HOST": "127.0.0.1:1", "APNS_SANDBOX_HOST": "127.0.0.1:\(port)"])
@@ -191,10 +202,40 @@ extension ConnectFailureTests {
 
     @Test("a host nobody set is named as Apple's default")
     func defaultHostNamed() {
-        let error = TransportError(.connectFailed, "connection refused")
-        let why = ConnectFailure.explain(error, endpoint: .sandbox, caSetting: nil, hostSetting: nil)
-        #expect(why.contains("the host is Apple's default"), "\(why)")
-        #expect(!why.contains("APNS_HOST"), "\(why)")
+        let refused = SocketError(code: .connectionRefused, errno: ECONNREFUSED, message: "connect to 17.188.1.1:443 failed")
+        let error = TransportError(.connectFailed, "connecting to api.sandbox.push.apple.com:443", cause: .socket(refused))
+        let why = APNsConnectFailure(error, endpoint: .sandbox, caSetting: nil, hostSetting: nil)
+        #expect(why.code == .refused)
+        #expect(why.description.contains("the host is Apple's default"), "\(why)")
+        #expect(!why.description.contains("APNS_HOST"), "\(why)")
+    }
+
+    @Test("the kind of failure is decided on the cause's value, whatever its words say", arguments: [
+        (TransportError.Cause.socket(SocketError(code: .connectionRefused, message: "DNS TLS alpn")), APNsConnectFailure.Code.refused),
+        (.socket(SocketError(code: .hostNotFound, resolverCode: EAI_NONAME, message: "refused")), .hostNotFound),
+        (.socket(SocketError(code: .timedOut, errno: ETIMEDOUT, message: "handshake")), .connectTimeout),
+        (.socket(SocketError(code: .unreachable, errno: ENETUNREACH, message: "refused")), .other),
+        (.tls(TLSError(.certificateVerificationFailed, "alpn", verifyResult: 20)), .untrustedCertificate),
+        (.tls(TLSError(.hostnameMismatch, "refused", verifyResult: 62)), .untrustedCertificate),
+        (.tls(TLSError(.noALPN, "certificate verification failed")), .noHTTP2),
+        (.tls(TLSError(.handshakeFailed, "no ALPN")), .other),
+        (.timedOut(.tlsHandshake, within: .seconds(5)), .tlsHandshakeTimeout),
+        (.timedOut(.settings, within: .seconds(5)), .connectTimeout),
+    ])
+    func decidedOnValues(cause: TransportError.Cause, expected: APNsConnectFailure.Code) {
+        let error = TransportError(.connectFailed, "connecting", cause: cause)
+        #expect(APNsConnectFailure(error, endpoint: .sandbox, caSetting: nil).code == expected)
+    }
+
+    @Test("a failure is equal to another of its code, and its description is its sentence")
+    func equalityOnCode() {
+        let one = APNsConnectFailure(code: .refused, message: "connection refused by a:1")
+        #expect(one == APNsConnectFailure(code: .refused, message: "connection refused by b:2"))
+        #expect(one != APNsConnectFailure(code: .hostNotFound, message: "connection refused by a:1"))
+        #expect("\(one)" == "connection refused by a:1")
+        let carried = APNsError(code: .unavailable, message: "x", connectFailure: one)
+        #expect(carried == APNsError(code: .unavailable, message: "y"))
+        #expect(carried.connectFailure?.code == .refused)
     }
 }
 
@@ -203,4 +244,51 @@ final class HeldStreams: @unchecked Sendable {
     private let lock = NSLock()
     private var streams: [TCPStream] = []
     func keep(_ stream: TCPStream) { lock.lock(); streams.append(stream); lock.unlock() }
+}
+
+/// A TLS server on loopback whose ALPN offers http/1.1 only: an HTTPS server that is not APNs.
+final class HTTP1OnlyTLSServer: @unchecked Sendable {
+    let group: EventLoopGroup
+    let listener: TCPListener
+    /// The CA that signed its certificate, for the client to trust.
+    let caPEM: String
+    var port: Int { listener.localPort }
+
+    init() throws {
+        group = try EventLoopGroup(loopCount: 1)
+        let certificates = try TestCertificates.make()
+        caPEM = certificates.caPEM
+        let tls = try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
+                                        privateKeyPEM: certificates.privateKeyPEM, alpn: ["http/1.1"])
+        listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
+            guard let session = try? TLSSession(serverContext: tls) else { return stream.close() }
+            stream.handler = HandshakeOnly(session)
+        }
+    }
+
+    func stop() {
+        listener.close()
+        group.shutdown()
+    }
+
+    /// Answers the TLS handshake and nothing after it; closes once the handshake failed.
+    private final class HandshakeOnly: TCPStreamHandler {
+        let session: TLSSession
+        init(_ session: TLSSession) { self.session = session }
+
+        func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
+            session.feed(bytes)
+            let failed = (try? session.handshake()) == nil
+            withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { chunk in
+                while true {
+                    let got = session.takeCiphertext(into: chunk)
+                    if got > 0 { stream.write(UnsafeRawBufferPointer(rebasing: chunk[..<got])) }
+                    if got < chunk.count { return }
+                }
+            }
+            if failed { stream.closeAfterFlush() }
+        }
+        func streamDidDrainWrites(_ stream: TCPStream) {}
+        func streamDidClose(_ stream: TCPStream, error: SocketError?) {}
+    }
 }

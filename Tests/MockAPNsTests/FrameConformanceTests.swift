@@ -145,13 +145,17 @@ private final class RawClient {
     }
 
     private func sendCiphertext() {
-        var out: [UInt8] = []
-        tls.takeCiphertext(into: &out)
-        var offset = 0
-        while offset < out.count {
-            let n = out[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { closed = true; return }
-            offset += n
+        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { chunk in
+            while true {
+                let got = tls.takeCiphertext(into: chunk)
+                var offset = 0
+                while offset < got {
+                    let n = Glibc.send(fd, chunk.baseAddress! + offset, got - offset, Int32(MSG_NOSIGNAL))
+                    if n <= 0 { closed = true; return }
+                    offset += n
+                }
+                if got < chunk.count { return }
+            }
         }
     }
 }

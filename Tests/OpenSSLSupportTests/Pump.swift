@@ -1,10 +1,25 @@
 import OpenSSLSupport
 
+extension TLSSession {
+    /// Every ciphertext byte waiting to be sent, taken out of the session (the tests' way;
+    /// the channel sends from raw memory of its own).
+    func takeAllCiphertext() -> [UInt8] {
+        var bytes: [UInt8] = []
+        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: 16) { chunk in
+            while true {
+                let got = takeCiphertext(into: chunk)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<got]))
+                if got < chunk.count { return }
+            }
+        }
+        return bytes
+    }
+}
+
 /// Moves every pending ciphertext byte from one session into the other; returns how many.
 @discardableResult
 func transfer(from source: TLSSession, to destination: TLSSession) -> Int {
-    var bytes: [UInt8] = []
-    source.takeCiphertext(into: &bytes)
+    let bytes = source.takeAllCiphertext()
     bytes.withUnsafeBytes { destination.feed($0) }
     return bytes.count
 }

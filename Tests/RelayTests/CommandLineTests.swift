@@ -157,6 +157,22 @@ struct CommandLineTests {
         }
     }
 
+    @Test("check --connect where nothing listens says why, by the failure's value: connection refused, check APNS_HOST; exit 1")
+    func checkConnectNothingListens() async throws {
+        let port = try freePort()
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let result = try await run(["check", "--connect"], environment: [
+            "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID,
+            "APPLE_TEAM_ID": RelayHarness.teamID, "TOPIC": RelayHarness.topic,
+            "APNS_HOST": "127.0.0.1:\(port)", "APNS_CA_FILE": ca.path,
+        ])
+        #expect(result.status == 1, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stderr.contains("could not connect to APNs, so the key was not judged"), "\(result.stderr)")
+        #expect(result.stderr.contains("connection refused by 127.0.0.1:\(port)") && result.stderr.contains("check APNS_HOST"),
+                "\(result.stderr)")
+    }
+
     /// `apns-relay serve` (through `wrapper`, a command that execs it) against a fresh emulator,
     /// ready, pool 2; stopped and cleaned up after `body`.
     private func withIdleServe(wrapper: [String] = [], _ body: (ServeProcess) async throws -> Void) async throws {

@@ -440,3 +440,15 @@ struct LibraryAliasTests {
         #expect(configuration.caPEM == "-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----")
     }
 }
+
+@Suite("Configuration errors as values")
+struct ConfigurationErrorEqualityTests {
+    @Test("equal when code and variable agree, whatever the words; the description is the operator's line alone")
+    func equalityOnCodeAndVariable() {
+        let error = ConfigurationError(.invalid, "PORT", "PORT must be 1 to 65535, got \"x\"")
+        #expect(error == ConfigurationError(.invalid, "PORT", "other words"))
+        #expect(error != ConfigurationError(.invalid, "EVENT_LOOPS", "PORT must be 1 to 65535, got \"x\""))
+        #expect(error != ConfigurationError(.missing, "PORT", "PORT must be 1 to 65535, got \"x\""))
+        #expect("\(error)" == "PORT must be 1 to 65535, got \"x\"")
+    }
+}

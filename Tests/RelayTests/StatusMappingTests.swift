@@ -64,6 +64,19 @@ struct StatusMappingTests {
         if answer.status != 201 { #expect(answer.reason?.isEmpty == false) }
     }
 
+    @Test("a connect failure's kind never changes the status: unavailable is 503 (Retry-After 30), timeout 504, and the answer says why",
+          arguments: [APNsConnectFailure.Code.refused, .hostNotFound, .untrustedCertificate, .noHTTP2, .tlsHandshakeTimeout,
+                      .connectTimeout, .other])
+    func connectFailureKeepsTheStatus(_ kind: APNsConnectFailure.Code) {
+        let why = APNsConnectFailure(code: kind, message: "the operator's sentence for \(kind)")
+        let unavailable = StatusMapping.answer(for: APNsError(code: .unavailable, message: "\(why); retried", connectFailure: why))
+        #expect(unavailable.status == 503 && unavailable.retryAfter == 30 && !unavailable.misconfiguration)
+        #expect(unavailable.reason?.contains("the operator's sentence for \(kind)") == true)
+        let late = StatusMapping.answer(for: APNsError(code: .timeout, message: "\(why); the deadline passed", connectFailure: why))
+        #expect(late.status == 504 && late.retryAfter == nil)
+        #expect(late.reason?.contains("the operator's sentence for \(kind)") == true)
+    }
+
     @Test("no APNs outcome ever becomes a 4xx Mastodon would delete the subscription for, except a dead token")
     func onlyDeadTokensAre4xx() {
         for row in Self.rows {

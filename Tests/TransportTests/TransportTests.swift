@@ -226,7 +226,8 @@ struct TransportTests {
             return
         }
         #expect(error.code == .tls)
-        #expect(error.message.contains("certificate verification failed"))
+        #expect(error.cause == .tls(TLSError(.certificateVerificationFailed, "")))
+        #expect(error.description.contains("certificate verification failed"), "\(error)")
     }
 
     @Test("connecting to a closed port fails promptly with connectFailed")
@@ -247,5 +248,6 @@ struct TransportTests {
         }
         #expect(done.wait(timeout: .now() + 5) == .success)
         #expect(box.withLock { $0 }?.code == .connectFailed)
+        #expect(box.withLock { $0 }?.cause == .socket(SocketError(code: .connectionRefused, message: "")))
     }
 }

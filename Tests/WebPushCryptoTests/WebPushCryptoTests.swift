@@ -201,3 +201,13 @@ struct WebPushCryptoTests {
         #expect(try device.decryptAES128GCM(body: body) == fits)
     }
 }
+
+@Suite("WebPush crypto errors")
+struct WebPushCryptoErrorTests {
+    @Test("equality is on the code: two decryption failures with different words are the same failure")
+    func equalityOnCode() {
+        #expect(WebPushCryptoError(.decryptionFailed, "one") == WebPushCryptoError(.decryptionFailed, "two"))
+        #expect(WebPushCryptoError(.decryptionFailed, "one") != WebPushCryptoError(.badPadding, "one"))
+        #expect("\(WebPushCryptoError(.badBase64, "dh is not base64url"))" == "badBase64: dh is not base64url")
+    }
+}
