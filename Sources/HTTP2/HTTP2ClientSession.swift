@@ -19,6 +19,10 @@ package protocol HTTP2ClientDelegate: AnyObject {
 /// The client side of one HTTP/2 connection, as a pure protocol engine: bytes in through
 /// `receive`, bytes out through `takeOutput`, no sockets and no threads.
 ///
+/// The client's three layers: `NGHTTP2ClientSession` owns the C session and records what its
+/// callbacks report; this type turns those records into the delegate's calls; Transport's
+/// `HTTP2ClientConnection` carries its bytes over TLS and a socket.
+///
 /// Confined to the one event loop that owns the connection; not thread-safe.
 ///
 /// The owner must never have more streams open than `remoteMaxConcurrentStreams`: nghttp2 would
@@ -28,7 +32,7 @@ package protocol HTTP2ClientDelegate: AnyObject {
 package final class HTTP2ClientSession {
     /// Held weakly: the owner of the session is usually its delegate.
     package private(set) weak var delegate: HTTP2ClientDelegate?
-    private let core: ClientSessionCore
+    private let core: NGHTTP2ClientSession
     private var delivering = false
     /// The storage of the last delivered batch of events, kept for the next one.
     private var spareEvents: [ClientEvent] = []
@@ -47,7 +51,7 @@ package final class HTTP2ClientSession {
             throw HTTP2Error(code: .internalError, message: "initialWindowSize must be between 65535 and 2^31-1, got \(initialWindowSize)")
         }
         self.delegate = delegate
-        self.core = try ClientSessionCore(initialWindowSize: Int32(initialWindowSize), maxResponseBodySize: maxResponseBodySize)
+        self.core = try NGHTTP2ClientSession(initialWindowSize: Int32(initialWindowSize), maxResponseBodySize: maxResponseBodySize)
     }
 
     /// Feeds bytes read from the connection. Delegate calls for everything they completed

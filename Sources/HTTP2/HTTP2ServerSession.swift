@@ -23,7 +23,7 @@ extension HTTP2ServerDelegate {
 package final class HTTP2ServerSession {
     /// Held weakly: the owner of the session is usually its delegate.
     package private(set) weak var delegate: HTTP2ServerDelegate?
-    private let core: ServerSessionCore
+    private let core: NGHTTP2ServerSession
     private var delivering = false
 
     /// Submits our SETTINGS (MAX_CONCURRENT_STREAMS) at once; nghttp2 refuses streams beyond it
@@ -34,7 +34,7 @@ package final class HTTP2ServerSession {
     ///   see an oversize APNs payload and answer 413 itself.
     package init(delegate: HTTP2ServerDelegate, maxConcurrentStreams: UInt32, maxRequestBodySize: Int = 1 << 20) throws {
         self.delegate = delegate
-        self.core = try ServerSessionCore(maxConcurrentStreams: maxConcurrentStreams, maxRequestBodySize: maxRequestBodySize)
+        self.core = try NGHTTP2ServerSession(maxConcurrentStreams: maxConcurrentStreams, maxRequestBodySize: maxRequestBodySize)
     }
 
     /// Feeds bytes read from the connection; the delegate hears every completed request before

@@ -9,7 +9,7 @@ final class ClientStream: OutgoingBody {
     var endStreamReceived = false
 }
 
-final class ClientSessionCore: SessionCore {
+final class NGHTTP2ClientSession: NGHTTP2Session {
     var streams = StreamTable<ClientStream>()
     /// Bounded by the frames of one `receive`/`takeOutput` batch: delivered before those return.
     var events: [ClientEvent] = []

@@ -6,7 +6,7 @@ final class ServerStream {
     var responded = false
 }
 
-final class ServerSessionCore: SessionCore {
+final class NGHTTP2ServerSession: NGHTTP2Session {
     var streams: [Int32: ServerStream] = [:]
     /// Bounded by the frames of one batch: delivered before `receive`/`takeOutput` return.
     var events: [ServerEvent] = []

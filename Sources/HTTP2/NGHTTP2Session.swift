@@ -14,7 +14,7 @@ class OutgoingBody {
 /// Subclasses override the `on…` hooks, which the file-scope trampolines call. Hooks never
 /// throw and never call the delegate: they record events that the session (`HTTP2ClientSession`, `HTTP2ServerSession`) delivers after
 /// nghttp2 has returned, so a delegate may call back into the session (even `terminate()`).
-class SessionCore {
+class NGHTTP2Session {
     private(set) var session: OpaquePointer?
     /// Bytes already serialized by `mem_send` but not yet taken by the owner. Bounded by what
     /// nghttp2 may emit: flow-control windows, SETTINGS/PING acks and the owner's own submissions.
@@ -208,7 +208,7 @@ class SessionCore {
         provider.source.ptr = nil
         provider.read_callback = { _, streamID, buffer, length, flags, _, user in
             guard let user, let buffer, let flags else { return ssize_t(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-            let core = Unmanaged<SessionCore>.fromOpaque(user).takeUnretainedValue()
+            let core = Unmanaged<NGHTTP2Session>.fromOpaque(user).takeUnretainedValue()
             return core.readBody(stream: streamID, into: buffer, length: length, flags: flags)
         }
         return withUnsafePointer(to: &provider) { submit($0) }
@@ -294,9 +294,9 @@ class SessionCore {
 
 // MARK: Trampolines: recover the core from the user data; never throw or trap across C.
 
-private func core(_ user: UnsafeMutableRawPointer?) -> SessionCore? {
+private func core(_ user: UnsafeMutableRawPointer?) -> NGHTTP2Session? {
     guard let user else { return nil }
-    return Unmanaged<SessionCore>.fromOpaque(user).takeUnretainedValue()
+    return Unmanaged<NGHTTP2Session>.fromOpaque(user).takeUnretainedValue()
 }
 
 private func installTrampolines(_ callbacks: OpaquePointer) {
