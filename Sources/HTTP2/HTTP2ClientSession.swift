@@ -32,7 +32,8 @@ package protocol HTTP2ClientDelegate: AnyObject {
 package final class HTTP2ClientSession {
     /// Held weakly: the owner of the session is usually its delegate.
     package private(set) weak var delegate: HTTP2ClientDelegate?
-    private let core: NGHTTP2ClientSession
+    /// The C session's owner (read by the test seam that moves stream ids).
+    private(set) var core: NGHTTP2ClientSession
     private var delivering = false
     /// The storage of the last delivered batch of events, kept for the next one.
     private var spareEvents: [ClientEvent] = []
@@ -141,16 +142,6 @@ package final class HTTP2ClientSession {
     package func cancel(stream id: Int32) {
         core.cancel(stream: id)
         deliver()
-    }
-
-    /// Moves the id the next request will get (odd, above every id used so far), so a test can
-    /// bring a connection to the end of its 2^31 stream ids without sending a billion requests.
-    package func setNextStreamID(_ id: Int32) throws {
-        let session = try core.requireSession()
-        let rv = nghttp2_session_set_next_stream_id(session, id)
-        guard rv == 0 else {
-            throw HTTP2Error(code: .internalError, message: "nghttp2 refused next stream id \(id): \(libraryText(rv))")
-        }
     }
 
     /// Sends a PING; `sessionDidReceivePingAck` tells the owner the connection is still alive.

@@ -26,7 +26,8 @@ package final class HTTP2ClientConnection {
     package let id: Int
     package let authority: String
     private let channel: TLSChannel
-    private var h2: HTTP2ClientSession!
+    /// The HTTP/2 session (read by the test seam that moves stream ids).
+    private(set) var h2: HTTP2ClientSession!
     private weak var delegate: HTTP2ClientConnectionDelegate?
     private var onReady: ((Result<HTTP2ClientConnection, TransportError>) -> Void)?
     private var closeReason: TransportError?
@@ -128,14 +129,6 @@ package final class HTTP2ClientConnection {
         guard !isClosed else { return }
         h2.cancel(stream: id)
         channel.scheduleFlush()
-    }
-
-    /// Test seam: see `HTTP2ClientSession.setNextStreamID`.
-    package func setNextStreamID(_ id: Int32) throws {
-        guard !isClosed else {
-            throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
-        }
-        try h2.setNextStreamID(id)
     }
 
     package func ping() {
