@@ -156,3 +156,31 @@ func halfClosingClient(port: Int, send bytes: [UInt8], closeAfterEOF: Bool = fal
         }.start()
     }
 }
+
+/// Polls `condition` every 5 ms until it holds or `within` passes; true when it held. A bound
+/// so a bug fails the test instead of hanging it, never a time the test relies on.
+func poll(until condition: () -> Bool, within: Duration = .seconds(10)) async -> Bool {
+    let deadline = ContinuousClock.now + within
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}
+
+/// Names of this process's threads.
+func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// Counts what a loop reports: its wake-ups, the eventfd writes that woke it, its timers.
+final class LoopEventCount: EventLoopProbe {
+    let wakeUps = Atomic(0)
+    let wakeUpsSignalled = Atomic(0)
+    let timersScheduled = Atomic(0)
+    func loopWokeUp() { wakeUps.add(1, ordering: .relaxed) }
+    func wakeUpSignalled() { wakeUpsSignalled.add(1, ordering: .relaxed) }
+    func timerScheduled() { timersScheduled.add(1, ordering: .relaxed) }
+}
