@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import EventLoop
 import Synchronization
 
@@ -171,8 +170,9 @@ final class LoopContext: @unchecked Sendable {
             let trim = policy.observe(bufferedBytes: counters.bufferedBytes.load(ordering: .relaxed),
                                       openConnections: counters.open.load(ordering: .relaxed))
             trimPolicy = policy
-            // It walks the whole heap: off the loop.
-            if trim { DispatchQueue.global().async { Allocator.giveBackFreeMemory() } }
+            // It walks the whole heap: off the loop, on a thread that ends with it (if none can
+            // start, the memory is given back at a later trim).
+            if trim { _ = DetachedThread.start(name: "malloc-trim") { Allocator.giveBackFreeMemory() } }
         }
         guard !connections.isEmpty else { return }
         // Acting may close connections, which mutates the dictionary: collect first.
