@@ -111,7 +111,7 @@ final class HTTPConnection: TCPStreamHandler {
         peer = stream.peerAddress?.description
         answerSlot = AnswerSlot(loop: stream.loop)
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
-        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: LoopClock.now())
+        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: core.clock.now())
     }
 
     private var phase: ConnectionPhase {
@@ -124,7 +124,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
         guard isOpen else { return }
-        let now = LoopClock.now()
+        let now = core.clock.now()
         if !isAnswering && parser.isIdle {
             timeouts.headStart = now
             requestBytes = 0
@@ -146,7 +146,7 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     func streamDidDrainWrites(_ stream: TCPStream) {
-        timeouts.noteWriteBuffer(0, now: LoopClock.now())
+        timeouts.noteWriteBuffer(0, now: core.clock.now())
         guard state == .waitingForDrain else { return }
         state = .reading
         resumeAfterResponse()
@@ -314,7 +314,7 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     private func resumeAfterResponse() {
-        let now = LoopClock.now()
+        let now = core.clock.now()
         timeouts.idleSince = now
         if !parser.isIdle { timeouts.headStart = now }
         processInput()
@@ -329,7 +329,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     private func noteWrite() {
         let pending = stream.pendingWriteBytes
-        if pending > 0 { timeouts.noteWriteBuffer(pending, now: LoopClock.now()) }
+        if pending > 0 { timeouts.noteWriteBuffer(pending, now: core.clock.now()) }
     }
 
     /// Error answers end the connection: after a parse error the framing is lost.

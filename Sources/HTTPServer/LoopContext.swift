@@ -30,7 +30,7 @@ final class LoopContext: @unchecked Sendable {
     private var idleHeads: [HTTPConnection?] = [nil, nil]
     private var idleTails: [HTTPConnection?] = [nil, nil]
     /// Each head's `idleSince` (0: none idle), for other loops' cap decisions. Every time here
-    /// is in `LoopClock` nanoseconds, which count from the machine's boot and so are never 0.
+    /// is in `LoopClock` nanoseconds (`ServerClock`), which count from the machine's boot and so are never 0.
     private let oldestFreshNanos = Atomic<Int64>(0)
     private let oldestKeptNanos = Atomic<Int64>(0)
     /// Connections of this loop paused for the request budget.
@@ -160,7 +160,7 @@ final class LoopContext: @unchecked Sendable {
     func scheduleSweep() {
         guard !closed else { return }
         loop.schedule(after: configuration.sweepInterval) { [self] in
-            sweep(now: LoopClock.now())
+            sweep(now: configuration.clock.now())
             scheduleSweep()
         }
     }

@@ -6,9 +6,13 @@ import Testing
 
 @Suite("HTTP server on loopback: timeouts")
 struct ServerTimeoutTests {
+    // The deadlines below are judged by a clock the test moves: nothing sleeps, and a slow
+    // machine can neither hurry nor delay a timeout.
+
     @Test("a slow sender is cut off with 408 while another client is served")
     func slowHeaders() async throws {
-        try await withServer(testConfiguration(header: .milliseconds(300))) { server in
+        let clock = ManualClock()
+        try await withServer(testConfiguration(header: .milliseconds(40), clock: clock.serverClock)) { server in
             let port = server.port
             let slow = try await blocking { try TestClient(port: port) }
             try await blocking {
@@ -21,11 +25,15 @@ struct ServerTimeoutTests {
                 return client.readResponse()
             }
             #expect(other?.text == "GET /fast ")
+            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the slow head's first bytes are read")
             let (timeout, closed) = try await blocking {
-                for _ in 0..<3 {  // keeps trickling: a trickle does not reset the head deadline
-                    usleep(50_000)
+                // Keeps trickling, a line every 20 and 15 ms: a trickle does not reset the head
+                // deadline, so 45 ms after the first byte it is 408.
+                for step in [20, 15] {
+                    clock.advance(.milliseconds(step))
                     slow.send("X-Slow: 1\r\n")
                 }
+                clock.advance(.milliseconds(10))
                 return (slow.readResponse(), slow.isClosedByServer())
             }
             #expect(timeout?.status == 408)
@@ -36,13 +44,17 @@ struct ServerTimeoutTests {
 
     @Test("a body that stops moving gets 408 and the connection closes")
     func stalledBody() async throws {
-        try await withServer(testConfiguration(body: .milliseconds(300))) { server in
+        let clock = ManualClock()
+        try await withServer(testConfiguration(body: .milliseconds(40), clock: clock.serverClock)) { server in
             let port = server.port
-            let (response, closed) = try await blocking {
+            let client = try await blocking {
                 let client = try TestClient(port: port)
                 client.send("POST /s HTTP/1.1\r\nHost: r\r\nContent-Length: 100\r\n\r\n0123456789")
-                return (client.readResponse(), client.isClosedByServer())
+                return client
             }
+            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the head and the first body bytes are read")
+            clock.advance(.milliseconds(50))
+            let (response, closed) = try await blocking { (client.readResponse(), client.isClosedByServer()) }
             #expect(response?.status == 408)
             #expect(closed)
         }
@@ -50,16 +62,20 @@ struct ServerTimeoutTests {
 
     @Test("an idle keep-alive connection is closed without a word after idleTimeout")
     func idleClose() async throws {
-        try await withServer(testConfiguration(idle: .milliseconds(300))) { server in
+        let clock = ManualClock()
+        try await withServer(testConfiguration(idle: .milliseconds(40), clock: clock.serverClock)) { server in
             let port = server.port
-            let (first, closed, fresh) = try await blocking {
+            let (client, first, never) = try await blocking {
                 let client = try TestClient(port: port)
                 client.send("GET / HTTP/1.1\r\nHost: r\r\n\r\n")
                 let first = client.readResponse()
                 let never = try TestClient(port: port)  // connects, sends nothing
-                return (first, client.isClosedByServer(), never.isClosedByServer())
+                return (client, first, never)
             }
             #expect(first?.status == 200)
+            #expect(await eventually { server.openConnectionCount == 2 })
+            clock.advance(.milliseconds(50))
+            let (closed, fresh) = try await blocking { (client.isClosedByServer(), never.isClosedByServer()) }
             #expect(closed)
             #expect(fresh)
             #expect(await eventually { server.openConnectionCount == 0 })
