@@ -177,12 +177,12 @@ package final class EventLoop: @unchecked Sendable {
             if accepted { queuedFromLoop = true }
             return accepted
         }
-        // Asked once: another loop's thread never waits (two loops could wait on each other).
-        let mayWait = !Self.isLoopThread()
         while true {
             let outcome: SubmitOutcome = queue.withLock { q in
                 if !Self.accepts(q.state) { return .rejected }
-                if q.jobs.count >= queueCapacity && mayWait {
+                // Another loop's thread never waits (two loops could wait on each other); asked
+                // only when the queue is full, so the common path takes no second lock.
+                if q.jobs.count >= queueCapacity && !Self.isLoopThread() {
                     q.waitingForRoom += 1
                     return .full
                 }
