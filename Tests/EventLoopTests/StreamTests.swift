@@ -101,12 +101,10 @@ struct StreamTests {
         #expect(local?.0 == 1)
         #expect(local?.1 == true)
         #expect(await serverClosed.value() == true)
-        // Give a spurious second close a chance to show up before counting.
-        for loop in group.loops {
-            let w = Waiter<Bool>()
-            loop.execute { loop.schedule(after: .milliseconds(20)) { w.fulfill(true) } }
-            _ = await w.value()
-        }
+        // Once neither stream is registered no epoll event can reach it, and once each loop has
+        // run what was queued before, no queued close can either: a second close would show now.
+        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        await runQueuedWork(on: group.loops)
         let seen = serverSeen.withLock { $0 }
         #expect(seen.count == 1)
         #expect(seen.errorIsNil)
@@ -131,9 +129,9 @@ struct StreamTests {
             client.fulfill(stream)
         }
         let stream = try #require(await serverStream.value())
-        // A few loop turns for a read that should not happen.
+        // A second recv would follow the first in the same turn, before a job queued now runs.
         let calls = Waiter<Int>()
-        loop.execute { loop.schedule(after: .milliseconds(30)) { calls.fulfill(stream.recvCalls) } }
+        loop.execute { calls.fulfill(stream.recvCalls) }
         #expect(await calls.value() == 1)
         let clientStream = await client.value()
         loop.execute { clientStream?.close() }
@@ -144,7 +142,6 @@ struct StreamTests {
         let probe = LoopEventCount()
         let group = try EventLoopGroup(loopCount: 1, probe: probe)
         defer { group.shutdown() }
-        let loop = group.loops[0]
         let seen = Mutex((eofs: 0, closes: 0, error: false, wakeUpsAtEOF: 0, wakeUpsAtAnswer: 0))
         let closed = Waiter<Bool>()
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, group: group) { stream in
@@ -161,10 +158,9 @@ struct StreamTests {
         let answer = await halfClosingClient(port: listener.localPort, send: Array("question".utf8))
         #expect(answer == Array("answer to question".utf8))
         #expect(await closed.value() == true)
-        // Give a spurious second close a chance to show up before counting.
-        let settled = Waiter<Int>()
-        loop.execute { loop.schedule(after: .milliseconds(20)) { settled.fulfill(loop.registrationCount) } }
-        #expect(await settled.value() == 1, "only the listener stays registered")
+        // Unregistered and past what was queued: a second close would show now.
+        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        await runQueuedWork(on: group.loops)
         let s = seen.withLock { $0 }
         #expect(s.eofs == 1)
         #expect(s.closes == 1)
@@ -189,9 +185,8 @@ struct StreamTests {
         defer { listener.close() }
         _ = await halfClosingClient(port: listener.localPort, send: Array("gone".utf8), closeAfterEOF: true)
         #expect(await closed.value() == true)
-        let settled = Waiter<Bool>()
-        group.loops[0].execute { group.loops[0].schedule(after: .milliseconds(20)) { settled.fulfill(true) } }
-        _ = await settled.value()
+        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        await runQueuedWork(on: group.loops)
         let c = closes.withLock { $0 }
         #expect(c.count == 1)
         #expect(c.error != nil, "the peer is gone: the close reports why")

@@ -199,3 +199,23 @@ final class LoopEventCount: EventLoopProbe {
     func wakeUpSignalled() { wakeUpsSignalled.add(1, ordering: .relaxed) }
     func timerScheduled() { timersScheduled.add(1, ordering: .relaxed) }
 }
+
+/// Live registrations over `loops`, each read on its own loop (blocking the caller briefly).
+func registrations(on loops: [EventLoop]) -> Int {
+    loops.reduce(0) { total, loop in
+        let count = Mutex(0)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { count.withLock { $0 = loop.registrationCount }; done.signal() }
+        done.wait()
+        return total + count.withLock { $0 }
+    }
+}
+
+/// Returns once every loop has run the jobs queued on it before the call.
+func runQueuedWork(on loops: [EventLoop]) async {
+    for loop in loops {
+        let done = Waiter<Bool>()
+        loop.execute { done.fulfill(true) }
+        _ = await done.value()
+    }
+}
