@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
 
         .testTarget(name: "EncodersTests", dependencies: ["Encoders"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Encoders"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Encoders", "ObservabilityTestSupport"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
@@ -68,9 +68,11 @@ let package = Package(
         // Where the suites that run the built apns-relay find it (APNS_RELAY_BIN_DIR: make test's
         // second pass points it at the shipped binary) and how the scratch package is built.
         .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),
+        // A log sink that keeps records in memory, for the suites that assert on what was logged.
+        .target(name: "ObservabilityTestSupport", dependencies: ["Observability"], path: "Tests/ObservabilityTestSupport"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts", "ObservabilityTestSupport"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

@@ -29,11 +29,14 @@ protocol LoopRegistered: AnyObject {
 ///
 /// `@unchecked Sendable`: only `execute`, `shutdown` and `inEventLoop` are called from
 /// other threads and they use the locked queue, atomics and the eventfd; every other
-/// member is confined to the loop's own thread (checked with preconditions).
+/// member is confined to the loop's own thread (`schedule` checks it with a precondition;
+/// the rest is reached only from the loop's own streams, listeners and jobs).
 package final class EventLoop: @unchecked Sendable {
     /// Jobs queued through `execute` before callers on other threads must wait; a bound so
     /// that a producer faster than the loop slows down instead of growing memory forever.
-    static let queueCapacity = 65_536
+    package static let defaultQueueCapacity = 65_536
+    /// This loop's bound (`defaultQueueCapacity` unless a test asks for a small one).
+    let queueCapacity: Int
     /// Bytes one `recv` may return; the buffer is shared by all streams of the loop.
     static let readBufferSize = 64 * 1024
 
@@ -41,17 +44,35 @@ package final class EventLoop: @unchecked Sendable {
     let epfd: Int32
     private let wakeFD: Int32
 
+    /// Where the loop is in its life, as the threads that queue work see it.
+    enum RunState: Equatable {
+        /// Takes jobs and runs them, turn after turn.
+        case running
+        /// `shutdown` was asked: the loop runs what is queued (and still takes jobs meanwhile),
+        /// closes its sockets, then closes the queue.
+        case stopping
+        /// The loop took its last batch: jobs are refused and dropped without running.
+        case closed
+    }
+
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
         /// The storage of the batch the loop ran last, emptied: the next batch is queued into it,
         /// so a turn's jobs cost no new array.
         var spare: [@Sendable () -> Void] = []
+        var state = RunState.running
+        /// The eventfd was written and the loop has not taken the queue since: later jobs need
+        /// no second write.
         var wakePending = false
-        var stopping = false
-        /// Set once the loop has taken its last batch; later jobs are dropped.
-        var closed = false
+        /// Callers blocked in `submit` on a full queue; the loop posts `room` once for each when
+        /// it takes the queue (or closes it).
+        var waitingForRoom = 0
     }
     private let queue = Mutex(Queue())
+    /// Where callers wait while the queue is full (see `Queue.waitingForRoom`).
+    private let room = DispatchSemaphore(value: 0)
+    /// Told of wake-ups and timers, for tests that watch the loop (nil in production).
+    private let probe: (any EventLoopProbe)?
     private let threadID = Atomic<UInt>(0)
     private let thread = Mutex<pthread_t?>(nil)
 
@@ -63,22 +84,20 @@ package final class EventLoop: @unchecked Sendable {
     private var registrations = RegistrationTable<any LoopRegistered>()
     private var timers = TimerHeap<Timer>()
     private let cancelledTimers = CancelledTally()
-    /// Returns from epoll_wait, so tests can tell an idle loop from one that spins.
-    private(set) var wakeUpCount = 0
-    /// Timers made by `schedule`, so tests can tell work that arms one per request from work
-    /// that does not. Loop thread only.
-    package private(set) var scheduledTimerCount = 0
-    /// Wake-ups written to the eventfd, so tests can tell which submissions needed one.
-    let wakeSignalCount = Atomic<Int>(0)
     /// A job was queued on the loop's own thread since the queue was last taken: the loop must
     /// not sleep before running it.
     private var queuedFromLoop = false
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll instance and starts the loop's thread; returns once it runs.
-    package init(name: String) throws {
+    /// `queueCapacity` bounds `execute`'s queue; `probe` hears of the loop's wake-ups.
+    package init(name: String, queueCapacity: Int = EventLoop.defaultQueueCapacity,
+                 probe: (any EventLoopProbe)? = nil) throws {
+        precondition(queueCapacity > 0, "an event loop's queue needs room for one job")
         _ = Self.sigpipeIgnored
         self.name = name
+        self.queueCapacity = queueCapacity
+        self.probe = probe
         let ep = clinux_epoll_create()
         guard ep >= 0 else { throw SocketError.fromErrno(errno, "epoll_create for loop \(name)") }
         let ev = clinux_eventfd()
@@ -140,6 +159,9 @@ package final class EventLoop: @unchecked Sendable {
 
     private enum SubmitOutcome { case queued, wake, full, rejected }
 
+    /// Whether `execute` accepts jobs: false once the loop has taken its last batch.
+    private static func accepts(_ state: RunState) -> Bool { state != .closed }
+
     /// `execute` that tells whether the job was accepted (false once the loop has shut down),
     /// so owners of fds can close them instead of leaking them.
     @discardableResult
@@ -148,7 +170,7 @@ package final class EventLoop: @unchecked Sendable {
         // (every push's answer is queued this way, on the loop that read the request).
         if inEventLoop {
             let accepted = queue.withLock { q in
-                if q.closed { return false }
+                if !Self.accepts(q.state) { return false }
                 q.jobs.append(work)
                 return true
             }
@@ -157,8 +179,13 @@ package final class EventLoop: @unchecked Sendable {
         }
         while true {
             let outcome: SubmitOutcome = queue.withLock { q in
-                if q.closed { return .rejected }
-                if q.jobs.count >= Self.queueCapacity && !Self.isLoopThread() { return .full }
+                if !Self.accepts(q.state) { return .rejected }
+                // Another loop's thread never waits (two loops could wait on each other); asked
+                // only when the queue is full, so the common path takes no second lock.
+                if q.jobs.count >= queueCapacity && !Self.isLoopThread() {
+                    q.waitingForRoom += 1
+                    return .full
+                }
                 q.jobs.append(work)
                 if q.wakePending { return .queued }
                 q.wakePending = true
@@ -167,14 +194,20 @@ package final class EventLoop: @unchecked Sendable {
             switch outcome {
             case .queued: return true
             case .wake:
-                wakeSignalCount.wrappingAdd(1, ordering: .relaxed)
+                probe?.wakeUpSignalled()
                 _ = clinux_eventfd_signal(wakeFD)
                 return true
             case .rejected: return false
-            case .full: usleep(100)
+            case .full:
+                // A full queue has a wake-up pending (the job that made it non-empty wrote the
+                // eventfd), so the loop will take it and post `room`; then try again.
+                room.wait()
             }
         }
     }
+
+    /// Callers blocked in `submit` until the loop takes its full queue.
+    var callersWaitingForRoom: Int { queue.withLock { $0.waitingForRoom } }
 
     private static func isLoopThread() -> Bool {
         let me = pthread_self()
@@ -199,7 +232,7 @@ package final class EventLoop: @unchecked Sendable {
             cancelledTimers.count = 0
         }
         let timer = Timer(work, tally: cancelledTimers)
-        scheduledTimerCount &+= 1
+        probe?.timerScheduled()
         timers.insert(timer, deadline: LoopClock.now() + LoopClock.nanoseconds(delay))
         return timer
     }
@@ -221,7 +254,7 @@ package final class EventLoop: @unchecked Sendable {
     /// only requests the stop (a thread cannot join itself). Safe to call twice.
     package func shutdown() {
         let wake = queue.withLock { q -> Bool in
-            q.stopping = true
+            if q.state == .running { q.state = .stopping }
             if q.wakePending { return false }
             q.wakePending = true
             return true
@@ -319,7 +352,7 @@ package final class EventLoop: @unchecked Sendable {
         var logDue: Int64?
         while true {
             let n = clinux_epoll_wait(epfd, events, maxEvents, queuedFromLoop ? 0 : timeoutMilliseconds(logDue: logDue))
-            wakeUpCount &+= 1
+            probe?.loopWokeUp()
             if n > 0 {
                 for i in 0..<Int(n) {
                     let ev = events[i]
@@ -369,8 +402,11 @@ package final class EventLoop: @unchecked Sendable {
             swap(&b, &q.jobs)
             q.spare = []
             q.wakePending = false
-            return (b, q.stopping)
+            let waiting = q.waitingForRoom
+            q.waitingForRoom = 0
+            return (b, q.state != .running, waiting)
         }
+        letWaitersRetry(taken.2)
         var batch = taken.0
         for job in batch { job() }
         // Kept only while small: a burst must not pin its list.
@@ -381,23 +417,38 @@ package final class EventLoop: @unchecked Sendable {
         return taken.1
     }
 
+    /// Wakes callers that found the queue full: it is empty now (or closed), so each tries again.
+    private func letWaitersRetry(_ count: Int) {
+        for _ in 0..<count { room.signal() }
+    }
+
     /// Shutdown: run what was queued, close every registration, repeat until nothing is
     /// left, then refuse further jobs. Bounded so a job that re-queues itself can't hang it.
     private func closeEverything() {
         for round in 0..<1000 {
-            let batch = queue.withLock { q in
+            let (batch, waiting) = queue.withLock { q in
                 let b = q.jobs
                 q.jobs = []
-                if b.isEmpty || round == 999 { q.closed = true }
-                return b
+                if b.isEmpty || round == 999 { q.state = .closed }
+                let waiting = q.waitingForRoom
+                q.waitingForRoom = 0
+                return (b, waiting)
             }
+            letWaitersRetry(waiting)
             for job in batch { job() }
             let open = registrations.objects
             for object in open { object.closeForShutdown() }
             registrations.removeAll()
             if batch.isEmpty { break }
         }
-        queue.withLock { $0.closed = true; $0.jobs = [] }
+        let waiting = queue.withLock { q in
+            q.state = .closed
+            q.jobs = []
+            let waiting = q.waitingForRoom
+            q.waitingForRoom = 0
+            return waiting
+        }
+        letWaitersRetry(waiting)
         timers.removeAll()
         cancelledTimers.count = 0
     }

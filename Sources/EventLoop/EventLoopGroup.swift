@@ -7,12 +7,13 @@ package final class EventLoopGroup: Sendable {
     private let counter = Atomic<UInt>(0)
 
     /// Starts `loopCount` loops; if one fails to start, those already started are shut down.
-    package init(loopCount: Int = System.coreCount) throws {
+    /// `probe` (tests only) hears every loop's wake-ups and timers.
+    package init(loopCount: Int = System.coreCount, probe: (any EventLoopProbe)? = nil) throws {
         precondition(loopCount > 0, "an EventLoopGroup needs at least one loop")
         var started: [EventLoop] = []
         do {
             for i in 0..<loopCount {
-                started.append(try EventLoop(name: "eventloop-\(i)"))
+                started.append(try EventLoop(name: "eventloop-\(i)", probe: probe))
             }
         } catch {
             for loop in started { loop.shutdown() }

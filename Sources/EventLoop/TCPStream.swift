@@ -290,8 +290,8 @@ package final class TCPStream: @unchecked Sendable, LoopRegistered {
     // MARK: - Connecting
 
     /// Opens a connection; `completion` runs once, on `loop`. Call on `loop`'s thread (hop
-    /// with `loop.execute`). Host names resolve with getaddrinfo on a Dispatch thread,
-    /// never on the loop; each address is tried in turn until one answers. `timeout`
+    /// with `loop.execute`). Host names resolve with getaddrinfo on a thread of their own
+    /// (`DetachedThread`), never on the loop; each address is tried in turn until one answers. `timeout`
     /// covers resolution and all attempts.
     package static func connect(host: String, port: Int, on loop: EventLoop, timeout: Duration,
                                completion: @escaping (Result<TCPStream, SocketError>) -> Void) {

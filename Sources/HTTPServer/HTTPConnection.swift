@@ -17,23 +17,16 @@ final class HTTPConnection: TCPStreamHandler {
     private var parser: HTTPParser
     private var timeouts: ConnectionTimeouts
     private let peer: String?
-    /// The responder works on a request; later requests wait in the parser.
-    private var responding = false
-    /// A response is out with `Connection: close` (or an error): nothing more is read.
-    private var closing = false
-    /// Answers wait until the peer has taken the previous one (bounded output).
-    private var waitingForDrain = false
-    /// Reading stops while too much pipelined input waits, or for the server's request budget.
-    private var pausedForPipelining = false
-    private var pausedForBudget = false
-    private var streamPaused = false
-    private var isClosed = false
+    /// Where the connection is in its life; the cases are its legal states.
+    private var state = State.reading
+    /// What the peer has sent so far.
+    private var input = Input.nothing
+    /// Why reading is stopped (empty: the stream reads).
+    private var readPauses: ReadPauses = []
     /// What this connection's parser holds, as last added to the server's total.
     private var accountedBytes = 0
     /// Bytes read since the current request began: its sender's pace, for the budget.
     private var requestBytes = 0
-    /// Some byte has arrived: the connection is no longer `.fresh` when idle.
-    private var hasReceived = false
     /// Links of the loop's idle lists (`LoopContext.setIdle` keeps them). The list owns its
     /// members through `idleNext` and its head; `idlePrevious` is unowned(unsafe) because a
     /// listed connection's predecessor is listed too, so held by the list. A weak link would
@@ -42,16 +35,74 @@ final class HTTPConnection: TCPStreamHandler {
     var listedIdle: IdleKind?
     var idleNext: HTTPConnection?
     unowned(unsafe) var idlePrevious: HTTPConnection?
-    /// The peer shut down its sending side: answer what is complete, then close.
-    private var peerFinished = false
     /// An event parsed ahead, after the peer's EOF, to learn whether an answer is the last.
     private var lookahead: HTTPParserEvent?
     /// Where the responder's answers come back (made once: see `AnswerSlot`).
     private let answerSlot: AnswerSlot
-    /// Of the request being answered: whether the connection may stay open after it, and
-    /// whether it is a HEAD (its answer goes out without a body).
-    private var answerKeepsAlive = true
-    private var answeringHead = false
+
+    /// The legal states of one connection.
+    enum State: Equatable {
+        /// No request is with the responder: the parser takes bytes and hands on the next
+        /// complete request (it may be between requests or half-way through one).
+        case reading
+        /// The responder works on a request; later requests wait in the parser.
+        case answering(AnsweredRequest)
+        /// The answer is written but the peer has not taken it all: the next request waits
+        /// until it has (bounded output).
+        case waitingForDrain
+        /// An answer with `Connection: close` (or an error) is out: nothing more is read, and
+        /// the stream closes once its bytes are flushed.
+        case closing
+        /// The stream is closed; late answers are dropped.
+        case closed
+    }
+
+    /// What the answer needs to know of the request being answered.
+    struct AnsweredRequest: Equatable {
+        /// The connection may stay open after the answer.
+        var keepAlive: Bool
+        /// A HEAD: its answer goes out without a body.
+        var isHead: Bool
+    }
+
+    /// What the peer has sent so far.
+    enum Input {
+        /// Not one byte: an idle connection is `.fresh`.
+        case nothing
+        /// Some bytes: an idle connection is `.kept`.
+        case bytes
+        /// It shut down its sending side: answer what is complete, then close.
+        case ended
+    }
+
+    /// Reasons to stop reading: too much pipelined input waits, or the server's request budget.
+    struct ReadPauses: OptionSet {
+        let rawValue: UInt8
+        static let pipelining = ReadPauses(rawValue: 1)
+        static let budget = ReadPauses(rawValue: 2)
+    }
+
+    /// Still taking part: neither closing nor closed.
+    private var isOpen: Bool {
+        switch state {
+        case .reading, .answering, .waitingForDrain: return true
+        case .closing, .closed: return false
+        }
+    }
+
+    /// A request is with the responder.
+    private var isAnswering: Bool {
+        if case .answering = state { return true }
+        return false
+    }
+
+    /// A request is with the responder, or its answer is still going out.
+    private var isResponding: Bool {
+        switch state {
+        case .answering, .waitingForDrain: return true
+        case .reading, .closing, .closed: return false
+        }
+    }
 
     init(stream: TCPStream, core: HTTPServerCore, context: LoopContext) {
         self.stream = stream
@@ -60,11 +111,11 @@ final class HTTPConnection: TCPStreamHandler {
         peer = stream.peerAddress?.description
         answerSlot = AnswerSlot(loop: stream.loop)
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
-        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: LoopClock.now())
+        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: core.clock.now())
     }
 
     private var phase: ConnectionPhase {
-        if responding || waitingForDrain { return .responding }
+        if isResponding { return .responding }
         if parser.isIdle { return .idle }
         return parser.isReceivingBody ? .receivingBody : .receivingHead
     }
@@ -72,19 +123,19 @@ final class HTTPConnection: TCPStreamHandler {
     // MARK: TCPStreamHandler
 
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
-        if closing { return }
-        let now = LoopClock.now()
-        if !responding && parser.isIdle {
+        guard isOpen else { return }
+        let now = core.clock.now()
+        if !isAnswering && parser.isIdle {
             timeouts.headStart = now
             requestBytes = 0
         }
         requestBytes += bytes.count
-        hasReceived = true
+        if case .nothing = input { input = .bytes }
         timeouts.lastRead = now
         parser.append(bytes)
-        if responding || waitingForDrain {
+        if isResponding {
             if parser.bufferedByteCount > core.maxBufferedInput {
-                pausedForPipelining = true
+                readPauses.insert(.pipelining)
                 updateReading()
             }
         } else {
@@ -95,9 +146,9 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     func streamDidDrainWrites(_ stream: TCPStream) {
-        timeouts.noteWriteBuffer(0, now: LoopClock.now())
-        guard waitingForDrain else { return }
-        waitingForDrain = false
+        timeouts.noteWriteBuffer(0, now: core.clock.now())
+        guard state == .waitingForDrain else { return }
+        state = .reading
         resumeAfterResponse()
         settle()
     }
@@ -105,17 +156,17 @@ final class HTTPConnection: TCPStreamHandler {
     /// Complete requests already received are still answered (every push ends with an
     /// answer); a partial one is dropped, since its sender gave up.
     func streamDidReadEOF(_ stream: TCPStream) {
-        peerFinished = true
-        if closing || responding || waitingForDrain { return }  // `finish` or the flush ends it
+        input = .ended
+        guard state == .reading else { return }  // `finish` or the flush ends it
         processInput()
         settle()
     }
 
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
-        guard !isClosed else { return }
-        isClosed = true
-        if pausedForBudget {
-            pausedForBudget = false
+        guard state != .closed else { return }
+        state = .closed
+        if readPauses.contains(.budget) {
+            readPauses.remove(.budget)
             context.budgetPausedCount -= 1
         }
         context.remove(self)
@@ -131,13 +182,13 @@ final class HTTPConnection: TCPStreamHandler {
     /// Brings the server's view up to date after any change: the bytes the parser holds in
     /// the shared total, and whether the connection is on its loop's idle list.
     func settle() {
-        let held = isClosed ? 0 : parser.heldByteCount
+        let held = state == .closed ? 0 : parser.heldByteCount
         if held != accountedBytes {
             core.counters.bufferedBytes.wrappingAdd(held - accountedBytes, ordering: .relaxed)
             accountedBytes = held
         }
-        let idle = !isClosed && !closing && phase == .idle
-        context.setIdle(self, idle ? (hasReceived ? .kept : .fresh) : nil)
+        let idle = state == .reading && parser.isIdle
+        context.setIdle(self, idle ? (input == .nothing ? .fresh : .kept) : nil)
     }
 
     /// Over the budget: stop reading this connection if it holds a fair share or more, and
@@ -146,9 +197,9 @@ final class HTTPConnection: TCPStreamHandler {
         let budget = context.budget
         let total = core.counters.bufferedBytes.load(ordering: .relaxed)
         guard total > budget.limit else { return }
-        if !isClosed && !closing && !pausedForBudget && !parser.isIdle
+        if isOpen && !readPauses.contains(.budget) && !parser.isIdle
             && budget.shouldPause(held: accountedBytes, total: total, open: core.counters.open.load(ordering: .relaxed)) {
-            pausedForBudget = true
+            readPauses.insert(.budget)
             context.budgetPausedCount += 1
             updateReading()
         }
@@ -157,7 +208,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     /// The half-received request as the budget sees it; nil unless one is arriving.
     var budgetCandidate: RequestBudget.Candidate? {
-        guard !isClosed, !closing else { return nil }
+        guard isOpen else { return nil }
         let phase = self.phase
         guard phase == .receivingHead || phase == .receivingBody else { return nil }
         return RequestBudget.Candidate(held: accountedBytes, received: requestBytes, since: timeouts.headStart)
@@ -176,28 +227,27 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     func resumeAfterBudgetPause() {
-        guard pausedForBudget, !isClosed else { return }
-        pausedForBudget = false
+        guard readPauses.contains(.budget), state != .closed else { return }
+        readPauses.remove(.budget)
         context.budgetPausedCount -= 1
         updateReading()
     }
 
+    /// Tells the stream to pause or resume as `readPauses` says (it ignores a repeat).
     private func updateReading() {
-        let pause = pausedForPipelining || pausedForBudget
-        guard pause != streamPaused, !isClosed else { return }
-        streamPaused = pause
-        if pause { stream.pauseReading() } else { stream.resumeReading() }
+        guard state != .closed else { return }
+        if readPauses.isEmpty { stream.resumeReading() } else { stream.pauseReading() }
     }
 
     // MARK: Requests
 
     /// Pulls events from the parser until a request goes to the responder or bytes run out.
     private func processInput() {
-        while !responding && !closing && !isClosed {
+        while state == .reading {
             guard let event = nextEvent() else { break }
             switch event {
             case .expectContinue:
-                if peerFinished { continue }  // the body can no longer come
+                if input == .ended { continue }  // the body can no longer come
                 HTTPResponse.continueHead.withUnsafeBytes { stream.write($0) }
                 noteWrite()
             case .error(let error):
@@ -207,11 +257,11 @@ final class HTTPConnection: TCPStreamHandler {
                 dispatch(request)
             }
         }
-        if pausedForPipelining && !closing && parser.bufferedByteCount <= core.maxBufferedInput {
-            pausedForPipelining = false
+        if readPauses.contains(.pipelining) && state != .closing && parser.bufferedByteCount <= core.maxBufferedInput {
+            readPauses.remove(.pipelining)
             updateReading()
         }
-        if !responding && !closing && (peerFinished || (context.isDraining && parser.isIdle)) {
+        if state == .reading && (input == .ended || (context.isDraining && parser.isIdle)) {
             closeWhenFlushed()
         }
     }
@@ -235,10 +285,8 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     private func dispatch(_ request: HTTPRequest) {
-        responding = true
-        answerKeepsAlive = request.keepAlive
         // RFC 9110 §9.3.2: a HEAD answer has no content, or the peer reads it as the next answer.
-        answeringHead = request.method == "HEAD"
+        state = .answering(AnsweredRequest(keepAlive: request.keepAlive, isHead: request.method == "HEAD"))
         let slot = answerSlot
         slot.expect(self)
         core.responder.respond(to: request) { answer in slot.deliver(answer) }
@@ -246,26 +294,27 @@ final class HTTPConnection: TCPStreamHandler {
 
     /// The answer to the request `dispatch` handed on, back on this loop (`AnswerSlot`).
     func finish(_ answer: HTTPResponse) {
-        responding = false
-        guard !isClosed else { return }
+        // Closed (or closing, which no answer can start): the answer has nowhere to go.
+        guard case .answering(let request) = state else { return }
+        state = .reading
         defer { settle() }
         var response = answer
-        if answeringHead { response.body = [] }
-        let close = !answerKeepsAlive || context.isDraining || (peerFinished && !hasMoreToAnswer())
+        if request.isHead { response.body = [] }
+        let close = !request.keepAlive || context.isDraining || (input == .ended && !hasMoreToAnswer())
         write(response, close: close)
         if close {
             closeWhenFlushed()
             return
         }
         if stream.pendingWriteBytes > 0 {
-            waitingForDrain = true  // the peer reads slowly: answer the next one after this is out
+            state = .waitingForDrain  // the peer reads slowly: answer the next one after this is out
             return
         }
         resumeAfterResponse()
     }
 
     private func resumeAfterResponse() {
-        let now = LoopClock.now()
+        let now = core.clock.now()
         timeouts.idleSince = now
         if !parser.isIdle { timeouts.headStart = now }
         processInput()
@@ -280,12 +329,12 @@ final class HTTPConnection: TCPStreamHandler {
 
     private func noteWrite() {
         let pending = stream.pendingWriteBytes
-        if pending > 0 { timeouts.noteWriteBuffer(pending, now: LoopClock.now()) }
+        if pending > 0 { timeouts.noteWriteBuffer(pending, now: core.clock.now()) }
     }
 
     /// Error answers end the connection: after a parse error the framing is lost.
     private func respondAndClose(_ response: HTTPResponse) {
-        guard !closing, !isClosed else { return }
+        guard isOpen else { return }
         write(response, close: true)
         closeWhenFlushed()
     }
@@ -293,7 +342,7 @@ final class HTTPConnection: TCPStreamHandler {
     /// Nothing more is parsed once closing, so the parser's memory goes back at once (a
     /// connection cut for the budget must not hold its buffers until its answer is out).
     private func closeWhenFlushed() {
-        closing = true
+        if state != .closed { state = .closing }
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
         lookahead = nil
         settle()
@@ -303,8 +352,8 @@ final class HTTPConnection: TCPStreamHandler {
     // MARK: Timeouts, drain, stop
 
     func checkTimeouts(now: Int64) {
-        guard !isClosed else { return }
-        let phase = closing ? ConnectionPhase.responding : self.phase
+        guard state != .closed else { return }
+        let phase = state == .closing ? ConnectionPhase.responding : self.phase
         switch timeouts.action(phase: phase, pendingWriteBytes: stream.pendingWriteBytes, now: now) {
         case .none:
             break
@@ -318,12 +367,12 @@ final class HTTPConnection: TCPStreamHandler {
     /// Idle connections close now; one with a request in flight or arriving finishes it
     /// (answered with `Connection: close`; the header and body timeouts still bound it).
     func beginDrain() {
-        guard !isClosed, !closing else { return }
-        if !responding && parser.isIdle { closeWhenFlushed() }
+        guard isOpen else { return }
+        if !isAnswering && parser.isIdle { closeWhenFlushed() }
     }
 
     func closeNow() {
-        guard !isClosed else { return }
+        guard state != .closed else { return }
         stream.close()
     }
 }

@@ -1,5 +1,5 @@
 // Response serialization and the Date header. Pure Swift, no Foundation. The fuzz build
-// compiles this file with the Encoders files it needs beside it (see HTTPMessage.swift).
+// compiles this file with the Encoders files it needs beside it (see HTTPHeaders.swift).
 #if !HTTPPARSER_FUZZ
 internal import Encoders
 #endif

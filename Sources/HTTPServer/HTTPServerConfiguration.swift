@@ -42,6 +42,8 @@ package struct HTTPServerConfiguration: Sendable {
     package var maxBufferedRequestBytes: Int
     /// Loops of the group the server makes when none is given.
     package var loopCount: Int
+    /// The time connections are judged by; tests move one by hand.
+    package var clock = ServerClock.loop
 
     package init(
         host: String = "0.0.0.0", port: Int = 3000, limits: HTTPParserLimits = HTTPParserLimits(),

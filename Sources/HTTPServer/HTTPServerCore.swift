@@ -22,12 +22,15 @@ final class HTTPServerCore: Sendable {
     /// Unconsumed pipelined input a connection may hold while it answers; beyond it reading
     /// pauses and TCP slows the sender down.
     let maxBufferedInput: Int
+    /// The time connections are judged by (the configuration's).
+    let clock: ServerClock
 
     init(configuration: HTTPServerConfiguration, group: EventLoopGroup, responder: any HTTPResponder,
          logger: HTTPServerLogger?) {
         self.configuration = configuration
         self.responder = responder
         self.logger = logger
+        clock = configuration.clock
         cap = ConnectionCap(maxConnections: configuration.maxConnections,
                             minimumKeptIdle: configuration.minimumIdleBeforeEviction)
         timeoutLimits = ConnectionTimeouts.Limits(configuration)
@@ -63,7 +66,7 @@ final class HTTPServerCore: Sendable {
         }
         let context = contexts[index]
         var evictElsewhere: (LoopContext, IdleKind, Int64)?
-        let now = LoopClock.now()
+        let now = clock.now()
         let decision = open > cap.maxConnections
             ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
                          local: index, now: now)
@@ -107,7 +110,7 @@ final class HTTPServerCore: Sendable {
             // if that one got busy meanwhile, the new one goes instead, so the cap holds.
             let bound = LoopBound(connection, on: context.loop)
             remote.loop.execute { [self] in
-                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: LoopClock.now()) {
+                if remote.evictLongestIdle(kind, idleAtLeast: minimum, now: clock.now()) {
                     noteEvicted()
                 } else {
                     context.loop.execute { [self] in

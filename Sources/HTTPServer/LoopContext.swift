@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import EventLoop
 import Synchronization
 
@@ -31,7 +30,7 @@ final class LoopContext: @unchecked Sendable {
     private var idleHeads: [HTTPConnection?] = [nil, nil]
     private var idleTails: [HTTPConnection?] = [nil, nil]
     /// Each head's `idleSince` (0: none idle), for other loops' cap decisions. Every time here
-    /// is in `LoopClock` nanoseconds, which count from the machine's boot and so are never 0.
+    /// is in `LoopClock` nanoseconds (`ServerClock`), which count from the machine's boot and so are never 0.
     private let oldestFreshNanos = Atomic<Int64>(0)
     private let oldestKeptNanos = Atomic<Int64>(0)
     /// Connections of this loop paused for the request budget.
@@ -161,7 +160,7 @@ final class LoopContext: @unchecked Sendable {
     func scheduleSweep() {
         guard !closed else { return }
         loop.schedule(after: configuration.sweepInterval) { [self] in
-            sweep(now: LoopClock.now())
+            sweep(now: configuration.clock.now())
             scheduleSweep()
         }
     }
@@ -171,8 +170,9 @@ final class LoopContext: @unchecked Sendable {
             let trim = policy.observe(bufferedBytes: counters.bufferedBytes.load(ordering: .relaxed),
                                       openConnections: counters.open.load(ordering: .relaxed))
             trimPolicy = policy
-            // It walks the whole heap: off the loop.
-            if trim { DispatchQueue.global().async { Allocator.giveBackFreeMemory() } }
+            // It walks the whole heap: off the loop, on a thread that ends with it (if none can
+            // start, the memory is given back at a later trim).
+            if trim { _ = DetachedThread.start(name: "malloc-trim") { Allocator.giveBackFreeMemory() } }
         }
         guard !connections.isEmpty else { return }
         // Acting may close connections, which mutates the dictionary: collect first.

@@ -70,7 +70,8 @@ final class ClientHarness: Sendable {
     let clocks = Clocks()
 
     init(poolSize: Int = 2, maxStreams: UInt32 = 1000, faults: MockFaults = .standard, loops: Int = 2,
-         recordCapacity: Int = 10_000, configure: (inout APNsClientConfiguration) -> Void = { _ in }) throws {
+         recordCapacity: Int = 10_000, probe: (any EventLoopProbe)? = nil,
+         configure: (inout APNsClientConfiguration) -> Void = { _ in }) throws {
         let clocks = self.clocks
         server = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [Fixture.topic], teamID: Fixture.team,
@@ -80,7 +81,7 @@ final class ClientHarness: Sendable {
                                                  requirePushType: true, strictPayload: true),
             recordCapacity: recordCapacity,
             unixTime: { Int64(Date().timeIntervalSince1970) + clocks.server.load(ordering: .relaxed) })
-        group = try EventLoopGroup(loopCount: loops)
+        group = try EventLoopGroup(loopCount: loops, probe: probe)
         var configuration = try APNsClientConfiguration(keyID: Fixture.kid, teamID: Fixture.team, signingKey: Fixture.key,
                                                         extraCAPEM: server.caPEM)
         configuration.production = APNsEndpoint(host: "localhost", port: server.port)

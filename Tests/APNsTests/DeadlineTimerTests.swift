@@ -10,10 +10,12 @@ import MockAPNs
 struct DeadlineTimerTests {
     @Test("pushes in flight on one connection share one deadline timer instead of arming one each")
     func oneTimerForManyPushes() async throws {
-        let harness = try ClientHarness(poolSize: 1, faults: MockFaults(globalDelay: .milliseconds(200)), loops: 1)
+        let timers = TimerCount()
+        let harness = try ClientHarness(poolSize: 1, faults: MockFaults(globalDelay: .milliseconds(200)), loops: 1,
+                                        probe: timers)
         #expect(harness.waitUntilReady())
         let loop = harness.group.loops[0]
-        let before = await Self.onLoop(loop) { loop.scheduledTimerCount }
+        let before = await Self.onLoop(loop) { timers.scheduled.load(ordering: .relaxed) }
         let ledger = Ledger()
         let count = 300
         for i in 0..<count {
@@ -22,7 +24,7 @@ struct DeadlineTimerTests {
         #expect(ledger.wait(for: count))
         #expect(ledger.eachEndedOnce(count))
         #expect((0..<count).allSatisfy { (try? ledger.results[$0]?.get().ok) == true })
-        let armed = await Self.onLoop(loop) { loop.scheduledTimerCount } - before
+        let armed = await Self.onLoop(loop) { timers.scheduled.load(ordering: .relaxed) } - before
         // The pool's ticks and the connection's pings arm a few in that time; a timer per push
         // would be 300 more.
         #expect(armed < 30, "\(armed) timers for \(count) pushes")
@@ -69,4 +71,12 @@ struct DeadlineTimerTests {
             loop.execute { continuation.resume(returning: body()) }
         }
     }
+}
+
+/// Counts the timers the loops arm.
+private final class TimerCount: EventLoopProbe {
+    let scheduled = Atomic<Int>(0)
+    func loopWokeUp() {}
+    func wakeUpSignalled() {}
+    func timerScheduled() { scheduled.wrappingAdd(1, ordering: .relaxed) }
 }

@@ -97,28 +97,43 @@ func connect(to port: Int, host: String = "127.0.0.1", on loop: EventLoop,
     }
 }
 
-/// Open socket fds of this process, as the kernel sees them.
-/// Sockets this process holds open whose local or remote port is `port` (IPv4 and IPv6).
-/// Scoped to one port so suites running in parallel, with sockets of their own, cannot
-/// change the count: each fd's socket inode is looked up in /proc/net/tcp{,6}.
+/// TCP sockets this process holds open whose local or remote port is `port` (IPv4 and IPv6).
+/// Scoped to one port so suites running in parallel, with sockets of their own, cannot change
+/// the count. Each of our fds is asked its own addresses (getsockname, getpeername): reading
+/// the machine-wide /proc/net/tcp instead missed lines while other processes' sockets changed.
 func openSocketCount(port: Int) -> Int {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    var inodes = Set<String>()
-    for fd in fds {
-        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? ""
-        if target.hasPrefix("socket:[") { inodes.insert(String(target.dropFirst(8).dropLast())) }
-    }
-    let hexPort = String(format: "%04X", port)
     var count = 0
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
-        for line in text.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
-            if fields[1].hasSuffix(":" + hexPort) || fields[2].hasSuffix(":" + hexPort) { count += 1 }
-        }
+    for name in fds {
+        guard let fd = Int32(name) else { continue }
+        var type: Int32 = 0
+        var typeLength = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &typeLength) == 0, type == Int32(SOCK_STREAM.rawValue) else { continue }
+        if socketPort(fd, getsockname) == port || socketPort(fd, getpeername) == port { count += 1 }
     }
     return count
+}
+
+/// The port `name` (getsockname or getpeername) gives for `fd`, nil unless it is IPv4 or IPv6.
+private func socketPort(_ fd: Int32, _ name: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Int? {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let ok = withUnsafeMutablePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { name(fd, $0, &length) == 0 }
+    }
+    guard ok else { return nil }
+    switch Int32(storage.ss_family) {
+    case AF_INET:
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    case AF_INET6:
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+        }
+    default:
+        return nil
+    }
 }
 
 /// A blocking loopback client: sends `bytes`, shuts down its sending side, then reads until
@@ -154,5 +169,53 @@ func halfClosingClient(port: Int, send bytes: [UInt8], closeAfterEOF: Bool = fal
             }
             c.resume(returning: received)
         }.start()
+    }
+}
+
+/// Polls `condition` every 5 ms until it holds or `within` passes; true when it held. A bound
+/// so a bug fails the test instead of hanging it, never a time the test relies on.
+func poll(until condition: () -> Bool, within: Duration = .seconds(10)) async -> Bool {
+    let deadline = ContinuousClock.now + within
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}
+
+/// Names of this process's threads.
+func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// Counts what a loop reports: its wake-ups, the eventfd writes that woke it, its timers.
+final class LoopEventCount: EventLoopProbe {
+    let wakeUps = Atomic(0)
+    let wakeUpsSignalled = Atomic(0)
+    let timersScheduled = Atomic(0)
+    func loopWokeUp() { wakeUps.add(1, ordering: .relaxed) }
+    func wakeUpSignalled() { wakeUpsSignalled.add(1, ordering: .relaxed) }
+    func timerScheduled() { timersScheduled.add(1, ordering: .relaxed) }
+}
+
+/// Live registrations over `loops`, each read on its own loop (blocking the caller briefly).
+func registrations(on loops: [EventLoop]) -> Int {
+    loops.reduce(0) { total, loop in
+        let count = Mutex(0)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { count.withLock { $0 = loop.registrationCount }; done.signal() }
+        done.wait()
+        return total + count.withLock { $0 }
+    }
+}
+
+/// Returns once every loop has run the jobs queued on it before the call.
+func runQueuedWork(on loops: [EventLoop]) async {
+    for loop in loops {
+        let done = Waiter<Bool>()
+        loop.execute { done.fulfill(true) }
+        _ = await done.value()
     }
 }

@@ -189,12 +189,26 @@ func testConfiguration(
     header: Duration = .seconds(10), body: Duration = .seconds(10), request: Duration = .seconds(10),
     idle: Duration = .seconds(10), write: Duration = .seconds(10), maxConnections: Int = 10_000,
     maxBufferedRequestBytes: Int = 64 << 20, minimumIdle: Duration = .milliseconds(200),
-    host: String = "127.0.0.1", loops: Int = 2
+    host: String = "127.0.0.1", loops: Int = 2, clock: ServerClock = .loop
 ) -> HTTPServerConfiguration {
-    HTTPServerConfiguration(
+    var configuration = HTTPServerConfiguration(
         host: host, port: 0, headerTimeout: header, bodyTimeout: body, requestTimeout: request,
         idleTimeout: idle, writeTimeout: write, maxConnections: maxConnections,
         maxBufferedRequestBytes: maxBufferedRequestBytes, minimumIdleBeforeEviction: minimumIdle, loopCount: loops)
+    configuration.clock = clock
+    return configuration
+}
+
+/// A clock the test moves by hand, for the server's deadlines: it starts at the loops' time and
+/// stands still until `advance`.
+final class ManualClock: Sendable {
+    private let nanoseconds = Atomic<Int64>(LoopClock.now())
+
+    var serverClock: ServerClock { ServerClock { [self] in nanoseconds.load(ordering: .acquiring) } }
+
+    func advance(_ duration: Duration) {
+        nanoseconds.wrappingAdd(LoopClock.nanoseconds(duration), ordering: .releasing)
+    }
 }
 
 /// Starts a server, runs `body`, stops the server whatever happens.

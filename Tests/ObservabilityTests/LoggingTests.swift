@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Observability
 import Encoders
+import ObservabilityTestSupport
 
 /// 2024-02-29T12:34:56.789Z
 private let fixedDate = WallTime(timeIntervalSince1970: 1_709_210_096.789)

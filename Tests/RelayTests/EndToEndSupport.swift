@@ -3,6 +3,7 @@ import Testing
 import APNs
 import MockAPNs
 import Observability
+import ObservabilityTestSupport
 import Encoders
 import OpenSSLSupport
 @testable import Relay

@@ -3,6 +3,7 @@ import Testing
 import APNs
 import HTTPServer
 import Observability
+import ObservabilityTestSupport
 import Encoders
 @testable import Relay
 
