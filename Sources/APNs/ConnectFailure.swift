@@ -11,26 +11,29 @@ enum ConnectFailure {
                         hostSetting: String? = nil) -> String {
         let text = error.message
         let lower = text.lowercased()
+        // Literal text, byte by byte with the standard library: contains(_:) with a string would
+        // link _StringProcessing, a regex engine of 2 MB the relay never runs.
+        func mentions(_ words: String) -> Bool { lower.utf8.indices.contains { lower.utf8[$0...].starts(with: words.utf8) } }
         let target = "\(endpoint.host):\(endpoint.port)"
         let checkHost = hostSetting.map { "check \($0)" } ?? "the host is Apple's default; check the network"
         if error.code == .timedOut {
-            return lower.contains(text: "handshake") || lower.contains(text: "tls")
+            return mentions("handshake") || mentions("tls")
                 ? "TLS handshake timeout with \(target): it accepted the connection but never completed TLS (\(text))"
                 : "timeout connecting to \(target) (\(text))"
         }
-        if lower.contains(text: "refused") {
+        if mentions("refused") {
             return "connection refused by \(target): nothing listens there; \(checkHost) (\(text))"
         }
-        if lower.contains(text: "host not found") || lower.contains(text: "resolve") || lower.contains(text: "getaddrinfo")
-            || lower.contains(text: "name or service") {
+        if mentions("host not found") || mentions("resolve") || mentions("getaddrinfo")
+            || mentions("name or service") {
             return "DNS: cannot resolve \(endpoint.host); \(checkHost) and the resolver (\(text))"
         }
-        if lower.contains(text: "certificate verification failed") || lower.contains(text: "not valid for") {
+        if mentions("certificate verification failed") || mentions("not valid for") {
             let fix = caSetting.map { "the CA in \($0) did not sign it" }
                 ?? "set APNS_CA_FILE (or APNS_CA) to the CA that signed it, e.g. the emulator's"
             return "untrusted certificate from \(target): \(fix) (\(text))"
         }
-        if lower.contains(text: "alpn") {
+        if mentions("alpn") {
             return "no h2 in ALPN from \(target): it is not an HTTP/2 (APNs) server (\(text))"
         }
         return "cannot connect to \(target): \(error)"
