@@ -27,7 +27,8 @@ COPY Tests ./Tests
 # Foundation), relocations packed (DT_RELR, glibc 2.36+), the symbol table kept. The result loads
 # no shared library at all (measured with Swift 6.3 on Debian 12).
 # The build cache lives in a cache mount, so the binary is copied out in the same step, with the
-# toolchain's crash backtracer (a static program too): a crash prints the crashing thread's
+# toolchain's crash backtracer, swift-backtrace-static (the Swift runtime linked in; it loads
+# glibc and libstdc++, which the slim image has for apt): a crash prints the crashing thread's
 # functions by name on stderr, where the container's log is.
 RUN --mount=type=cache,target=/src/.build \
     bash scripts/ship-build.sh apns-relay \

@@ -6,8 +6,8 @@ import BuiltProducts
 import Glibc
 #endif
 
-/// The toolchain's crash backtracer, `swift-backtrace-static` (a static program, as the image
-/// carries it). The test bundle runs on the toolchain's shared runtime, and the toolchain keeps
+/// The toolchain's crash backtracer, `swift-backtrace-static` (the one the image carries: the
+/// Swift runtime linked in, glibc and libstdc++ loaded). The test bundle runs on the toolchain's shared runtime, and the toolchain keeps
 /// the backtracer in libexec/swift/linux beside the lib/swift/linux that runtime is in. Nil when
 /// the runtime's file is not found (a test bundle linked statically).
 private let toolchainBacktracer: URL? = {
