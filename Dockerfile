@@ -18,20 +18,23 @@ RUN apt-get update \
 WORKDIR /src
 # The manifest first, so a source-only change does not re-run dependency resolution.
 COPY Package.swift ./
-COPY scripts/ship-build.sh scripts/ship-symbol-order.txt scripts/ship-text.ld ./scripts/
+COPY scripts/ship-build.sh ./scripts/
 COPY Sources ./Sources
 COPY Tests ./Tests
-# scripts/ship-build.sh holds the flags (make bench and make image-smoke build the same binary):
-# -static-executable -static-pie links the Swift runtime and glibc in (the relay imports no
-# Foundation) and keeps the binary position-independent; Debian's static OpenSSL, nghttp2 and
-# libstdc++ follow, so only the objects the relay uses are in the binary; lld puts the functions
-# the relay runs together (scripts/ship-symbol-order.txt, scripts/ship-text.ld), packs the relocations (DT_RELR,
-# glibc 2.36+), and --strip-all drops the symbols. The result loads no shared library at all
-# (measured with Swift 6.3 on Debian 12).
-# The build cache lives in a cache mount, so the binary is copied out in the same step.
+# make ship runs the same script with the same flags (scripts/ship-build.sh says why each):
+# `swift build -c release` linked as one static PIE, the Swift runtime, glibc, and Debian's static
+# OpenSSL, nghttp2 and libstdc++ in it (only the objects the relay uses; the relay imports no
+# Foundation), relocations packed (DT_RELR, glibc 2.36+), the symbol table kept. The result loads
+# no shared library at all (measured with Swift 6.3 on Debian 12).
+# The build cache lives in a cache mount, so the binary is copied out in the same step, with the
+# toolchain's crash backtracer, swift-backtrace-static (the Swift runtime linked in; it loads
+# glibc and libstdc++, which the slim image has for apt): a crash prints the crashing thread's
+# functions by name on stderr, where the container's log is.
 RUN --mount=type=cache,target=/src/.build \
     bash scripts/ship-build.sh apns-relay \
- && install -D -m 0755 "$(bash scripts/ship-build.sh --bin-path)/apns-relay" /out/apns-relay
+ && install -D -m 0755 .build/ship/apns-relay /out/apns-relay \
+ && install -D -m 0755 "$(dirname "$(readlink -f "$(command -v swift)")")/../libexec/swift/linux/swift-backtrace-static" \
+      /out/swift-backtrace
 
 # ---- runtime -----------------------------------------------------------------
 FROM debian:${DEBIAN_RELEASE}-slim
@@ -51,12 +54,17 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin apns-relay
 COPY --from=build /out/apns-relay /usr/local/bin/apns-relay
+COPY --from=build /out/swift-backtrace /usr/local/libexec/swift-backtrace
 
 # Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 10001:10001
+# SWIFT_BACKTRACE: the runtime looks for its backtracer beside a shared runtime library, which a
+# static binary has none of, so the image names it; the backtrace goes to stderr (the log), as
+# plain text, the crashing thread only.
 ENV PORT=3000 \
     BIND_ADDRESS=0.0.0.0 \
-    LOG_FORMAT=json
+    LOG_FORMAT=json \
+    SWIFT_BACKTRACE=enable=yes,interactive=no,color=no,threads=crashed,output-to=stderr,swift-backtrace=/usr/local/libexec/swift-backtrace
 EXPOSE 3000
 # The relay drains in-flight pushes on SIGTERM before exiting (Docker's default stop
 # timeout of 10 s is above the 8 s push deadline; raise it with `--stop-timeout` if you

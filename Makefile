@@ -2,10 +2,10 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # libssl-dev, libnghttp2-dev, libstdc++-12-dev and libc6-dev also hold the static archives the shipped
-# binary links (it is one static PIE: scripts/ship-build.sh).
+# binary links (it is one static PIE: make ship).
 APT_PACKAGES := libnghttp2-dev libssl-dev libstdc++-12-dev libc6-dev pkg-config ca-certificates
 
-.PHONY: deps test run mock bench symbol-order soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test prometheus-test
+.PHONY: deps ship test run mock bench soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test prometheus-test
 
 # Installs the C libraries the package links against when any is missing.
 deps:
@@ -22,16 +22,24 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# The binary that ships, built as the Dockerfile builds it (scripts/ship-build.sh holds the flags:
+# -c release, one static PIE, relocations packed, the symbol table kept so a crash's backtrace
+# names its functions), left at .build/ship/apns-relay.
+ship: deps
+	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay
+
 # The suites that run the product as a user does, spawning the apns-relay executable or building
 # a package against the APNs library (the relay over sockets against the emulator, serve and
-# SIGHUP, the demo, check, send, send-many and clean-token, the README's library block).
-E2E_SUITES := ^(RelayTests\.CommandLineTests|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+# SIGHUP, the demo, check, send, send-many and clean-token, the README's library block), and those
+# that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
+# crash's backtrace).
+E2E_SUITES := ^(RelayTests\.(CommandLineTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
 # Two passes. First every suite against the debug build. Suites run one after another: several
 # of them block a thread while they wait on sockets, and on a 2-core machine Swift's task pool
 # has only 2 threads for every suite's responders.
-# Then E2E_SUITES again against the binary users run, the one scripts/ship-build.sh makes (-O,
-# static PIE, order file; only apns-relay: no suite spawns apns-mock), with the README's block
+# Then E2E_SUITES again against the binary users run, the one make ship leaves in .build/ship (-O,
+# static PIE; only apns-relay: no suite spawns apns-mock), with the README's block
 # built -c release: an -O build can break where the debug build works (Swift 6.3 miscompiled
 # sendMany's child tasks in -O builds only; the debug pass passed). APNS_RELAY_BIN_DIR
 # and APNS_PRODUCT_CONFIGURATION point the suites there (Tests/BuiltProducts). From a clean
@@ -39,8 +47,8 @@ E2E_SUITES := ^(RelayTests\.CommandLineTests|APNsProductTests\.(CLITests|ReadmeE
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
-	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay
-	APNS_RELAY_BIN_DIR="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)" APNS_PRODUCT_CONFIGURATION=release \
+	$(MAKE) ship
+	APNS_RELAY_BIN_DIR="$$PWD/.build/ship" APNS_PRODUCT_CONFIGURATION=release \
 		$(SWIFT) test --skip-build --no-parallel --filter '$(E2E_SUITES)'
 
 # The relay's main job: the demo (relay + embedded APNs emulator) until a real Apple key is configured.
@@ -51,7 +59,7 @@ run: deps
 mock: deps
 	$(SWIFT) run apns-mock
 
-# Benchmark (the binary as it ships, built by scripts/ship-build.sh as in the Dockerfile; loopback
+# Benchmark (make ship's binary, and relay-bench built with the same flags into .build/ship; loopback
 # only, bounded): Mastodon-shaped pushes through `apns-relay serve` to the in-process APNs emulator
 # with LOG_LEVEL=info and then warning, then the same load straight to the emulator over HTTP/2 as
 # the ceiling. BENCH_SECONDS (20) of load per phase, BENCH_CONNECTIONS (64), BENCH_POOL (2),
@@ -60,22 +68,14 @@ mock: deps
 # BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
 # pages (what the relay allocates) apart from file pages (the binary's read-only pages, shared
 # with every process running it).
-bench: deps
-	SWIFT=$(SWIFT) bash scripts/ship-build.sh apns-relay relay-bench
-	bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench"
+bench: ship
+	SWIFT=$(SWIFT) bash scripts/ship-build.sh relay-bench
+	RELAY_BINARY="$$PWD/.build/ship/apns-relay" .build/ship/relay-bench
 	@echo "== the loops: pushes that cross to another loop's connection, with 1 and 4 loops (5 s each, LOG_LEVEL=warning)"
-	@bin="$$(SWIFT=$(SWIFT) bash scripts/ship-build.sh --bin-path)"; for run in "1 " "4 " "4 2"; do set -- $$run; \
+	@bin="$$PWD/.build/ship"; for run in "1 " "4 " "4 2"; do set -- $$run; \
 		echo "-- EVENT_LOOPS=$$1, CONNECTION_POOL_SIZE=$${2:-default}"; \
 		env $${2:+BENCH_POOL=$$2} BENCH_EVENT_LOOPS=$$1 BENCH_SECONDS=5 BENCH_SKIP_CEILING=1 BENCH_LOG_LEVELS=warning \
 			RELAY_BINARY="$$bin/apns-relay" "$$bin/relay-bench" | grep -E '^(pushes/s|relay CPU per push|pushes crossing loops)'; done
-
-# Rewrites scripts/ship-symbol-order.txt, the order the shipped binary's functions are laid out in
-# (the ones the relay runs, packed together, by the phase that first runs them): a callgrind run
-# of the relay against the emulator on 127.0.0.1 (start, 200 pushes, SIGTERM), its profile dumped
-# at the end of each phase. Installs valgrind when missing. Re-run it after
-# changes that rename or add much code; a stale list costs memory, never correctness.
-symbol-order: deps
-	SWIFT=$(SWIFT) bash scripts/symbol-order.sh
 
 # Soak and chaos run (release build, loopback only, bounded): `apns-relay serve` against the
 # in-process APNs emulator for SOAK_SECONDS (300) of mixed pushes (normal, dead, slow, never
@@ -122,9 +122,9 @@ fuzz:
 deploy-check:
 	bash scripts/check-deploy.sh
 
-# What can be checked of the container image without a Docker engine: that the binary is one
-# static PIE (no shared library to install), its size, its OpenSSL's trust store, and a real start
-# against the emulator.
+# What can be checked of the container image without a Docker engine: that make ship's binary is
+# one static PIE (no shared library to install), its size, that a crash names its functions, its
+# OpenSSL's trust store, and a real start against the emulator.
 image-smoke: deps
 	bash scripts/image-smoke.sh
 

@@ -1,5 +1,5 @@
 # Sourced by the scripts that install what they need from Debian's archive (check-deploy.sh,
-# image-smoke.sh, nginx-test.sh, docker-test.sh, symbol-order.sh): one way to become root and
+# image-smoke.sh, nginx-test.sh, docker-test.sh): one way to become root and
 # one way to install. Each script decides itself which packages are missing.
 
 # Runs a command as root: directly when already root, else through sudo.

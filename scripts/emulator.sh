@@ -1,5 +1,5 @@
 # Sourced by the scripts that run apns-relay against the APNs emulator (apns-mock) on loopback:
-# image-smoke.sh, nginx-test.sh, docker-test.sh, symbol-order.sh. Each starts the emulator itself
+# image-smoke.sh, nginx-test.sh, docker-test.sh. Each starts the emulator itself
 # (with its own flags and PID bookkeeping), writing its output to WORK/mock.out, and defines `fail`.
 
 # A free TCP port on 127.0.0.1.

@@ -45,7 +45,7 @@ extension APNsClientConfiguration {
         }
         let keyID = try required(Variable.keyID, "set it to the 10-character Key ID of the .p8 key")
         let teamID = try required(Variable.teamID, "set it to the 10-character Apple Team ID")
-        let caPEM = value(Variable.ca).map { $0.replacing(text: "\\n", with: "\n") }
+        let caPEM = value(Variable.ca).map(\.unescapingLineFeeds)
         let caFile = value(Variable.caFile)
         if let topic = value(Variable.topic), !topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) {
             throw .badConfiguration("\(Variable.topic)=\(topic) is not a bundle id: no spaces or control characters")

@@ -28,7 +28,9 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
         let lowered = rest.lowercased()
         if lowered.hasPrefix("https://") {
             rest = rest.dropFirst(8)
-        } else if lowered.contains(text: "://") {
+        } else if lowered.split(separator: ":", omittingEmptySubsequences: false).dropFirst().contains(where: { $0.hasPrefix("//") }) {
+            // Another scheme: a colon followed by "//" (split on a Character, with the standard
+            // library; contains(_:) with a string would link _StringProcessing).
             return nil
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }

@@ -270,7 +270,16 @@ package final class MetricsRegistry: Sendable {
 
     /// HELP text escapes only backslash and line feed.
     static func escapeHelp(_ s: String) -> String {
-        s.replacing(text: "\\", with: "\\\\").replacing(text: "\n", with: "\\n")
+        // Scalar by scalar: replacing(_:with:) with a string would link _StringProcessing.
+        var out = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// Whole numbers print without `.0` (`le="1"`, as Prometheus' own clients write them),

@@ -286,10 +286,20 @@ extension RelayConfiguration {
     }
 }
 
-/// Shows a value inside a message so an empty or space-padded one is visible.
+/// Shows a value inside a message so an empty or space-padded one is visible, its backslashes,
+/// quotes and line breaks escaped (scalar by scalar: a CR LF pair is one Character).
 private func quoted(_ s: String) -> String {
-    "\"" + s.replacing(text: "\\", with: "\\\\").replacing(text: "\"", with: "\\\"")
-        .replacing(text: "\n", with: "\\n").replacing(text: "\r", with: "\\r") + "\""
+    var out = "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
 }
 
 /// Validation, one variable at a time; each throws a message that says what the variable should hold.
@@ -380,10 +390,13 @@ private struct Reader {
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
         // write the key on one line with literal \n.
-        text = text.replacing(text: "\\n", with: "\n").replacing(text: "\r\n", with: "\n")
+        // CR LF is one Character, so the standard library splits on it.
+        text = text.unescapingLineFeeds.split(separator: "\r\n", omittingEmptySubsequences: false).joined(separator: "\n")
             .trimmingWhitespace
         // The message never repeats the key: it is a secret and would land in logs.
-        guard text.hasPrefix("-----BEGIN "), text.contains(text: "PRIVATE KEY-----"), text.hasSuffix("-----") else {
+        // Byte by byte, with the standard library: contains(_:) with a string would link _StringProcessing.
+        let namesPrivateKey = text.utf8.indices.contains { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }
+        guard text.hasPrefix("-----BEGIN "), namesPrivateKey, text.hasSuffix("-----") else {
             let what = source == inlineName ? "the text of" : "a path to"
             throw ConfigurationError(
                 .invalid, source,
@@ -457,7 +470,7 @@ private struct Reader {
             requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
         configuration.authKeyVariable = authKeyVariable
         configuration.eventLoops = loops
-        configuration.caPEM = value(Variable.caPEM).map { $0.replacing(text: "\\n", with: "\n") }
+        configuration.caPEM = value(Variable.caPEM).map(\.unescapingLineFeeds)
         return configuration
     }
 

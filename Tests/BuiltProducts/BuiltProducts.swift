@@ -4,10 +4,10 @@ import Foundation
 /// the build configuration of the scratch package they build against the APNs product.
 ///
 /// `make test` runs those suites twice: against the debug build `swift build --build-tests`
-/// made, then, with these variables set, against the binary that ships (`scripts/ship-build.sh`:
-/// -O, static PIE, order file), since an -O build can fail where the debug build passes.
+/// made, then, with these variables set, against the binary that ships (`make ship`: -O, static
+/// PIE), since an -O build can fail where the debug build passes.
 public enum BuiltProducts {
-    /// The directory of the executables to run (`scripts/ship-build.sh --bin-path`). Unset: the
+    /// The directory of the executables to run (`.build/ship`, where make ship puts them). Unset: the
     /// build directory the test bundle is in.
     public static let binDirectoryVariable = "APNS_RELAY_BIN_DIR"
     /// `debug` (unset) or `release`: how the scratch package that uses the APNs product is built.
@@ -47,7 +47,7 @@ public enum BuiltProducts {
     public static func relayExecutable() throws -> URL {
         if let relay { return relay }
         if let namedDirectory {
-            throw Missing(description: "no apns-relay in \(binDirectoryVariable)=\(namedDirectory.path) (scripts/ship-build.sh apns-relay builds it)")
+            throw Missing(description: "no apns-relay in \(binDirectoryVariable)=\(namedDirectory.path) (make ship builds it)")
         }
         throw Missing(description: "no apns-relay next to the test bundle: build it first (swift build --build-tests builds it)")
     }

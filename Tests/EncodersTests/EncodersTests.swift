@@ -231,48 +231,6 @@ struct HexAndUUIDTests {
     }
 }
 
-@Suite("text search without _StringProcessing")
-struct TextSearchTests {
-    @Test("contains(text:) finds literal text anywhere, and the empty text always")
-    func contains() {
-        #expect("connection refused (111)".contains(text: "refused"))
-        #expect("https://host".contains(text: "://"))
-        #expect(!"https:/host".contains(text: "://"))
-        #expect(!"ref".contains(text: "refused"))
-        #expect("".contains(text: ""))
-        #expect("abc".dropFirst().contains(text: "bc"))
-        #expect("aab".contains(text: "ab"), "a failed partial match restarts one byte later")
-    }
-
-    @Test("firstRange(ofText:) is the first occurrence, as String indices")
-    func firstRange() throws {
-        let text = "x-----BEGIN KEY-----y"
-        let range = try #require(text.firstRange(ofText: "-----"))
-        #expect(text[..<range.lowerBound] == "x")
-        #expect(text[range.upperBound...] == "BEGIN KEY-----y")
-        #expect("héllo wörld".firstRange(ofText: "wö").map { "héllo wörld"[$0] } == "wö")
-        #expect("abc".firstRange(ofText: "abcd") == nil)
-    }
-
-    @Test("replacing(text:with:) replaces every occurrence left to right, never inside a replacement")
-    func replacing() {
-        #expect("a\\nb\\nc".replacing(text: "\\n", with: "\n") == "a\nb\nc")
-        #expect("a\\b".replacing(text: "\\", with: "\\\\") == "a\\\\b")
-        #expect("aaa".replacing(text: "aa", with: "b") == "ba")
-        #expect("line\r\nnext".replacing(text: "\r\n", with: "\n") == "line\nnext")
-        #expect("abc".replacing(text: "", with: "x") == "abc")
-        #expect("".replacing(text: "a", with: "b") == "")
-    }
-
-    @Test("split(text:) keeps empty pieces, as split(separator:omittingEmptySubsequences: false) does")
-    func split() {
-        #expect("a\\n\\nb".split(text: "\\n") == ["a", "", "b"])
-        #expect("\\nb\\n".split(text: "\\n") == ["", "b", ""])
-        #expect("".split(text: ",") == [""])
-        #expect("a,b".split(text: ",") == "a,b".split(separator: ",", omittingEmptySubsequences: false))
-    }
-}
-
 @Suite("decimal digits")
 struct DecimalTextTests {
     @Test("integers are written as Swift writes them, with leading zeros up to the width asked",

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
+import MockAPNs
+import OpenSSLSupport
 import BuiltProducts
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The shared libraries an ELF executable names (its DT_NEEDED entries), read from the file.
 func neededLibraries(of url: URL) throws -> [String] {
@@ -34,16 +39,81 @@ func neededLibraries(of url: URL) throws -> [String] {
     return needed
 }
 
-@Suite("Footprint")
+/// Whether the relay the suites run is the shipped build (make ship): one static binary, so it
+/// names no shared library. The debug build links the shared Swift runtime.
+private let runsShippedBuild: Bool = {
+    guard let relay = BuiltProducts.relay, let needed = try? neededLibraries(of: relay) else { return false }
+    return needed.isEmpty
+}()
+
+/// What the shipped binary costs: its file (symbols kept, so a crash names its functions) and an
+/// idle relay's memory as `ps` shows it. make test's second pass runs these against make ship's
+/// binary; make bench reports the same figures, and the peak under load. BinaryLinkTests keeps
+/// Foundation out of every build.
+@Suite("Footprint of the shipped binary", .serialized, .enabled(if: runsShippedBuild))
 struct FootprintTests {
-    /// Foundation proper drags in FoundationInternationalization and ICU's data, most of a
-    /// 75 MB static binary; FoundationEssentials is all the relay needs.
-    @Test("the relay links FoundationEssentials, never Foundation or its ICU")
-    func noFoundationICU() throws {
+    @Test("the shipped binary is at most 25 MB with its symbol table")
+    func binarySize() throws {
         let binary = try BuiltProducts.relayExecutable()
-        let needed = try neededLibraries(of: binary)
-        #expect(needed.contains { $0.hasPrefix("libswiftCore") }, "a dynamically linked debug build names the Swift runtime")
-        let heavy = needed.filter { $0.hasPrefix("libFoundation.") || $0.hasPrefix("libFoundationInternationalization") || $0.contains("ICU") }
-        #expect(heavy.isEmpty, "apns-relay links \(heavy); import FoundationEssentials instead of Foundation")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: binary.path)[.size] as? Int)
+        #expect(size <= 25_000_000, "apns-relay is \(size) bytes")
+        let bytes = try Data(contentsOf: binary)
+        // A symbol table names the relay's functions by their mangled names; stripped, it holds none.
+        #expect(bytes.range(of: Data("$s9EventLoopAAC".utf8)) != nil, "apns-relay has no symbol table: a crash would print addresses, not names")
+    }
+
+    @Test("an idle serve, its APNs connections open, keeps at most 12 MiB resident (VmRSS, as ps shows it)")
+    func idleResidentMemory() async throws {
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-footprint-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ca = directory.appendingPathComponent("ca.pem")
+        try RelayHarness.certificates.caPEM.write(to: ca, atomically: true, encoding: .utf8)
+        let port = try freePort()
+
+        let process = Process()
+        process.executableURL = try BuiltProducts.relayExecutable()
+        process.arguments = ["serve"]
+        process.environment = [
+            "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID,
+            "APPLE_TEAM_ID": RelayHarness.teamID, "TOPIC": RelayHarness.topic, "APNS_HOST": "localhost:\(apple.port)",
+            "APNS_CA_FILE": ca.path, "PORT": "\(port)", "BIND_ADDRESS": "127.0.0.1", "CONNECTION_POOL_SIZE": "2",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+
+        let deadline = ContinuousClock.now + .seconds(15)
+        while true {
+            try #require(process.isRunning, "the relay exited (\(process.terminationStatus))")
+            if let response = try? await TestHTTP.get(port: port, target: "/ready"), response.status == 200 { break }
+            try #require(ContinuousClock.now < deadline, "the relay never became ready")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+        let kB = try #require(Int(line.dropFirst("VmRSS:".count).filter(\.isNumber)))
+        #expect(kB <= 12 * 1024, "an idle relay holds \(line)")
+    }
+
+    /// A port on 127.0.0.1 that was free a moment ago.
+    private func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestHTTP.Failure(description: "no free port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
