@@ -3,9 +3,10 @@ import Foundation
 import Glibc
 import OpenSSLSupport
 import MockAPNs
+import TestWaits
 
 // The emulator's HTTP/2 server against frame sequences written by hand, the way h2spec sends
-// them: a blocking socket, a TLS client session, and raw frames (no nghttp2 on this side), so the
+// them: a loopback socket, a TLS client session, and raw frames (no nghttp2 on this side), so the
 // answers are exactly what the server put on the wire.
 
 /// One HTTP/2 frame as read off the wire.
@@ -53,7 +54,8 @@ private struct Answer {
     var closed: Bool
 }
 
-/// A hand-driven TLS + HTTP/2 client on a blocking loopback socket.
+/// A hand-driven TLS + HTTP/2 client on a loopback socket, read without blocking: a test waits
+/// for the server by polling (`eventually`), never in `recv`.
 private final class RawClient {
     private let fd: Int32
     private let tls: TLSSession
@@ -64,9 +66,6 @@ private final class RawClient {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw TLSError(.badConfiguration, "socket: errno \(errno)") }
-        // Every read waits at most 200 ms, so a server that says nothing costs a bounded wait.
-        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -76,20 +75,24 @@ private final class RawClient {
         }
         guard rc == 0 else { Glibc.close(fd); throw TLSError(.badConfiguration, "connect: errno \(errno)") }
         tls = try TLSSession(context: TLSContext.client(trustSystemStore: false, extraCAPEM: caPEM), serverName: "localhost")
-        let deadline = Date().addingTimeInterval(5)
-        while try !tls.handshake() {
-            sendCiphertext()
-            guard Date() < deadline, readSocket() else { throw TLSError(.handshakeFailed, "no TLS handshake within 5 s") }
-        }
-        sendCiphertext()
     }
 
     deinit { Glibc.close(fd) }
 
-    /// The connection preface and an empty SETTINGS; then the server's SETTINGS is acknowledged.
-    func start() throws {
+    /// The TLS handshake (bounded: 5 s), the connection preface and an empty SETTINGS; then the
+    /// server's SETTINGS is acknowledged.
+    func start() async throws {
+        let shaken = try await eventually(within: .seconds(5)) {
+            if try tls.handshake() { return true }
+            sendCiphertext()
+            while readSocket() {}
+            if closed { throw TLSError(.handshakeFailed, "the server closed during the TLS handshake") }
+            return false
+        }
+        guard shaken else { throw TLSError(.handshakeFailed, "no TLS handshake within 5 s") }
+        sendCiphertext()
         try send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + Frame(type: Frame.settings, flags: 0, stream: 0, payload: []).bytes)
-        let first = read(until: { $0.type == Frame.settings && $0.flags & 0x1 == 0 })
+        let first = try await read(until: { $0.type == Frame.settings && $0.flags & 0x1 == 0 })
         guard first.frames.contains(where: { $0.type == Frame.settings }) else {
             throw TLSError(.protocolError, "the server sent no SETTINGS")
         }
@@ -106,17 +109,17 @@ private final class RawClient {
     }
 
     /// Reads frames until one matches, the server closes, or 3 s pass.
-    func read(until match: (Frame) -> Bool) -> Answer {
+    func read(until match: (Frame) -> Bool) async throws -> Answer {
         var frames: [Frame] = []
-        let deadline = Date().addingTimeInterval(3)
-        while true {
+        _ = try await eventually(within: .seconds(3)) {
+            while readSocket() {}
             while let frame = nextFrame() {
                 frames.append(frame)
-                if match(frame) { return Answer(frames: frames, closed: closed) }
+                if match(frame) { return true }
             }
-            if closed || Date() >= deadline { return Answer(frames: frames, closed: closed) }
-            _ = readSocket()
+            return closed
         }
+        return Answer(frames: frames, closed: closed)
     }
 
     private func nextFrame() -> Frame? {
@@ -129,10 +132,12 @@ private final class RawClient {
         return frame
     }
 
-    /// One socket read fed to TLS; false on a timeout. A closed socket or close_notify sets `closed`.
+    /// One socket read fed to TLS; false when nothing has arrived. A closed socket or
+    /// close_notify sets `closed`.
     private func readSocket() -> Bool {
+        guard !closed else { return false }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
         if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return false }
         if n <= 0 { closed = true; return false }
         buffer[..<n].withUnsafeBytes { tls.feed($0) }
@@ -160,21 +165,21 @@ private final class RawClient {
 struct FrameConformanceTests {
     static let protocolError: UInt32 = 0x1, flowControlError: UInt32 = 0x3
 
-    private func withClient(_ body: (RawClient) throws -> Void) throws {
+    private func withClient(_ body: (RawClient) async throws -> Void) async throws {
         let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: ["com.example.app"], teamID: "TEAM123456", keys: [:]))
         defer { server.stop() }
         let client = try RawClient(port: server.port, caPEM: server.caPEM)
-        try client.start()
-        try body(client)
+        try await client.start()
+        try await body(client)
     }
 
     @Test("a PING after the client's GOAWAY is acknowledged or answered by a close, never ignored")
-    func pingAfterGoAway() throws {
-        try withClient { client in
+    func pingAfterGoAway() async throws {
+        try await withClient { client in
             let opaque: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
             try client.send(Frame(type: Frame.goAway, flags: 0, stream: 0, payload: Frame.word(0) + Frame.word(0)),
                             Frame(type: Frame.ping, flags: 0, stream: 0, payload: opaque))
-            let answer = client.read { $0.type == Frame.ping && $0.flags & 0x1 != 0 }
+            let answer = try await client.read { $0.type == Frame.ping && $0.flags & 0x1 != 0 }
             let acked = answer.frames.contains { $0.type == Frame.ping && $0.flags & 0x1 != 0 && $0.payload == opaque }
             #expect(acked || answer.closed, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
         }
@@ -182,27 +187,27 @@ struct FrameConformanceTests {
 
     @Test("HEADERS or DATA on a stream id below one already used gets GOAWAY PROTOCOL_ERROR before the close",
           arguments: [Frame.headers, Frame.data])
-    func lowerStreamID(type: UInt8) throws {
-        try withClient { client in
+    func lowerStreamID(type: UInt8) async throws {
+        try await withClient { client in
             try client.send(Frame.request(stream: 5))
             // Stream 5 is answered (403, no provider token) before the offending frame goes out.
-            _ = client.read { $0.type == Frame.data && $0.stream == 5 }
+            _ = try await client.read { $0.type == Frame.data && $0.stream == 5 }
             let late = type == Frame.headers ? Frame.request(stream: 3) : Frame(type: Frame.data, flags: 0x1, stream: 3, payload: [1, 2, 3])
             try client.send(late)
-            let answer = client.read { $0.type == Frame.goAway }
+            let answer = try await client.read { $0.type == Frame.goAway }
             #expect(answer.frames.last?.goAwayCode == Self.protocolError, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
-            #expect(client.read { _ in false }.closed)
+            #expect(try await client.read { _ in false }.closed)
         }
     }
 
     @Test("a connection window pushed past 2^31-1 gets GOAWAY FLOW_CONTROL_ERROR before the close")
-    func windowOverflow() throws {
-        try withClient { client in
+    func windowOverflow() async throws {
+        try await withClient { client in
             let increment = Frame(type: Frame.windowUpdate, flags: 0, stream: 0, payload: Frame.word(0x7fff_ffff))
             try client.send(increment, increment)
-            let answer = client.read { $0.type == Frame.goAway }
+            let answer = try await client.read { $0.type == Frame.goAway }
             #expect(answer.frames.last?.goAwayCode == Self.flowControlError, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
-            #expect(client.read { _ in false }.closed)
+            #expect(try await client.read { _ in false }.closed)
         }
     }
 }
