@@ -6,8 +6,9 @@ import MockAPNs
 import TestWaits
 
 // The emulator's HTTP/2 server against frame sequences written by hand, the way h2spec sends
-// them: a loopback socket, a TLS client session, and raw frames (no nghttp2 on this side), so the
-// answers are exactly what the server put on the wire.
+// them: a blocking socket, a TLS client session, and raw frames (no nghttp2 on this side), so the
+// answers are exactly what the server put on the wire. The blocking reads run on a thread of
+// their own (`onOwnThread`), never on Swift's task pool, which the other suites share.
 
 /// One HTTP/2 frame as read off the wire.
 private struct Frame: Equatable {
@@ -54,18 +55,27 @@ private struct Answer {
     var closed: Bool
 }
 
-/// A hand-driven TLS + HTTP/2 client on a loopback socket, read without blocking: a test waits
-/// for the server by polling (`eventually`), never in `recv`.
-private final class RawClient {
+/// A hand-driven TLS + HTTP/2 client on a blocking loopback socket.
+// @unchecked: one test drives it, one call at a time (each awaited before the next), whichever
+// thread the call runs on.
+private final class RawClient: @unchecked Sendable {
     private let fd: Int32
     private let tls: TLSSession
     private var plaintext: [UInt8] = []
     private(set) var closed = false
 
-    init(port: Int, caPEM: String) throws {
+    /// Connects and makes the TLS handshake (bounded: 5 s), on a thread of its own.
+    static func connect(port: Int, caPEM: String) async throws -> RawClient {
+        try await onOwnThread { try RawClient(port: port, caPEM: caPEM) }
+    }
+
+    private init(port: Int, caPEM: String) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw TLSError(.badConfiguration, "socket: errno \(errno)") }
+        // Every read waits at most 200 ms, so a server that says nothing costs a bounded wait.
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -75,22 +85,18 @@ private final class RawClient {
         }
         guard rc == 0 else { Glibc.close(fd); throw TLSError(.badConfiguration, "connect: errno \(errno)") }
         tls = try TLSSession(context: TLSContext.client(trustSystemStore: false, extraCAPEM: caPEM), serverName: "localhost")
+        let deadline = Date().addingTimeInterval(5)
+        while try !tls.handshake() {
+            sendCiphertext()
+            guard Date() < deadline, readSocket() else { throw TLSError(.handshakeFailed, "no TLS handshake within 5 s") }
+        }
+        sendCiphertext()
     }
 
     deinit { Glibc.close(fd) }
 
-    /// The TLS handshake (bounded: 5 s), the connection preface and an empty SETTINGS; then the
-    /// server's SETTINGS is acknowledged.
+    /// The connection preface and an empty SETTINGS; then the server's SETTINGS is acknowledged.
     func start() async throws {
-        let shaken = try await eventually(within: .seconds(5)) {
-            if try tls.handshake() { return true }
-            sendCiphertext()
-            while readSocket() {}
-            if closed { throw TLSError(.handshakeFailed, "the server closed during the TLS handshake") }
-            return false
-        }
-        guard shaken else { throw TLSError(.handshakeFailed, "no TLS handshake within 5 s") }
-        sendCiphertext()
         try send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + Frame(type: Frame.settings, flags: 0, stream: 0, payload: []).bytes)
         let first = try await read(until: { $0.type == Frame.settings && $0.flags & 0x1 == 0 })
         guard first.frames.contains(where: { $0.type == Frame.settings }) else {
@@ -108,18 +114,22 @@ private final class RawClient {
         sendCiphertext()
     }
 
-    /// Reads frames until one matches, the server closes, or 3 s pass.
-    func read(until match: (Frame) -> Bool) async throws -> Answer {
+    /// Reads frames until one matches, the server closes, or 3 s pass, on a thread of its own.
+    func read(until match: @escaping @Sendable (Frame) -> Bool) async throws -> Answer {
+        try await onOwnThread { self.readBlocking(until: match) }
+    }
+
+    private func readBlocking(until match: (Frame) -> Bool) -> Answer {
         var frames: [Frame] = []
-        _ = try await eventually(within: .seconds(3)) {
-            while readSocket() {}
+        let deadline = Date().addingTimeInterval(3)
+        while true {
             while let frame = nextFrame() {
                 frames.append(frame)
-                if match(frame) { return true }
+                if match(frame) { return Answer(frames: frames, closed: closed) }
             }
-            return closed
+            if closed || Date() >= deadline { return Answer(frames: frames, closed: closed) }
+            _ = readSocket()
         }
-        return Answer(frames: frames, closed: closed)
     }
 
     private func nextFrame() -> Frame? {
@@ -132,12 +142,10 @@ private final class RawClient {
         return frame
     }
 
-    /// One socket read fed to TLS; false when nothing has arrived. A closed socket or
-    /// close_notify sets `closed`.
+    /// One socket read fed to TLS; false on a timeout. A closed socket or close_notify sets `closed`.
     private func readSocket() -> Bool {
-        guard !closed else { return false }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return false }
         if n <= 0 { closed = true; return false }
         buffer[..<n].withUnsafeBytes { tls.feed($0) }
@@ -168,7 +176,7 @@ struct FrameConformanceTests {
     private func withClient(_ body: (RawClient) async throws -> Void) async throws {
         let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: ["com.example.app"], teamID: "TEAM123456", keys: [:]))
         defer { server.stop() }
-        let client = try RawClient(port: server.port, caPEM: server.caPEM)
+        let client = try await RawClient.connect(port: server.port, caPEM: server.caPEM)
         try await client.start()
         try await body(client)
     }
