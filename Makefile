@@ -35,9 +35,10 @@ ship: deps
 # crash's backtrace).
 E2E_SUITES := ^(RelayTests\.(CommandLineTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
-# Two passes. First every suite against the debug build. Suites run one after another: several
-# of them block a thread while they wait on sockets, and on a 2-core machine Swift's task pool
-# has only 2 threads for every suite's responders.
+# Two passes. First every suite against the debug build, one after another: the HTTP server's
+# suites still wait in blocking socket reads on Swift's task pool, which has 2 threads on a
+# 2-core machine, and run beside the other suites their reads time out. (The relay, APNs,
+# transport, emulator and product suites wait without blocking and pass run in parallel.)
 # Then E2E_SUITES again against the binary users run, the one make ship leaves in .build/ship (-O,
 # static PIE; only apns-relay: no suite spawns apns-mock), with the README's block
 # built -c release: an -O build can break where the debug build works (Swift 6.3 miscompiled

@@ -59,9 +59,9 @@ let package = Package(
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Encoders", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "TestWaits"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Encoders", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Encoders"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
@@ -70,9 +70,11 @@ let package = Package(
         .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),
         // A log sink that keeps records in memory, for the suites that assert on what was logged.
         .target(name: "ObservabilityTestSupport", dependencies: ["Observability"], path: "Tests/ObservabilityTestSupport"),
+        // How the suites wait: a bounded poll of a condition, and blocking work on a thread of its own.
+        .target(name: "TestWaits", path: "Tests/TestWaits"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
-        .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts", "ObservabilityTestSupport"]),
+        .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts", "TestWaits"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts", "ObservabilityTestSupport", "TestWaits"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

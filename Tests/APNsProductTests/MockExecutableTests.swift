@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import BuiltProducts
+import TestWaits
 
 /// `apns-mock` as an app developer runs it: the emulator on its own, a relay or any server pointed at it.
 @Suite("apns-mock executable", .serialized, .enabled(if: BuiltProducts.executable("apns-mock") != nil && BuiltProducts.relay != nil))
@@ -20,10 +21,14 @@ struct MockExecutableTests {
         defer { if mock.isRunning { mock.terminate() } }
 
         // The banner: "apns-mock listening on 127.0.0.1:PORT ca=… team=… key=… private-key=…".
-        var banner = ""
-        let started = ContinuousClock.now + .seconds(10)
-        while !banner.contains("\n"), ContinuousClock.now < started {
-            banner += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        let output = out.fileHandleForReading
+        let banner = try await onOwnThread {
+            var banner = ""
+            let started = ContinuousClock.now + .seconds(10)
+            while !banner.contains("\n"), ContinuousClock.now < started {
+                banner += String(decoding: output.availableData, as: UTF8.self)
+            }
+            return banner
         }
         func field(_ name: String) -> String? {
             banner.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespacesAndNewlines) }
@@ -42,8 +47,11 @@ struct MockExecutableTests {
         #expect(send.status == 0, "\(send.stdout) \(send.stderr)")
 
         mock.terminate()
-        mock.waitUntilExit()
-        #expect(mock.terminationStatus == 0)
+        let status = try await onOwnThread {
+            mock.waitUntilExit()
+            return mock.terminationStatus
+        }
+        #expect(status == 0)
         #expect(!FileManager.default.fileExists(atPath: keyFolder.path), "the generated key outlived the emulator")
 
         let lines = try String(contentsOf: recordFile, encoding: .utf8).split(separator: "\n")

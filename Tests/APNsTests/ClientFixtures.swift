@@ -3,6 +3,7 @@ import Synchronization
 import EventLoop
 import OpenSSLSupport
 import MockAPNs
+import TestWaits
 @testable import APNsCore
 @testable import APNs
 
@@ -52,13 +53,9 @@ final class Ledger: Sendable {
         state.withLock { s in (0..<count).allSatisfy { s.ends[$0] == 1 } && s.ends.count == count }
     }
 
-    func wait(for count: Int, timeout: Duration = .seconds(20)) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while endedCount < count {
-            if ContinuousClock.now >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
+    /// Waits (bounded) until `count` pushes ended; false on timeout.
+    func wait(for count: Int, timeout: Duration = .seconds(20)) async throws -> Bool {
+        try await eventually(within: timeout) { endedCount >= count }
     }
 }
 
@@ -107,13 +104,13 @@ final class ClientHarness: Sendable {
 
     /// - Parameter connections: how many production connections must be ready (a test of
     ///   retries on another connection needs the whole pool up, not just the first one).
-    func waitUntilReady(connections: Int = 1, timeout: Duration = .seconds(5)) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !client.isReady || client.connectionStats().open < connections {
-            if ContinuousClock.now >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
+    func waitUntilReady(connections: Int = 1, timeout: Duration = .seconds(5)) async throws -> Bool {
+        try await eventually(within: timeout) { client.isReady && client.connectionStats().open >= connections }
+    }
+
+    /// Waits (bounded) until the emulator recorded `count` requests; false on timeout.
+    func waitForRecords(count: Int, timeout: Duration = .seconds(5)) async throws -> Bool {
+        try await eventually(within: timeout) { server.records.count >= count }
     }
 
     func close() async {

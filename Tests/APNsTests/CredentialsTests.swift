@@ -48,7 +48,7 @@ struct CredentialsTests {
     @Test("a replaced key signs the token of a new connection")
     func newConnectionUsesTheNewKey() async throws {
         let harness = try ClientHarness(poolSize: 1)
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         harness.server.rules.keys[Self.newKeyID] = .es256(Self.newKey.publicKey)
         try harness.client.configuration.credentials.replace(
             with: .init(keyID: Self.newKeyID, teamID: "NEWTEAM123", signer: Self.newKey))

@@ -21,7 +21,7 @@ struct DeadlineOrderTests {
     @Test("pushes sent with deadlines out of order each time out once, in the order of their deadlines, and answered ones are untouched")
     func deadlinesOutOfOrder() async throws {
         let harness = try ClientHarness(poolSize: 1, loops: 1) { $0.stallGrace = .seconds(30) }
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         // Raise the emulator's stream limit from 1 first, so every push below is on the wire at once.
         let first = await harness.client.send(Fixture.notification("", 0), environment: .production)
         #expect((try? first.get().ok) == true)
@@ -42,7 +42,7 @@ struct DeadlineOrderTests {
             })
         }
         // Answered pushes while the timer waits: they must not disturb it.
-        #expect(harness.server.waitForRecords(count: 1 + timeouts.count, timeout: .seconds(5)))
+        #expect(try await harness.waitForRecords(count: 1 + timeouts.count, timeout: .seconds(5)))
         for n in 0..<5 {
             let answered = await harness.client.send(Fixture.notification("", 100 + n), environment: .production)
             #expect((try? answered.get().ok) == true)
@@ -60,7 +60,7 @@ struct DeadlineOrderTests {
     @Test("pushes in flight when their connection breaks are retried, and still end once, at their deadlines")
     func brokenUnderDeadlines() async throws {
         let harness = try ClientHarness(poolSize: 1, loops: 1) { $0.stallGrace = .seconds(30) }
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         let first = await harness.client.send(Fixture.notification("", 0), environment: .production)
         #expect((try? first.get().ok) == true)
         let ends = Ends()
@@ -78,7 +78,7 @@ struct DeadlineOrderTests {
                 }
             })
         }
-        #expect(harness.server.waitForRecords(count: 1 + count, timeout: .seconds(5)))
+        #expect(try await harness.waitForRecords(count: 1 + count, timeout: .seconds(5)))
         let loop = harness.group.loops[0]
         #expect(await harness.client.breakConnections(on: loop) == 1)
         for task in tasks { await task.value }

@@ -19,7 +19,7 @@ struct HeaderValueTests {
     @Test("a push with a forbidden collapse id fails as invalid, once, and reaches no connection")
     func collapseIDThroughTheClient() async throws {
         let harness = try ClientHarness(poolSize: 1, loops: 1)
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         let payload = try APNsPayload(json: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
         do {
             _ = try await harness.client.send(payload, to: Fixture.token("", 2).hex,

@@ -10,7 +10,7 @@ struct SendManyWindowTests {
         // One stream per connection: whatever sendMany has in flight beyond that waits in the
         // queue of 4, so starting more than half of it at once would come back `overloaded`.
         let harness = try ClientHarness(poolSize: 1, maxStreams: 1, loops: 1) { $0.queueCapacity = 4 }
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         let payload = try APNsPayload(json: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
         let devices = [Fixture.token("", 1).hex, Fixture.token("", 2).hex, Fixture.token(MockFaults.Prefix.unregistered, 3).hex,
                        "not-a-token", Fixture.token("", 5).hex, Fixture.token(MockFaults.Prefix.badDeviceToken, 6).hex,

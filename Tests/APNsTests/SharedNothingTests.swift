@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import EventLoop
 import MockAPNs
+import TestWaits
 @testable import APNsCore
 @testable import APNs
 
@@ -23,15 +24,10 @@ struct SharedNothingTests {
     @Test("a push sent on a loop goes out on that loop's connection and is answered on that loop")
     func staysOnItsLoop() async throws {
         let harness = try ClientHarness(poolSize: 2, loops: 2)
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         // Ready means one connection is up; a loop whose own one is still connecting hands its
         // push to the other loop, as it should. So wait until every loop has its own.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while harness.group.loops.map({ harness.client.readyConnections(on: $0) }) != [1, 1]
-                && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(harness.group.loops.map { harness.client.readyConnections(on: $0) } == [1, 1])
+        #expect(try await eventually(within: .seconds(5)) { harness.group.loops.map { harness.client.readyConnections(on: $0) } == [1, 1] })
         var emulatorConnections: [Set<Int>] = []
         for (k, loop) in harness.group.loops.enumerated() {
             var used = Set<Int>()
@@ -58,15 +54,11 @@ struct SharedNothingTests {
             $0.backoffBase = .seconds(20)
             $0.backoffMax = .seconds(40)
         }
-        #expect(harness.waitUntilReady())
+        #expect(try await harness.waitUntilReady())
         let loops = harness.group.loops
         let client = harness.client
         func ready(_ counts: [Int]) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(5)
-            while loops.map({ client.readyConnections(on: $0) }) != counts && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            return loops.map { client.readyConnections(on: $0) } == counts
+            try await eventually(within: .seconds(5)) { loops.map { client.readyConnections(on: $0) } == counts }
         }
         #expect(try await ready([1, 1]))
         #expect(await client.breakConnections(on: loops[0]) == 1)
@@ -84,11 +76,7 @@ struct SharedNothingTests {
     @Test("load spreads over every connection of a pool of 4, not only the first one answered", arguments: [1, 2])
     func loadSpreads(loops: Int) async throws {
         let harness = try ClientHarness(poolSize: 4, faults: MockFaults(globalDelay: .milliseconds(5)), loops: loops)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while harness.client.connectionStats().open < 4 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(harness.client.connectionStats().open == 4)
+        #expect(try await eventually(within: .seconds(5)) { harness.client.connectionStats().open == 4 })
         // One connection answers first and may then take far more streams than the others, which
         // still carry one each until their own first answer.
         #expect(try await harness.client.send(Fixture.notification("", 0), environment: .production).get().ok)

@@ -3,10 +3,12 @@ import Foundation
 import Glibc
 import OpenSSLSupport
 import MockAPNs
+import TestWaits
 
 // The emulator's HTTP/2 server against frame sequences written by hand, the way h2spec sends
 // them: a blocking socket, a TLS client session, and raw frames (no nghttp2 on this side), so the
-// answers are exactly what the server put on the wire.
+// answers are exactly what the server put on the wire. The blocking reads run on a thread of
+// their own (`onOwnThread`), never on Swift's task pool, which the other suites share.
 
 /// One HTTP/2 frame as read off the wire.
 private struct Frame: Equatable {
@@ -54,13 +56,20 @@ private struct Answer {
 }
 
 /// A hand-driven TLS + HTTP/2 client on a blocking loopback socket.
-private final class RawClient {
+// @unchecked: one test drives it, one call at a time (each awaited before the next), whichever
+// thread the call runs on.
+private final class RawClient: @unchecked Sendable {
     private let fd: Int32
     private let tls: TLSSession
     private var plaintext: [UInt8] = []
     private(set) var closed = false
 
-    init(port: Int, caPEM: String) throws {
+    /// Connects and makes the TLS handshake (bounded: 5 s), on a thread of its own.
+    static func connect(port: Int, caPEM: String) async throws -> RawClient {
+        try await onOwnThread { try RawClient(port: port, caPEM: caPEM) }
+    }
+
+    private init(port: Int, caPEM: String) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw TLSError(.badConfiguration, "socket: errno \(errno)") }
@@ -87,9 +96,9 @@ private final class RawClient {
     deinit { Glibc.close(fd) }
 
     /// The connection preface and an empty SETTINGS; then the server's SETTINGS is acknowledged.
-    func start() throws {
+    func start() async throws {
         try send(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + Frame(type: Frame.settings, flags: 0, stream: 0, payload: []).bytes)
-        let first = read(until: { $0.type == Frame.settings && $0.flags & 0x1 == 0 })
+        let first = try await read(until: { $0.type == Frame.settings && $0.flags & 0x1 == 0 })
         guard first.frames.contains(where: { $0.type == Frame.settings }) else {
             throw TLSError(.protocolError, "the server sent no SETTINGS")
         }
@@ -105,8 +114,12 @@ private final class RawClient {
         sendCiphertext()
     }
 
-    /// Reads frames until one matches, the server closes, or 3 s pass.
-    func read(until match: (Frame) -> Bool) -> Answer {
+    /// Reads frames until one matches, the server closes, or 3 s pass, on a thread of its own.
+    func read(until match: @escaping @Sendable (Frame) -> Bool) async throws -> Answer {
+        try await onOwnThread { self.readBlocking(until: match) }
+    }
+
+    private func readBlocking(until match: (Frame) -> Bool) -> Answer {
         var frames: [Frame] = []
         let deadline = Date().addingTimeInterval(3)
         while true {
@@ -164,21 +177,21 @@ private final class RawClient {
 struct FrameConformanceTests {
     static let protocolError: UInt32 = 0x1, flowControlError: UInt32 = 0x3
 
-    private func withClient(_ body: (RawClient) throws -> Void) throws {
+    private func withClient(_ body: (RawClient) async throws -> Void) async throws {
         let server = try MockAPNsServer.start(configuration: MockAPNsConfiguration(topics: ["com.example.app"], teamID: "TEAM123456", keys: [:]))
         defer { server.stop() }
-        let client = try RawClient(port: server.port, caPEM: server.caPEM)
-        try client.start()
-        try body(client)
+        let client = try await RawClient.connect(port: server.port, caPEM: server.caPEM)
+        try await client.start()
+        try await body(client)
     }
 
     @Test("a PING after the client's GOAWAY is acknowledged or answered by a close, never ignored")
-    func pingAfterGoAway() throws {
-        try withClient { client in
+    func pingAfterGoAway() async throws {
+        try await withClient { client in
             let opaque: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
             try client.send(Frame(type: Frame.goAway, flags: 0, stream: 0, payload: Frame.word(0) + Frame.word(0)),
                             Frame(type: Frame.ping, flags: 0, stream: 0, payload: opaque))
-            let answer = client.read { $0.type == Frame.ping && $0.flags & 0x1 != 0 }
+            let answer = try await client.read { $0.type == Frame.ping && $0.flags & 0x1 != 0 }
             let acked = answer.frames.contains { $0.type == Frame.ping && $0.flags & 0x1 != 0 && $0.payload == opaque }
             #expect(acked || answer.closed, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
         }
@@ -186,27 +199,27 @@ struct FrameConformanceTests {
 
     @Test("HEADERS or DATA on a stream id below one already used gets GOAWAY PROTOCOL_ERROR before the close",
           arguments: [Frame.headers, Frame.data])
-    func lowerStreamID(type: UInt8) throws {
-        try withClient { client in
+    func lowerStreamID(type: UInt8) async throws {
+        try await withClient { client in
             try client.send(Frame.request(stream: 5))
             // Stream 5 is answered (403, no provider token) before the offending frame goes out.
-            _ = client.read { $0.type == Frame.data && $0.stream == 5 }
+            _ = try await client.read { $0.type == Frame.data && $0.stream == 5 }
             let late = type == Frame.headers ? Frame.request(stream: 3) : Frame(type: Frame.data, flags: 0x1, stream: 3, payload: [1, 2, 3])
             try client.send(late)
-            let answer = client.read { $0.type == Frame.goAway }
+            let answer = try await client.read { $0.type == Frame.goAway }
             #expect(answer.frames.last?.goAwayCode == Self.protocolError, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
-            #expect(client.read { _ in false }.closed)
+            #expect(try await client.read { _ in false }.closed)
         }
     }
 
     @Test("a connection window pushed past 2^31-1 gets GOAWAY FLOW_CONTROL_ERROR before the close")
-    func windowOverflow() throws {
-        try withClient { client in
+    func windowOverflow() async throws {
+        try await withClient { client in
             let increment = Frame(type: Frame.windowUpdate, flags: 0, stream: 0, payload: Frame.word(0x7fff_ffff))
             try client.send(increment, increment)
-            let answer = client.read { $0.type == Frame.goAway }
+            let answer = try await client.read { $0.type == Frame.goAway }
             #expect(answer.frames.last?.goAwayCode == Self.flowControlError, "frames: \(answer.frames.map(\.type)), closed: \(answer.closed)")
-            #expect(client.read { _ in false }.closed)
+            #expect(try await client.read { _ in false }.closed)
         }
     }
 }

@@ -6,6 +6,7 @@ import OpenSSLSupport
 import HTTP2
 import Transport
 import MockAPNs
+import TestWaits
 
 // The emulator over real TLS + HTTP/2 on loopback, driven by the Transport client with a real
 // ES256 key. The JWT maker below is written here on purpose (not shared with any client code).
@@ -82,19 +83,17 @@ private final class Harness: Sendable {
         tls = try TLSContext.client(trustSystemStore: false, extraCAPEM: server.caPEM)
     }
 
-    func connect(_ client: Client) -> Result<HTTP2ClientConnection, TransportError> {
+    func connect(_ client: Client) async throws -> Result<HTTP2ClientConnection, TransportError> {
         let box = Mutex<Handover<Result<HTTP2ClientConnection, TransportError>>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
         let loop = group.loops[0]
         let (port, tls) = (server.port, self.tls)
         loop.execute {
             HTTP2ClientConnection.connect(host: "localhost", port: port, tls: tls, on: loop, timeout: .seconds(5),
                                           delegate: client) { result in
                 box.withLock { $0 = Handover(value: result) }
-                ready.signal()
             }
         }
-        _ = ready.wait(timeout: .now() + 10)
+        _ = try await eventually { box.withLock { $0 != nil } }
         return box.withLock { $0 }?.value ?? .failure(TransportError(.timedOut, "test: no answer"))
     }
 
@@ -129,17 +128,12 @@ private final class Client: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     }
 
     /// Waits (bounded) until `condition` holds; false on timeout.
-    func wait(timeout: Duration = .seconds(5), until condition: (State) -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !state.withLock({ condition($0) }) {
-            if ContinuousClock.now >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
+    func wait(timeout: Duration = .seconds(5), until condition: (State) -> Bool) async throws -> Bool {
+        try await eventually(within: timeout) { state.withLock { condition($0) } }
     }
 
-    func result(_ id: Int32, timeout: Duration = .seconds(5)) -> Result<HTTP2Response, HTTP2StreamError>? {
-        _ = wait(timeout: timeout) { $0.results[id] != nil }
+    func result(_ id: Int32, timeout: Duration = .seconds(5)) async throws -> Result<HTTP2Response, HTTP2StreamError>? {
+        _ = try await wait(timeout: timeout) { $0.results[id] != nil }
         return state.withLock { $0.results[id] }
     }
 }
@@ -151,23 +145,17 @@ struct Handover<Value>: @unchecked Sendable {
 }
 
 /// Runs `body` with the connection on the connection's loop and returns its value.
-private func onLoop<T: Sendable>(_ connection: HTTP2ClientConnection, _ body: @escaping @Sendable (HTTP2ClientConnection) -> T) -> T {
-    let box = Mutex<T?>(nil)
-    let done = DispatchSemaphore(value: 0)
+private func onLoop<T: Sendable>(_ connection: HTTP2ClientConnection, _ body: @escaping @Sendable (HTTP2ClientConnection) -> T) async -> T {
     let bound = LoopBound(connection, on: connection.loop)
-    connection.loop.execute {
-        let value = body(bound.value)
-        box.withLock { $0 = value }
-        done.signal()
+    return await withCheckedContinuation { continuation in
+        connection.loop.execute { continuation.resume(returning: body(bound.value)) }
     }
-    done.wait()
-    return box.withLock { $0 }!
 }
 
 /// Submits one push and returns its stream id.
 private func push(_ connection: HTTP2ClientConnection, token: String = Wire.token(), headers: [HTTP2Header] = Wire.headers(),
-                  body: [UInt8] = Wire.payload) throws -> Int32 {
-    let id = onLoop(connection) { try? $0.submitRequest(path: "/3/device/\(token)", headers: headers, body: body) }
+                  body: [UInt8] = Wire.payload) async throws -> Int32 {
+    let id = await onLoop(connection) { try? $0.submitRequest(path: "/3/device/\(token)", headers: headers, body: body) }
     return try #require(id)
 }
 
@@ -178,14 +166,14 @@ private func reason(_ response: HTTP2Response) -> String? {
 @Suite("MockAPNsServer over TLS + HTTP/2", .serialized)
 struct MockAPNsServerTests {
     @Test("a valid push answers 200, echoes apns-id and is recorded with its headers, payload and connection")
-    func validPush() throws {
+    func validPush() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
+        let connection = try await harness.connect(client).get()
         let apnsID = "6f1d3c1e-2b0a-4c5e-9f7a-0123456789ab"
-        let id = try push(connection, headers: Wire.headers(apnsID: apnsID))
-        let response = try #require(client.result(id)).get()
+        let id = try await push(connection, headers: Wire.headers(apnsID: apnsID))
+        let response = try #require(try await client.result(id)).get()
         #expect(response.status == 200)
         #expect(response.header("apns-id") == apnsID)
         #expect(response.header("apns-unique-id") == nil)
@@ -205,57 +193,57 @@ struct MockAPNsServerTests {
     }
 
     @Test("the sandbox answers carry apns-unique-id")
-    func sandbox() throws {
+    func sandbox() async throws {
         let harness = try Harness(sandbox: true)
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        let response = try #require(client.result(try push(connection))).get()
+        let connection = try await harness.connect(client).get()
+        let response = try #require(try await client.result(try await push(connection))).get()
         #expect(response.status == 200)
         let unique = try #require(response.header("apns-unique-id"))
         #expect(UUID(uuidString: unique) != nil)
     }
 
     @Test("a bad topic and a bad device token come back with their status and JSON reason")
-    func rejections() throws {
+    func rejections() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        let topic = try #require(client.result(try push(connection, headers: Wire.headers(topic: "com.other.app")))).get()
+        let connection = try await harness.connect(client).get()
+        let topic = try #require(try await client.result(try await push(connection, headers: Wire.headers(topic: "com.other.app")))).get()
         #expect(topic.status == 400)
         #expect(reason(topic) == "TopicDisallowed")
         #expect(topic.header("content-type") == "application/json")
-        let token = try #require(client.result(try push(connection, token: String(repeating: "zz", count: 32)))).get()
+        let token = try #require(try await client.result(try await push(connection, token: String(repeating: "zz", count: 32)))).get()
         #expect(token.status == 400)
         #expect(reason(token) == "BadDeviceToken")
         #expect(harness.server.records.map(\.reason) == ["TopicDisallowed", "BadDeviceToken"])
     }
 
     @Test("MAX_CONCURRENT_STREAMS is 1 until the first authenticated success, then 1000")
-    func streamLimit() throws {
+    func streamLimit() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        #expect(onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1)
+        let connection = try await harness.connect(client).get()
+        #expect(await onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1)
         // Authenticated but rejected: no raise yet.
-        let rejected = try #require(client.result(try push(connection, headers: Wire.headers(topic: "com.other.app")))).get()
+        let rejected = try #require(try await client.result(try await push(connection, headers: Wire.headers(topic: "com.other.app")))).get()
         #expect(rejected.status == 400)
         #expect(client.state.withLock { $0.limits }.allSatisfy { $0 == 1 })
-        let accepted = try #require(client.result(try push(connection))).get()
+        let accepted = try #require(try await client.result(try await push(connection))).get()
         #expect(accepted.status == 200)
-        #expect(client.wait { $0.limits.last == 1000 })
-        #expect(onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1000)
+        #expect(try await client.wait { $0.limits.last == 1000 })
+        #expect(await onLoop(connection) { $0.remoteMaxConcurrentStreams } == 1000)
     }
 
     @Test("a dead token answers 410 Unregistered with the timestamp in milliseconds")
-    func deadToken() throws {
+    func deadToken() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        let response = try #require(client.result(try push(connection, token: Wire.token("dead")))).get()
+        let connection = try await harness.connect(client).get()
+        let response = try #require(try await client.result(try await push(connection, token: Wire.token("dead")))).get()
         #expect(response.status == 410)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
         #expect(json["reason"] as? String == "Unregistered")
@@ -263,49 +251,49 @@ struct MockAPNsServerTests {
     }
 
     @Test("a never-answered stream stays open until the client cancels it")
-    func neverAnswered() throws {
+    func neverAnswered() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        _ = try #require(client.result(try push(connection))).get()   // raises the stream limit
-        #expect(client.wait { $0.limits.last == 1000 })
-        let silent = try push(connection, token: Wire.token(MockFaults.Prefix.neverAnswer))
-        let after = try push(connection)
-        #expect(try #require(client.result(after)).get().status == 200)
-        #expect(harness.server.waitForRecords(count: 3, timeout: .seconds(5)))
+        let connection = try await harness.connect(client).get()
+        _ = try #require(try await client.result(try await push(connection))).get()   // raises the stream limit
+        #expect(try await client.wait { $0.limits.last == 1000 })
+        let silent = try await push(connection, token: Wire.token(MockFaults.Prefix.neverAnswer))
+        let after = try await push(connection)
+        #expect(try #require(try await client.result(after)).get().status == 200)
+        #expect(try await eventually(within: .seconds(5)) { harness.server.records.count >= 3 })
         #expect(client.state.withLock { $0.results[silent] } == nil)
-        onLoop(connection) { $0.cancel(stream: silent) }
-        let cancelled = try #require(client.result(silent))
+        await onLoop(connection) { $0.cancel(stream: silent) }
+        let cancelled = try #require(try await client.result(silent))
         #expect(throws: HTTP2StreamError.self) { try cancelled.get() }
         if case .failure(let error) = cancelled { #expect(error.reason == .cancelled) }
         #expect(harness.server.records.first { $0.streamID == silent }?.status == nil)
     }
 
     @Test("a delayed push is still answered 200 once its timer fires")
-    func delayed() throws {
+    func delayed() async throws {
         var faults = MockFaults.standard
         faults.byTokenPrefix[MockFaults.Prefix.delay] = .delay(.milliseconds(200))
         let harness = try Harness(faults: faults)
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        _ = try #require(client.result(try push(connection))).get()
-        #expect(client.wait { $0.limits.last == 1000 })
-        let slow = try push(connection, token: Wire.token(MockFaults.Prefix.delay))
-        let fast = try push(connection)
-        #expect(try #require(client.result(fast)).get().status == 200)
-        #expect(try #require(client.result(slow)).get().status == 200)
+        let connection = try await harness.connect(client).get()
+        _ = try #require(try await client.result(try await push(connection))).get()
+        #expect(try await client.wait { $0.limits.last == 1000 })
+        let slow = try await push(connection, token: Wire.token(MockFaults.Prefix.delay))
+        let fast = try await push(connection)
+        #expect(try #require(try await client.result(fast)).get().status == 200)
+        #expect(try #require(try await client.result(slow)).get().status == 200)
         #expect(harness.server.records.first { $0.streamID == slow }?.status == 200)
     }
 
     @Test("a refused stream reaches the client as REFUSED_STREAM, not processed")
-    func refusedStream() throws {
+    func refusedStream() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        let result = try #require(client.result(try push(connection, token: Wire.token(MockFaults.Prefix.refuseStream))))
+        let connection = try await harness.connect(client).get()
+        let result = try #require(try await client.result(try await push(connection, token: Wire.token(MockFaults.Prefix.refuseStream))))
         guard case .failure(let error) = result else {
             Issue.record("a refused stream was answered: \(result)")
             return
@@ -315,22 +303,22 @@ struct MockAPNsServerTests {
     }
 
     @Test("GOAWAY after N requests names the Nth stream and carries Apple's debug data")
-    func goAwayAfterRequests() throws {
+    func goAwayAfterRequests() async throws {
         var faults = MockFaults.standard
         faults.goAwayAfterRequests = 3
         let harness = try Harness(faults: faults)
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        let first = try push(connection)
-        #expect(try #require(client.result(first)).get().status == 200)
-        #expect(client.wait { $0.limits.last == 1000 })
+        let connection = try await harness.connect(client).get()
+        let first = try await push(connection)
+        #expect(try #require(try await client.result(first)).get().status == 200)
+        #expect(try await client.wait { $0.limits.last == 1000 })
         // All four in one loop job: the GOAWAY that the third answer brings cannot arrive between
         // two submissions (it did when the client read fast enough), so ids[2...] are surely refused.
-        let ids = try #require(onLoop(connection) { connection -> [Int32]? in
+        let ids = try #require(await onLoop(connection) { connection -> [Int32]? in
             try? (0..<4).map { _ in try connection.submitRequest(path: "/3/device/\(Wire.token())", headers: Wire.headers(), body: Wire.payload) }
         })
-        #expect(client.wait { state in ids.allSatisfy { state.results[$0] != nil } })
+        #expect(try await client.wait { state in ids.allSatisfy { state.results[$0] != nil } })
         let goAway = try #require(client.state.withLock { $0.goAway })
         #expect(goAway.last == ids[1])
         #expect(goAway.debug == Array(#"{"reason":"Shutdown"}"#.utf8))
@@ -349,71 +337,68 @@ struct MockAPNsServerTests {
     }
 
     @Test("goAwayAll sends GOAWAY with the given reason to every connection")
-    func goAwayAll() throws {
+    func goAwayAll() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let clients = [Client(), Client()]
-        let connections = try clients.map { try harness.connect($0).get() }
-        #expect(try #require(clients[0].result(try push(connections[0]))).get().status == 200)
+        var connections: [HTTP2ClientConnection] = []
+        for client in clients { connections.append(try await harness.connect(client).get()) }
+        #expect(try #require(try await clients[0].result(try await push(connections[0]))).get().status == 200)
         harness.server.goAwayAll(debugReason: "Maintenance")
         for client in clients {
-            #expect(client.wait { $0.goAway != nil })
+            #expect(try await client.wait { $0.goAway != nil })
             #expect(client.state.withLock { $0.goAway?.debug } == Array(#"{"reason":"Maintenance"}"#.utf8))
         }
     }
 
     @Test("dropAllConnections fails the client's pending streams promptly")
-    func dropAll() throws {
+    func dropAll() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let client = Client()
-        let connection = try harness.connect(client).get()
-        _ = try #require(client.result(try push(connection))).get()
-        let pending = try push(connection, token: Wire.token(MockFaults.Prefix.neverAnswer))
-        #expect(harness.server.waitForRecords(count: 2, timeout: .seconds(5)))
+        let connection = try await harness.connect(client).get()
+        _ = try #require(try await client.result(try await push(connection))).get()
+        let pending = try await push(connection, token: Wire.token(MockFaults.Prefix.neverAnswer))
+        #expect(try await eventually(within: .seconds(5)) { harness.server.records.count >= 2 })
         harness.server.dropAllConnections()
-        let result = try #require(client.result(pending))
+        let result = try #require(try await client.result(pending))
         guard case .failure(let error) = result else {
             Issue.record("a dropped stream was answered")
             return
         }
         #expect(error.reason == .connectionClosed)
-        #expect(client.wait { $0.closed })
+        #expect(try await client.wait { $0.closed })
         #expect(harness.server.openConnectionCount == 0)
     }
 
     @Test("refuseConnections makes a connect fail, then succeed on the same port")
-    func refuseConnections() throws {
+    func refuseConnections() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let port = harness.server.port
         harness.server.refuseConnections(for: .milliseconds(300))
-        let refused = harness.connect(Client())
+        let refused = try await harness.connect(Client())
         guard case .failure(let error) = refused else {
             Issue.record("connected while the emulator refused connections")
             return
         }
         #expect(error.code == .connectFailed)
-        var connected: HTTP2ClientConnection?
-        for _ in 0..<50 where connected == nil {
-            Thread.sleep(forTimeInterval: 0.1)
-            connected = try? harness.connect(Client()).get()
-        }
-        #expect(connected != nil)
+        // The refusal lasts 300 ms: a connect after it succeeds.
+        #expect(try await eventually(within: .seconds(5)) { (try? await harness.connect(Client()).get()) != nil })
         #expect(harness.server.port == port)
     }
 
     @Test("stop kills the emulator and restart brings it back on the same port")
-    func stopAndRestart() throws {
+    func stopAndRestart() async throws {
         let harness = try Harness()
         defer { harness.shutdown() }
         let port = harness.server.port
         let first = Client()
-        let connection = try harness.connect(first).get()
-        _ = try #require(first.result(try push(connection))).get()
+        let connection = try await harness.connect(first).get()
+        _ = try #require(try await first.result(try await push(connection))).get()
         harness.server.stop()
-        #expect(first.wait { $0.closed })
-        guard case .failure(let error) = harness.connect(Client()) else {
+        #expect(try await first.wait { $0.closed })
+        guard case .failure(let error) = try await harness.connect(Client()) else {
             Issue.record("connected to a stopped emulator")
             return
         }
@@ -422,8 +407,8 @@ struct MockAPNsServerTests {
         try harness.server.restart()
         #expect(harness.server.port == port)
         let second = Client()
-        let again = try harness.connect(second).get()
-        #expect(try #require(second.result(try push(again))).get().status == 200)
+        let again = try await harness.connect(second).get()
+        #expect(try #require(try await second.result(try await push(again))).get().status == 200)
         #expect(harness.server.connectionCount == 2)
         #expect(Set(harness.server.records.map(\.connectionID)) == [1, 2])
     }

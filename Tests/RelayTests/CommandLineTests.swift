@@ -3,6 +3,7 @@ import Testing
 import MockAPNs
 import OpenSSLSupport
 import BuiltProducts
+import TestWaits
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -186,7 +187,7 @@ struct CommandLineTests {
         try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
                                 port: port, pool: 2)
         let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log, wrapper: wrapper)
-        defer { relay.stop() }
+        defer { relay.forceStop() }
         try await relay.waitUntilReady(port: port)
         try await body(relay)
     }
@@ -199,11 +200,10 @@ struct CommandLineTests {
             func onlyLoops(_ names: [String]) -> Bool {
                 names.filter { $0 == "apns-relay" }.count == 1 && names.filter { $0 != "apns-relay" }.allSatisfy { $0.hasPrefix("eventloop-") }
             }
-            let settled = ContinuousClock.now + .seconds(5)
-            while !onlyLoops(relay.threadNames), ContinuousClock.now < settled { try await Task.sleep(for: .milliseconds(20)) }
+            _ = try await eventually(within: .seconds(5)) { onlyLoops(relay.threadNames) }
             let seen = relay.threadNames
             #expect(onlyLoops(seen), "the main thread and the event loops only: \(seen)")
-            #expect(relay.stop() == 0)
+            #expect(try await relay.stop() == 0)
             #expect(relay.logText.contains("drained; bye"))
         }
     }
@@ -218,7 +218,7 @@ struct CommandLineTests {
             #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")
             let loops = relay.threadNames.filter { $0.hasPrefix("eventloop-") }
             #expect(loops.count == 1, "\(loops)")
-            #expect(relay.stop() == 0)
+            #expect(try await relay.stop() == 0)
         }
     }
 
@@ -238,7 +238,7 @@ struct CommandLineTests {
         }
         try writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8)
         let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
-        defer { relay.stop() }
+        defer { relay.forceStop() }
         try await relay.waitUntilReady(port: port)
 
         func pushKeyID() async throws -> String? {
@@ -275,7 +275,7 @@ struct CommandLineTests {
         try await relay.waitUntilReady(port: port)
         #expect(try await pushKeyID() == newKeyID)
         #expect(relay.isRunning)
-        #expect(relay.stop() == 0)
+        #expect(try await relay.stop() == 0)
     }
 }
 
@@ -349,7 +349,8 @@ private struct TemporaryFiles {
 }
 
 /// `apns-relay serve` as a child process (nothing inherited from the test's environment), its
-/// stderr in a file; `stop` sends SIGTERM and, after 10 s, SIGKILL, so it never outlives the test.
+/// stderr in a file; `stop` sends SIGTERM and, after 10 s, SIGKILL; `forceStop` (a test's
+/// `defer`) SIGKILL at once, so it never outlives the test.
 private final class ServeProcess: @unchecked Sendable {
     // @unchecked: the Process is started in init and then only read (isRunning, pid) or stopped.
     private let process = Process()
@@ -390,35 +391,37 @@ private final class ServeProcess: @unchecked Sendable {
 
     /// Polls GET /ready until 200 (bounded: 15 s).
     func waitUntilReady(port: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
+        let ready = try await eventually(within: .seconds(15)) {
             guard process.isRunning else { throw TestHTTP.Failure(description: "the relay exited (\(process.terminationStatus)): \(logText)") }
-            if let response = try? await TestHTTP.get(port: port, target: "/ready"), response.status == 200 { return }
-            try await Task.sleep(for: .milliseconds(50))
+            return (try? await TestHTTP.get(port: port, target: "/ready"))?.status == 200
         }
-        throw TestHTTP.Failure(description: "the relay never became ready: \(logText)")
+        guard ready else { throw TestHTTP.Failure(description: "the relay never became ready: \(logText)") }
     }
 
     /// Waits (bounded: 10 s) until the log holds `text`.
     func waitForLog(_ text: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !logText.contains(text) {
+        let logged = try await eventually(within: .seconds(10)) {
+            if logText.contains(text) { return true }
             guard process.isRunning else { throw TestHTTP.Failure(description: "the relay exited (\(process.terminationStatus)): \(logText)") }
-            guard ContinuousClock.now < deadline else { throw TestHTTP.Failure(description: "no log line with \"\(text)\": \(logText)") }
-            try await Task.sleep(for: .milliseconds(20))
+            return false
         }
+        guard logged else { throw TestHTTP.Failure(description: "no log line with \"\(text)\": \(logText)") }
     }
 
     /// SIGTERM, then SIGKILL after 10 s; the exit status (128 + signal when killed by one).
-    @discardableResult
-    func stop() -> Int32 {
+    func stop() async throws -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if try await !eventually(within: .seconds(10), { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
         }
-        process.waitUntilExit()
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+        return try await onOwnThread {
+            self.process.waitUntilExit()
+            return self.process.terminationReason == .exit ? self.process.terminationStatus : 128 + self.process.terminationStatus
+        }
+    }
+
+    /// For a `defer` after a failure: SIGKILL at once, so the relay never outlives the test.
+    func forceStop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import APNs
 import MockAPNs
@@ -8,6 +9,7 @@ import Encoders
 import OpenSSLSupport
 @testable import Relay
 import CertificateSupport
+import TestWaits
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -141,6 +143,9 @@ final class RelayHarness: Sendable {
     let logs = InMemoryLogSink()
     /// The relay's wall clock, fixed to a whole second so `apns-expiration` is exact.
     let now: WallTime
+    /// The emulators' clock (Unix seconds): the real one until a test fixes it, to age the
+    /// relay's provider token without waiting.
+    let appleTime = EmulatorClock()
 
     /// - Parameters:
     ///   - emulator: changes both emulators' configuration (token max age, faults).
@@ -148,13 +153,15 @@ final class RelayHarness: Sendable {
     init(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
          poolSize: Int = 2, loops: Int = 1, emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
          tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil) throws {
+        let appleTime = self.appleTime
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
             var configuration = MockAPNsConfiguration(topics: [Self.topic], teamID: Self.teamID,
                                                       keys: [Self.keyID: .es256(Self.key.publicKey)], sandbox: sandbox,
                                                       // The relay always sends both: hold it to that.
                                                       requirePushType: true, strictPayload: true)
             configure(&configuration)
-            return try MockAPNsServer.start(configuration: configuration, certificates: Self.certificates)
+            return try MockAPNsServer.start(configuration: configuration, certificates: Self.certificates,
+                                            unixTime: { appleTime.unixSeconds })
         }
         apple = try emulator(sandbox: false)
         sandbox = try emulator(sandbox: true)
@@ -182,10 +189,8 @@ final class RelayHarness: Sendable {
     var port: Int { relay.port }
 
     func waitUntilReady() async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !relay.isReady {
-            guard ContinuousClock.now < deadline else { throw TestHTTP.Failure(description: "relay never became ready") }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await eventually(within: .seconds(10), { relay.isReady }) else {
+            throw TestHTTP.Failure(description: "relay never became ready")
         }
     }
 
@@ -221,6 +226,18 @@ final class RelayHarness: Sendable {
                       ("Crypto-Key", "dh=\(Sample.dh);p256ecdsa=BAAA")] + extra,
             body: body)
     }
+}
+
+/// Unix seconds: the real time until `fix(at:)`, then that second until fixed again.
+final class EmulatorClock: Sendable {
+    private let fixed = Atomic<Int64>(0)
+
+    var unixSeconds: Int64 {
+        let fixed = fixed.load(ordering: .acquiring)
+        return fixed != 0 ? fixed : WallTime.unixSecondsNow
+    }
+
+    func fix(at seconds: Int64) { fixed.store(seconds, ordering: .releasing) }
 }
 
 /// A 64-digit token starting with `prefix` (the emulator picks its fault by prefix).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import APNs
 import MockAPNs
+import TestWaits
 @testable import Relay
 
 private let rfc8291Body = "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
@@ -216,7 +217,7 @@ struct EndToEndTests {
                     try await h.push(token: token(String(format: "%04x", 0x1000 + i)), extra: [("X-Request-ID", "r\(i)")])
                 }
                 if i == count / 3 {
-                    while h.apple.records.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
+                    #expect(try await eventually { !h.apple.records.isEmpty })
                     try disturb()
                 }
             }
@@ -247,12 +248,7 @@ struct EndToEndTests {
     func restart() async throws {
         try await RelayHarness.with { h in
             try await pushesSurvive(h, count: 30) { try h.apple.restart() }
-            var status = 0
-            for _ in 0..<50 where status != 201 {
-                status = try await h.push(token: token("fd")).status
-                if status != 201 { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            #expect(status == 201)
+            #expect(try await eventually { try await h.push(token: token("fd")).status == 201 })
         }
     }
 
@@ -262,7 +258,7 @@ struct EndToEndTests {
         try await h.waitUntilReady()
         h.apple.rules.updateFaults { $0.byTokenPrefix[MockFaults.Prefix.delay] = .delay(.milliseconds(700)) }
         let inFlight = Task { try await h.push(token: token(MockFaults.Prefix.delay)) }
-        while h.apple.records.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await eventually { !h.apple.records.isEmpty })
         let drained = await h.relay.shutdown(deadline: .seconds(5))
         let response = try await inFlight.value
         #expect(response.status == 201)

@@ -6,18 +6,22 @@ import OpenSSLSupport
 import HTTP2
 @testable import Transport
 import CertificateSupport
+import TestWaits
 
 /// A server that answers every request with 200 and the request body, or as told.
 final class EchoServerDelegate: HTTP2ServerConnectionDelegate, @unchecked Sendable {
     let answerAfter: Int?   // GOAWAY once this many requests arrived, answering only those
     let answer: Bool
     var received = 0
+    /// `received`, for other threads to read.
+    let arrived = Atomic<Int>(0)
     init(answer: Bool = true, goAwayAfter: Int? = nil) {
         self.answer = answer
         self.answerAfter = goAwayAfter
     }
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2Request, stream id: Int32) {
         received += 1
+        arrived.store(received, ordering: .releasing)
         if let limit = answerAfter {
             if received == limit {
                 connection.goAway(lastStreamID: id, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
@@ -31,21 +35,20 @@ final class EchoServerDelegate: HTTP2ServerConnectionDelegate, @unchecked Sendab
     func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?) {}
 }
 
-/// Collects what a client connection hears, and signals when `expected` streams completed.
+/// Collects what a client connection hears; `done` once `expected` streams completed.
 final class Recorder: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     let lock = Mutex<(results: [Int32: Result<HTTP2Response, HTTP2StreamError>], duplicates: Int, goAway: Int32?, closed: Bool)>(([:], 0, nil, false))
-    let done = DispatchSemaphore(value: 0)
-    let closed = DispatchSemaphore(value: 0)
     let expected: Int
     init(expected: Int) { self.expected = expected }
 
+    var done: Bool { lock.withLock { $0.results.count >= expected } }
+    var closed: Bool { lock.withLock { $0.closed } }
+
     func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
-        let finished = lock.withLock { state -> Bool in
+        lock.withLock { state in
             if state.results[id] != nil { state.duplicates += 1 }
             state.results[id] = result
-            return state.results.count == expected
         }
-        if finished { done.signal() }
     }
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {}
     func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
@@ -54,7 +57,6 @@ final class Recorder: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection) {}
     func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?) {
         lock.withLock { $0.closed = true }
-        closed.signal()
     }
 }
 
@@ -84,20 +86,18 @@ struct Fixture {
         clientTLS = try TLSContext.client(trustSystemStore: false, extraCAPEM: certs.caPEM)
     }
 
-    /// Connects from the first loop and waits for the result.
-    func connect(_ recorder: Recorder, host: String = "localhost", tls: TLSContext? = nil) -> Result<HTTP2ClientConnection, TransportError> {
+    /// Connects from the first loop and waits (bounded) for the result.
+    func connect(_ recorder: Recorder, host: String = "localhost", tls: TLSContext? = nil) async throws -> Result<HTTP2ClientConnection, TransportError> {
         let box = Mutex<Handover<Result<HTTP2ClientConnection, TransportError>>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
         let loop = group.loops[0]
         let port = server.port
         let tls = tls ?? clientTLS
         loop.execute {
             HTTP2ClientConnection.connect(host: host, port: port, tls: tls, on: loop, timeout: .seconds(5), delegate: recorder) { result in
                 box.withLock { $0 = Handover(value: result) }
-                ready.signal()
             }
         }
-        _ = ready.wait(timeout: .now() + 10)
+        _ = try await eventually { box.withLock { $0 != nil } }
         return box.withLock { $0 }?.value ?? .failure(TransportError(.timedOut, "test: no answer"))
     }
 
@@ -119,13 +119,13 @@ struct Fixture {
 @Suite("TLS + HTTP/2 on the event loops")
 struct TransportTests {
     @Test("a request crosses TLS and HTTP/2 and its answer comes back")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         let fixture = try Fixture { EchoServerDelegate() }
         defer { fixture.shutdown() }
         let recorder = Recorder(expected: 1)
-        let connection = try fixture.connect(recorder).get()
+        let connection = try await fixture.connect(recorder).get()
         fixture.submit(connection, count: 1, body: Array(repeating: 7, count: 4096))
-        #expect(recorder.done.wait(timeout: .now() + 10) == .success)
+        #expect(try await eventually(within: .seconds(10)) { recorder.done })
         let response = try #require(recorder.lock.withLock { $0.results.values.first })
         let answer = try response.get()
         #expect(answer.status == 200)
@@ -134,14 +134,14 @@ struct TransportTests {
     }
 
     @Test("1,000 concurrent streams on one connection all complete exactly once")
-    func thousandStreams() throws {
+    func thousandStreams() async throws {
         let fixture = try Fixture { EchoServerDelegate() }
         defer { fixture.shutdown() }
         let recorder = Recorder(expected: 1000)
-        let connection = try fixture.connect(recorder).get()
+        let connection = try await fixture.connect(recorder).get()
         #expect(connection.remoteMaxConcurrentStreams == 1000)
         fixture.submit(connection, count: 1000)
-        #expect(recorder.done.wait(timeout: .now() + 30) == .success)
+        #expect(try await eventually(within: .seconds(30)) { recorder.done })
         let state = recorder.lock.withLock { ($0.results.count, $0.duplicates, $0.results.values.filter { (try? $0.get().status) == 200 }.count) }
         #expect(state.0 == 1000)
         #expect(state.1 == 0)
@@ -149,29 +149,29 @@ struct TransportTests {
     }
 
     @Test("a flush of more ciphertext than the channel's 64 KiB send buffer goes out whole, in order")
-    func flushLargerThanSendBuffer() throws {
+    func flushLargerThanSendBuffer() async throws {
         let fixture = try Fixture { EchoServerDelegate() }
         defer { fixture.shutdown() }
         let recorder = Recorder(expected: 500)
-        let connection = try fixture.connect(recorder).get()
+        let connection = try await fixture.connect(recorder).get()
         // 500 requests submitted in one job leave in one flush: about 150 KiB of TLS records,
         // sent as several buffer-fulls. A lost, doubled or reordered piece breaks the records' MACs.
         let body = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         fixture.submit(connection, count: 500, body: body)
-        #expect(recorder.done.wait(timeout: .now() + 30) == .success)
+        #expect(try await eventually(within: .seconds(30)) { recorder.done })
         let answers = recorder.lock.withLock { $0.results.values.compactMap { try? $0.get() } }
         #expect(answers.count == 500)
         #expect(answers.allSatisfy { $0.status == 200 && $0.body == body })
     }
 
     @Test("a GOAWAY ends the streams above last_stream_id as not processed, and the rest complete")
-    func goAway() throws {
+    func goAway() async throws {
         let fixture = try Fixture { EchoServerDelegate(goAwayAfter: 5) }
         defer { fixture.shutdown() }
         let recorder = Recorder(expected: 10)
-        let connection = try fixture.connect(recorder).get()
+        let connection = try await fixture.connect(recorder).get()
         fixture.submit(connection, count: 10)
-        #expect(recorder.done.wait(timeout: .now() + 10) == .success)
+        #expect(try await eventually(within: .seconds(10)) { recorder.done })
         let (results, goAway) = recorder.lock.withLock { ($0.results, $0.goAway) }
         let last = try #require(goAway)
         for (id, result) in results {
@@ -188,39 +188,41 @@ struct TransportTests {
     }
 
     @Test("a server that dies mid-flight fails every pending stream promptly")
-    func serverKilled() throws {
+    func serverKilled() async throws {
         let connections = Mutex<[LoopBound<HTTP2ServerConnection>]>([])
+        let delegates = Mutex<[EchoServerDelegate]>([])
         let group = try EventLoopGroup(loopCount: 1)
         defer { group.shutdown() }
         let certs = try TestCertificates.make()
         let serverTLS = try TLSContext.server(certificateChainPEM: certs.certificatePEM, privateKeyPEM: certs.privateKeyPEM)
         let server = try HTTP2Server.start(tls: serverTLS, group: group, maxConcurrentStreams: 100) { connection in
             connections.withLock { $0.append(LoopBound(connection, on: connection.loop)) }
-            return EchoServerDelegate(answer: false)
+            let delegate = EchoServerDelegate(answer: false)
+            delegates.withLock { $0.append(delegate) }
+            return delegate
         }
         let fixture = Fixture(group: group, server: server, clientTLS: try TLSContext.client(trustSystemStore: false, extraCAPEM: certs.caPEM))
         let recorder = Recorder(expected: 20)
-        let connection = try fixture.connect(recorder).get()
+        let connection = try await fixture.connect(recorder).get()
         fixture.submit(connection, count: 20)
-        // Wait until the server holds the connection, then cut it like a crash.
-        for _ in 0..<100 where connections.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.02) }
-        Thread.sleep(forTimeInterval: 0.2)
+        // Wait until the server holds all 20 requests unanswered, then cut it like a crash.
+        #expect(try await eventually(within: .seconds(10)) { delegates.withLock { $0.first?.arrived.load(ordering: .acquiring) } == 20 })
         let serverSide = try #require(connections.withLock { $0.first })
         serverSide.loop.execute { serverSide.value.close(abruptly: true) }
         server.close()
-        #expect(recorder.done.wait(timeout: .now() + 5) == .success)
-        #expect(recorder.closed.wait(timeout: .now() + 5) == .success)
+        #expect(try await eventually(within: .seconds(5)) { recorder.done })
+        #expect(try await eventually(within: .seconds(5)) { recorder.closed })
         let failures = recorder.lock.withLock { $0.results.values.filter { if case .failure = $0 { return true } else { return false } }.count }
         #expect(failures == 20)
     }
 
     @Test("a client that does not trust the server's CA fails with a TLS error naming the problem")
-    func wrongCA() throws {
+    func wrongCA() async throws {
         let fixture = try Fixture { EchoServerDelegate() }
         defer { fixture.shutdown() }
         let other = try TestCertificates.make()
         let tls = try TLSContext.client(trustSystemStore: false, extraCAPEM: other.caPEM)
-        let result = fixture.connect(Recorder(expected: 1), tls: tls)
+        let result = try await fixture.connect(Recorder(expected: 1), tls: tls)
         guard case .failure(let error) = result else {
             Issue.record("connected with an untrusted CA")
             return
@@ -231,22 +233,22 @@ struct TransportTests {
     }
 
     @Test("connecting to a closed port fails promptly with connectFailed")
-    func refused() throws {
+    func refused() async throws {
         let fixture = try Fixture { EchoServerDelegate() }
         let port = fixture.server.port
         fixture.server.close()
         defer { fixture.group.shutdown() }
         let box = Mutex<TransportError?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let done = Atomic<Bool>(false)
         let loop = fixture.group.loops[0]
         let tls = fixture.clientTLS
         loop.execute {
             HTTP2ClientConnection.connect(host: "127.0.0.1", port: port, tls: tls, on: loop, timeout: .seconds(5), delegate: Recorder(expected: 0)) { result in
                 if case .failure(let e) = result { box.withLock { $0 = e } }
-                done.signal()
+                done.store(true, ordering: .releasing)
             }
         }
-        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(try await eventually(within: .seconds(5)) { done.load(ordering: .acquiring) })
         #expect(box.withLock { $0 }?.code == .connectFailed)
         #expect(box.withLock { $0 }?.cause == .socket(SocketError(code: .connectionRefused, message: "")))
     }
