@@ -104,7 +104,7 @@ slow-bodies: deps
 # on the parser sources) where the toolchain has it, otherwise the seeded random test for that long;
 # with FUZZ_STRICT set (CI) a libFuzzer build that fails is a failure, not a fallback.
 FUZZ_SECONDS ?= 30
-FUZZ_SOURCES := $(addprefix Sources/HTTPServer/,HTTPHeaders.swift HTTPRequest.swift HTTPResponse.swift HTTPParserLimits.swift ASCIIBytes.swift HTTPParser.swift HTTPParserBuffer.swift HTTPHeadParsing.swift HTTPSerializer.swift) Sources/Encoders/JSONString.swift Sources/Encoders/Hex.swift Sources/Encoders/StringBytes.swift Sources/Encoders/DecimalText.swift Sources/Encoders/CodedError.swift \
+FUZZ_SOURCES := $(addprefix Sources/HTTPServer/,HTTPHeaders.swift HTTPRequest.swift HTTPResponse.swift HTTPParserLimits.swift ASCIIBytes.swift HTTPParser.swift HTTPParserBuffer.swift HTTPHeadParsing.swift HTTPSerializer.swift) Sources/Basics/JSONString.swift Sources/Basics/Hex.swift Sources/Basics/StringBytes.swift Sources/Basics/DecimalText.swift Sources/Basics/CodedError.swift \
 	Tests/HTTPServerTests/ParserHarness.swift Tests/HTTPServerTests/LibFuzzerEntry.swift
 fuzz:
 	@mkdir -p .build/fuzz/corpus

@@ -4,16 +4,17 @@ import PackageDescription
 // Arrows point down only (each target's list below is exactly what its files import; the
 // PackageGraphTests suite reads this file one target per line, so keep each target on one line):
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
-//   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop, Encoders}
+//   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop, Basics}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
-//   Encoders (base64url, hex, JSON strings, UUIDs, the wall clock) is the leaf every layer may import; it imports
-//   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Encoders: it keeps its own
+//   Basics (what every layer shares: base64url, hex, JSON strings, UUIDs, the wall clock, random bytes, the
+//   one shape of errors) is the leaf every layer may import; it imports
+//   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Basics: it keeps its own
 //   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
 // Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2 and EventLoop import the C
 // targets, always with `internal import`.
-// The APNs product holds APNs, APNsCore, Encoders and what they need: never the WebPush crypto or
+// The APNs product holds APNs, APNsCore, Basics and what they need: never the WebPush crypto or
 // the test certificates.
 let package = Package(
     name: "apns-relay",
@@ -32,38 +33,38 @@ let package = Package(
         // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
         .target(name: "CLinux"),
 
-        .target(name: "Encoders"),
-        .target(name: "Observability", dependencies: ["Encoders"]),
-        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL", "Encoders"]),
-        .target(name: "EventLoop", dependencies: ["CLinux", "Observability", "Encoders"]),
-        .target(name: "HTTP2", dependencies: ["CNghttp2", "Encoders"]),
-        .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2", "Encoders"]),
-        .target(name: "CryptoSupport", dependencies: ["COpenSSL", "OpenSSLSupport", "Encoders"]),
+        .target(name: "Basics"),
+        .target(name: "Observability", dependencies: ["Basics"]),
+        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL", "Basics"]),
+        .target(name: "EventLoop", dependencies: ["CLinux", "Observability", "Basics"]),
+        .target(name: "HTTP2", dependencies: ["CNghttp2", "Basics"]),
+        .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2", "Basics"]),
+        .target(name: "CryptoSupport", dependencies: ["COpenSSL", "OpenSSLSupport", "Basics"]),
         .target(name: "CertificateSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
-        .target(name: "APNsCore", dependencies: ["Encoders"]),
-        .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Encoders"]),
-        .target(name: "WebPush", dependencies: ["Encoders"]),
-        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Encoders"]),
-        .target(name: "HTTPServer", dependencies: ["EventLoop", "Encoders"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Encoders", "Observability", "EventLoop", "OpenSSLSupport"]),
+        .target(name: "APNsCore", dependencies: ["Basics"]),
+        .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Basics"]),
+        .target(name: "WebPush", dependencies: ["Basics"]),
+        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Basics"]),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "Basics"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport"]),
-        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Encoders"]),
+        .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Basics"]),
         // What relay-bench and relay-soak share: the relay as a child process, loopback probes, the pushes.
-        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto", "Encoders"]),
-        .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport", "Transport", "HTTP2", "EventLoop", "Encoders"]),
+        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto", "Basics"]),
+        .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport", "Transport", "HTTP2", "EventLoop", "Basics"]),
         .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
 
-        .testTarget(name: "EncodersTests", dependencies: ["Encoders"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Encoders", "ObservabilityTestSupport"]),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Basics", "ObservabilityTestSupport"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "TestWaits"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Encoders", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Basics", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
-        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Encoders"]),
+        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Basics"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
         // Where the suites that run the built apns-relay find it (APNS_RELAY_BIN_DIR: make test's
         // second pass points it at the shipped binary) and how the scratch package is built.
@@ -74,7 +75,7 @@ let package = Package(
         .target(name: "TestWaits", path: "Tests/TestWaits"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts", "TestWaits"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Encoders", "EventLoop", "BuiltProducts", "ObservabilityTestSupport", "TestWaits"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Basics", "EventLoop", "BuiltProducts", "ObservabilityTestSupport", "TestWaits"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import EventLoop
-internal import Encoders
+internal import Basics
 
 /// Sends pushes to Apple over a small pool of long-lived HTTP/2 connections per environment.
 ///

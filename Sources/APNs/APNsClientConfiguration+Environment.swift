@@ -1,5 +1,5 @@
 import EventLoop
-internal import Encoders
+internal import Basics
 
 extension APNsClientConfiguration {
     /// The variables the library and `apns-relay send` read, by name.

@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// Why a connection to Apple could not be made, as a value: what the operator must check
 /// (`code`) and the sentence that says it (`message`, which is also the description), naming

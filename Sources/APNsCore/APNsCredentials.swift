@@ -1,5 +1,5 @@
 import Synchronization
-internal import Encoders
+internal import Basics
 
 /// The key id, team id and key that sign provider tokens, replaceable while the client runs, and
 /// the one provider token they signed, shared by every connection of every environment.

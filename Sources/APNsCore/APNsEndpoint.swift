@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// Where a pool connects. Custom hosts point the client at the emulator in tests and the demo.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {

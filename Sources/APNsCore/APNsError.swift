@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// A failure to get a push to Apple, or a push we refused before sending it.
 ///

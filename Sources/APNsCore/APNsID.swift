@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// An `apns-id`: the UUID a push carries so that Apple's answer and Apple's delivery logs can be
 /// matched to it. Pass one in `APNsPushOptions.apnsID` to choose it; otherwise each push gets a

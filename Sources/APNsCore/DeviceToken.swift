@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// An APNs device token, checked once so nothing malformed reaches Apple.
 ///

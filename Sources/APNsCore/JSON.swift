@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// A JSON value for the keys an app puts beside `aps`.
 ///

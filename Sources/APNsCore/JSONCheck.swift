@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// Checks that bytes are one JSON object (RFC 8259) holding an `aps` object, and tells whether
 /// `aps` holds only `content-available`, without building any value.

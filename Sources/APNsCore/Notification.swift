@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// One push, checked against Apple's rules when made, so a refusal costs no stream
 /// and says exactly what to fix.

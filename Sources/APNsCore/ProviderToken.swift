@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// Signs provider tokens. The OpenSSL ES256 key conforms in the transport layer; tests use a fake,
 /// so this module needs no crypto of its own.

@@ -1,6 +1,6 @@
 // Pieces the benchmark and the soak share: errors, the clock, random bytes, apns-ids as numbers.
 import Foundation
-import Encoders
+import Basics
 
 /// Why the benchmark stopped; the message says what to fix.
 package struct BenchError: Error, CustomStringConvertible {

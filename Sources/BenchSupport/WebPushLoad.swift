@@ -1,7 +1,7 @@
 import OpenSSLSupport
 import WebPushCrypto
 import CryptoSupport
-import Encoders
+import Basics
 
 // The load: Mastodon-shaped aesgcm WebPush messages, really encrypted, and the HTTP/1.1
 // requests that carry them to the relay.

@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// Why a WebPush-style primitive (ECDH, HKDF, AES-GCM, random bytes) failed, with a code
 /// callers switch on: a forged message and a malformed key call for different answers.

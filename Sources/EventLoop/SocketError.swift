@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import Encoders
+internal import Basics
 
 /// A socket failure as a value: a stable `code` to branch on, the system's own number for it
 /// (`errno`, or getaddrinfo's `resolverCode`), and a message that tells the operator what to check.

@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// One HTTP/2 header field as our callers see it.
 ///

@@ -4,7 +4,7 @@
 import Glibc
 #endif
 #if !HTTPPARSER_FUZZ
-internal import Encoders
+internal import Basics
 #endif
 
 @inline(__always)

@@ -1,11 +1,11 @@
 // HTTP/1.1 message values shared by the parser, the serializer and the socket server.
-// Pure Swift, no Foundation: the fuzz build compiles this file with the parser, with the Encoders
+// Pure Swift, no Foundation: the fuzz build compiles this file with the parser, with the Basics
 // files it needs beside it (so it imports that module only in the package build).
 #if canImport(Glibc)
 import Glibc
 #endif
 #if !HTTPPARSER_FUZZ
-package import Encoders
+internal import Basics
 #endif
 
 /// Why the parser refused a request: the status to answer with (its `code`), and a one-line

@@ -1,7 +1,7 @@
 // Response serialization and the Date header. Pure Swift, no Foundation. The fuzz build
-// compiles this file with the Encoders files it needs beside it (see HTTPHeaders.swift).
+// compiles this file with the Basics files it needs beside it (see HTTPHeaders.swift).
 #if !HTTPPARSER_FUZZ
-internal import Encoders
+internal import Basics
 #endif
 
 /// Serializes a response: status line, the response's headers, Content-Length, Date, and

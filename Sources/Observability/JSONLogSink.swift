@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-package import Encoders
+package import Basics
 
 /// One JSON object per line, for log shippers: `ts`, `level`, `label`, `msg`, then the metadata
 /// keys in sorted order so lines diff and grep predictably.

@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// `JSONLogSink` writes any key) made once, for `LogFieldWriter.add(_:_:)`.
 package struct LogKey: Sendable, ExpressibleByStringLiteral {

@@ -1,4 +1,4 @@
-package import Encoders
+package import Basics
 
 package enum LogValue: Sendable, Equatable, CustomStringConvertible,
     ExpressibleByStringLiteral, ExpressibleByStringInterpolation,

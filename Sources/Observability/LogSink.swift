@@ -1,4 +1,4 @@
-package import Encoders
+package import Basics
 
 /// safe to call from any thread and must never interleave two lines.
 package protocol LogSink: Sendable {

@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// safe to share across threads.
 func formatTimestamp(_ date: WallTime) -> String {

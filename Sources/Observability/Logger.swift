@@ -1,4 +1,4 @@
-package import Encoders
+package import Basics
 
 /// A cheap value to copy and pass down: each layer adds its own context with `with(_:_:)`
 /// instead of repeating it on every call.

@@ -4,7 +4,7 @@
 import Glibc
 #endif
 import Synchronization
-internal import Encoders
+internal import Basics
 
 /// A value that only goes up (requests, errors); Prometheus derives rates from it.
 package final class Counter: Sendable {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import Encoders
+internal import Basics
 
 /// `2025-01-02T03:04:05.678Z level [label] message key=value`, for a terminal.
 package struct TextLogSink: LogSink {

@@ -1,5 +1,5 @@
 internal import COpenSSL
-internal import Encoders
+internal import Basics
 
 /// Why a key could not be loaded or used, with a message that says which file to use.
 /// Equality is on the code, as for every `CodedError` (written out: the conformance is public).

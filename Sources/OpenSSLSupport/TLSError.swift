@@ -1,4 +1,4 @@
-internal import Encoders
+internal import Basics
 
 /// A TLS failure with a code callers switch on and a message that says what to do,
 /// because "handshake failed" alone leaves an operator guessing. Equality is on the code

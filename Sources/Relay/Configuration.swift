@@ -7,7 +7,7 @@ import APNs
 import WebPush
 import Observability
 import EventLoop
-import Encoders
+import Basics
 
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.

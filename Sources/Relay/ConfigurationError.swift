@@ -1,4 +1,4 @@
-import Encoders
+import Basics
 
 /// Why start-up stopped. The message is one line naming the variable and what it should hold,
 /// so an operator can fix the deployment from the log alone, and it is the whole description.

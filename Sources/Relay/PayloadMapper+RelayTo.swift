@@ -1,4 +1,4 @@
-import Encoders
+import Basics
 import WebPush
 
 extension PayloadMapper {

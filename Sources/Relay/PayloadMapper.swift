@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import APNs
-import Encoders
+import Basics
 import WebPush
 
 /// Everything the APNs request needs from one WebPush message, decided without I/O.

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import APNs
-import Encoders
+import Basics
 import HTTPServer
 import Observability
 import OpenSSLSupport

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import APNs
-import Encoders
+import Basics
 import EventLoop
 import HTTPServer
 import Observability

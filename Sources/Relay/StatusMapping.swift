@@ -1,5 +1,5 @@
 import APNs
-import Encoders
+import Basics
 
 /// What the relay answers the sender for one push that reached the APNs client (docs/ARCHITECTURE.md §6).
 ///

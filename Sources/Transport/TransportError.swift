@@ -1,7 +1,7 @@
 import EventLoop
 import OpenSSLSupport
 import HTTP2
-internal import Encoders
+internal import Basics
 
 /// Why a connection could not be made or was lost, as a value: a code to branch on, the
 /// layer below's own error as a `cause` (never folded into text), and a message that says

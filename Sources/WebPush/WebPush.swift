@@ -2,7 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import Encoders
+internal import Basics
 
 /// The content coding of an encrypted WebPush body. The relay never decrypts, but the
 /// device must know which scheme to run, so the coding travels to Apple as `"e"`.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import Encoders
+internal import Basics
 
 /// Turns the headers and body of a WebPush POST into a `WebPushMessage`, or the exact
 /// status and reason to answer with.

@@ -3,7 +3,7 @@
 // draft. The relay itself never decrypts; this exists for the demo, the benchmark's
 // realistic bodies and tests that prove forwarded messages still decrypt.
 
-internal import Encoders
+internal import Basics
 
 /// Why a WebPush message could not be encrypted or decrypted, with a message that says
 /// which input to fix: on a device the difference between "wrong keys" and "corrupted in

@@ -1,5 +1,5 @@
 package import CryptoSupport
-internal import Encoders
+internal import Basics
 internal import WebPush
 
 /// What an iOS notification service extension does with the relay's payload: it holds the

@@ -1,5 +1,5 @@
 package import CryptoSupport
-internal import Encoders
+internal import Basics
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the
 /// demo and benchmark need real encrypted bodies, not random bytes, so that what the relay

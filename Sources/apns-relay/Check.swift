@@ -5,7 +5,7 @@ import Dispatch
 import APNs
 import EventLoop
 import Relay
-import Encoders
+import Basics
 
 /// `check`: everything `serve` would refuse to start with, found before a deploy.
 enum Check {

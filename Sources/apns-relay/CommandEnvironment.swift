@@ -3,7 +3,7 @@ import Glibc
 #endif
 import APNs
 import EventLoop
-import Encoders
+import Basics
 
 /// A mistake on the command line: one line naming the variable or flag; its `code` is the exit
 /// status (2, as for every usage mistake).

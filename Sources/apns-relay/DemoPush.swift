@@ -4,7 +4,7 @@ import Glibc
 import Relay
 import APNs
 import WebPushCrypto
-import Encoders
+import Basics
 
 /// A Mastodon-shaped aesgcm WebPush request: what a Sidekiq worker posts to the relay.
 ///

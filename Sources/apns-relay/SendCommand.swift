@@ -4,7 +4,7 @@ import Glibc
 import Dispatch
 import Synchronization
 import APNs
-import Encoders
+import Basics
 import EventLoop
 
 /// `apns-relay send`, `send-many` and `clean-token`: the APNs library on the command line.

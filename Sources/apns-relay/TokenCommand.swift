@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import APNs
-import Encoders
+import Basics
 
 /// `apns-relay token`: prints a provider token, to try the key with curl or compare with Apple's docs.
 enum TokenCommand {

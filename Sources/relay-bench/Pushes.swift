@@ -1,5 +1,5 @@
 import BenchSupport
-import Encoders
+import Basics
 
 // The ceiling phase's side of the load: push ids, and the APNs bodies the relay would make.
 

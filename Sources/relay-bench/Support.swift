@@ -2,7 +2,7 @@
 import Foundation
 import OpenSSLSupport
 import BenchSupport
-import Encoders
+import Basics
 
 /// The benchmark's knobs, from the environment; every value is bounded so a run always ends.
 struct BenchSettings {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import APNsCore
-import Encoders
+import Basics
 @testable import APNs
 import OpenSSLSupport
 

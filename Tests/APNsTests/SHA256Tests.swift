@@ -1,6 +1,6 @@
 import Testing
 @testable import APNsCore
-import Encoders
+import Basics
 @testable import APNs
 
 /// Token fingerprints must stay the same across releases, or log lines about one device

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Observability
-import Encoders
+import Basics
 import ObservabilityTestSupport
 
 /// 2024-02-29T12:34:56.789Z

@@ -45,13 +45,13 @@ struct ImportGraphTests {
         }
     }
 
-    @Test("the emulator shares no code with the client: MockAPNs never imports APNs, APNsCore or Encoders")
+    @Test("the emulator shares no code with the client: MockAPNs never imports APNs, APNsCore or Basics")
     func emulatorKeepsItsOwnCode() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         let mock = try #require(ImportGraph.targets(manifest: manifest).first { $0.name == "MockAPNs" })
         let imported = Set((Self.swiftImports(under: mock.directory) ?? []).map(\.module))
-        #expect(imported.isDisjoint(with: ["APNs", "APNsCore", "Encoders"]))
-        #expect(mock.dependencies.isDisjoint(with: ["APNs", "APNsCore", "Encoders"]))
+        #expect(imported.isDisjoint(with: ["APNs", "APNsCore", "Basics"]))
+        #expect(mock.dependencies.isDisjoint(with: ["APNs", "APNsCore", "Basics"]))
     }
 
     @Test("no module linked into the apns-relay executable imports Foundation: the standard library and Glibc do")
@@ -62,7 +62,7 @@ struct ImportGraphTests {
         #expect(roots == ["apns-relay"])
         let linked = ImportGraph.closure(of: roots, in: targets)
         // The relay, the emulator it embeds for `demo`, the client, and the C targets below them.
-        #expect(Set(linked.map(\.name)).isSuperset(of: ["apns-relay", "Relay", "MockAPNs", "APNs", "APNsCore", "Encoders",
+        #expect(Set(linked.map(\.name)).isSuperset(of: ["apns-relay", "Relay", "MockAPNs", "APNs", "APNsCore", "Basics",
                                                         "Observability", "WebPush", "HTTPServer", "EventLoop", "CNghttp2"]))
         #expect(!linked.contains { $0.name == "BenchSupport" || $0.directory.hasPrefix("Tests/") })
         let problems = ImportGraph.foundationImports(in: linked) { Self.swiftImports(under: $0.directory) }

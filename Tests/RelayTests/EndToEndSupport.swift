@@ -5,7 +5,7 @@ import APNs
 import MockAPNs
 import Observability
 import ObservabilityTestSupport
-import Encoders
+import Basics
 import OpenSSLSupport
 @testable import Relay
 import CertificateSupport

@@ -3,7 +3,7 @@ import Testing
 @testable import Relay
 import WebPush
 import APNs
-import Encoders
+import Basics
 
 private enum F {
     static let salt = "XaGvK-1McJRNX-agVfElbQ"

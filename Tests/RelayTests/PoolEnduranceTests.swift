@@ -3,7 +3,7 @@ import Testing
 import APNs
 import MockAPNs
 import TestWaits
-import Encoders
+import Basics
 @testable import APNs
 @testable import Relay
 

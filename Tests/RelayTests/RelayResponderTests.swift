@@ -5,7 +5,7 @@ import APNs
 import HTTPServer
 import Observability
 import ObservabilityTestSupport
-import Encoders
+import Basics
 @testable import Relay
 
 /// Stands in for the APNs client: keeps what it was asked to send, answers as scripted.

@@ -4,7 +4,7 @@ import APNs
 import HTTPServer
 import Observability
 import ObservabilityTestSupport
-import Encoders
+import Basics
 @testable import Relay
 
 private func make(_ sender: FakeSender = FakeSender(), relayToTopic: String? = "com.example.toot")

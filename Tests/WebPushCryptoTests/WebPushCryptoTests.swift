@@ -2,7 +2,7 @@ import Testing
 import OpenSSLSupport
 import WebPushCrypto
 import CryptoSupport
-import Encoders
+import Basics
 
 private func b64(_ text: String) -> [UInt8] {
     Base64URL.decode(text)!

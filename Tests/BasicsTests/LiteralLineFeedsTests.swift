@@ -1,5 +1,5 @@
 import Testing
-import Encoders
+import Basics
 
 @Suite("literal \\n in one-line PEM text")
 struct LiteralLineFeedsTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Encoders
+import Basics
 
 @Suite("Random ids")
 struct RandomBytesTests {

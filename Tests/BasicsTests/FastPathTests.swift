@@ -1,5 +1,5 @@
 import Testing
-import Encoders
+import Basics
 
 /// A deterministic generator, so a failing case can be replayed.
 private struct SplitMix64: RandomNumberGenerator {
@@ -57,7 +57,7 @@ private func referenceUUIDText(_ bytes: [UInt8]) -> String {
     return groups.joined(separator: "-")
 }
 
-@Suite("Encoders' fast paths agree with their definitions")
+@Suite("Basics' fast paths agree with their definitions")
 struct EncoderFastPathTests {
     @Test("the base64 check agrees with the character-by-character one on random texts of both alphabets, padding and junk")
     func base64Check() {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Encoders
+import Basics
 
 @Suite("base64url")
 struct Base64URLTests {
