@@ -43,7 +43,7 @@ struct CrashBacktraceTests {
         process.environment = [
             "APNS_AUTH_KEY": try ES256PrivateKey.generate().pemPKCS8, "APNS_KEY_ID": "KEYID12345",
             "APPLE_TEAM_ID": "TEAM123456", "TOPIC": "com.example.app", "APNS_HOST": "127.0.0.1:1",
-            "PORT": "\(try Self.freePort())", "BIND_ADDRESS": "127.0.0.1", "EVENT_LOOPS": "1",
+            "PORT": "\(try freePort())", "BIND_ADDRESS": "127.0.0.1", "EVENT_LOOPS": "1",
             "SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,output-to=stderr,swift-backtrace=\(backtracer.path)",
         ]
         process.standardOutput = FileHandle.nullDevice
@@ -81,20 +81,5 @@ struct CrashBacktraceTests {
         let frames = text.split(separator: "\n").filter { $0.contains(" 0x") && $0.contains(" in ") }
         #expect(frames.contains { $0.contains("epoll_wait") }, "no frame names epoll_wait: \(text)")
         #expect(frames.contains { $0.contains("EventLoop.run(") }, "no frame names EventLoop.run: \(text)")
-    }
-
-    /// A port on 127.0.0.1 that was free a moment ago.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TestHTTP.Failure(description: "no free port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
