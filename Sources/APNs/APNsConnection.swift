@@ -193,8 +193,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         deadlineTimer = loop.schedule(after: deadline - .now) { [weak self] in self?.deadlinesDue() }
     }
 
-    /// Every stream whose deadline has come: the caller hears `.timeout` now and the stream is
-    /// reset, so Apple's late answer cannot arrive. Then the timer waits for the next deadline.
+    /// Every stream whose deadline has come: the push ends now (`.timeout`, or Apple's last
+    /// answer to an earlier attempt) and the stream is reset, so Apple's late answer cannot arrive. Then the timer waits for the next deadline.
     private func deadlinesDue() {
         deadlineTimer = nil
         deadlineTimerDue = nil
@@ -252,7 +252,9 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         guard let entry = forget(stream: id) else { return }
         let push = entry.push
         guard let notification = pool?.notification(of: push) else {
-            // The push ended already (its deadline): the stream's end only frees its slot.
+            // The push ended already (its deadline): the stream's end only frees its slot. Its
+            // answer is not read, so a late ExpiredProviderToken signs nothing: the next push's
+            // own 403 does, one push later.
             if case .failure(let error) = result, error.reason == .connectionClosed { return }
             pool?.handle(.streamCompleted(self.id, push, .late(answered: (try? result.get()) != nil)))
             return

@@ -6,6 +6,8 @@ import EventLoop
 struct PushRequest: PoolRequest {
     let id: PushID
     let notification: APNsNotification
+    /// The same deadline the machine's record holds: a connection arms its timer with it.
+    let deadline: MonotonicInstant
     let completion: APNsPool.Completion
 }
 
@@ -124,8 +126,8 @@ final class APNsPoolShard: @unchecked Sendable {
     func enqueue(_ notification: APNsNotification, deadline: MonotonicInstant, completion: @escaping APNsPool.Completion) {
         let id = PushID(nextPush)
         nextPush += pushIDStep
-        handle(.enqueue(PushRequest(id: id, notification: notification, completion: completion), deadline: deadline),
-               fromCaller: true)
+        handle(.enqueue(PushRequest(id: id, notification: notification, deadline: deadline, completion: completion),
+                        deadline: deadline), fromCaller: true)
     }
 
     func adopt(_ push: Machine.Push) {
@@ -185,8 +187,12 @@ final class APNsPoolShard: @unchecked Sendable {
             loop.execute { bound.value.connect() }
         case .send(let request, let c, let isRetry):
             if isRetry { observer?.pushRetried(environment: environment) }
-            guard let connection = connections[c], let deadline = machine.push(request.id)?.deadline else { return }
-            let id = request.id, notification = request.notification
+            let id = request.id, notification = request.notification, deadline = request.deadline
+            guard let connection = connections[c] else {
+                // Not expected (the shard forgets a connection when the machine does), but the
+                // push must not wait on a stream that never opens: it goes back as never sent.
+                return handle(.streamCompleted(c, id, .notSent(.unavailable("the connection to APNs was gone before the push went out"))))
+            }
             if direct {
                 connection.send(id, notification, deadline: deadline)
             } else {

@@ -1,5 +1,6 @@
-/// Identifies one push inside the pool. Each shard hands out ids of its own residue (see
-/// `PoolStateMachine.Configuration.shard`), so a push handed to another shard keeps its id there.
+/// Identifies one push inside the pool. Each shard hands out ids of its own residue
+/// (`index + 1 + k × shards`, `APNsPoolShard.enqueue`), so a push handed to another shard keeps
+/// its id there.
 struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
     let value: UInt64
     init(_ value: UInt64) { self.value = value }

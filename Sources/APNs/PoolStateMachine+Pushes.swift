@@ -30,7 +30,7 @@ extension PoolStateMachine {
     /// means nothing here.
     mutating func adopt(_ push: Push, now: Instant, into actions: inout [Action]) {
         guard pushes[push.id] == nil else {
-            actions.append(.failPush(push.request, .unavailable("push id \(push.id) is already in the pool; try again")))
+            actions.append(Self.ending(push, .failure(.unavailable("push id \(push.id) is already in the pool; try again"))))
             return
         }
         if isShuttingDown {

@@ -45,7 +45,7 @@ struct PoolStateMachine<Request: PoolRequest> {
 
     enum Action: Sendable {
         case createConnection(ConnectionID)
-        /// Submit the push on the connection; `isRetry`: an earlier attempt went out.
+        /// Submit the push on the connection; `isRetry`: an earlier attempt was handed to a connection.
         case send(Request, on: ConnectionID, isRetry: Bool = false)
         /// The push ended: the machine holds nothing of it any more.
         case failPush(Request, APNsError)
@@ -81,9 +81,10 @@ struct PoolStateMachine<Request: PoolRequest> {
         /// Where the last attempt went: a retry avoids it (it failed there), or prefers it (an
         /// ExpiredProviderToken: the connection is fine and goes on with the newer token).
         var lastConnection: Affinity?
-        /// The connection whose loss used one of this push's retries. The owner hops to the
-        /// connection's loop to submit, so a push may be lost with a connection it never
-        /// reached; when that connection then says so (`.notSent`), the retry is given back.
+        /// The connection whose loss used one of this push's retries. A send decided inside a
+        /// connection's callback is submitted on the loop's next turn, so a push may be lost
+        /// with a connection it never reached; when that connection then says so (`.notSent`),
+        /// the retry is given back.
         var lossCountedOn: ConnectionID?
         /// A retried answer waits until then (`retryDelay` × attempt) in `delayedRetries`.
         var notBefore: Instant?
@@ -154,7 +155,7 @@ struct PoolStateMachine<Request: PoolRequest> {
     }
 
     // The machine's state. Internal rather than private only so that its extensions in other
-    // files (connections, time) reach it; nothing outside the machine touches it.
+    // files (+Pushes, +Connections) reach it; nothing outside the machine touches it.
     let configuration: Configuration
     var random: any RandomNumberGenerator
     var pushes = IDTable<PushID, Push>()

@@ -31,6 +31,31 @@ struct RetryPolicyTests {
         #expect(pool.livePushCount == 0)
     }
 
+    @Test("Apple's last answer stands when the retry ends otherwise: its deadline, a shutdown, or in the machine that adopted it")
+    func lastAnswerStands() {
+        let answer = response(503, .serviceUnavailable)
+        // The deadline passes while the retry waits out its delay.
+        var pool = Self.libraryPool()
+        let first = sends(pool.handle(.enqueue(p(1), deadline: at(2)), now: at(0)))[p(1)]!
+        #expect(pool.handle(.streamCompleted(first, p(1), .classify(answer)), now: at(1)) == [.wakeUp(after: .milliseconds(500))])
+        #expect(pool.handle(.timerFired, now: at(2)) == [.completePush(p(1), answer)])
+        // A shutdown fails the waiting retry.
+        var stopping = Self.libraryPool()
+        let conn = sends(stopping.handle(.enqueue(p(2), deadline: at(8)), now: at(0)))[p(2)]!
+        _ = stopping.handle(.streamCompleted(conn, p(2), .classify(answer)), now: at(1))
+        #expect(stopping.handle(.shutdown, now: at(1)).contains(.completePush(p(2), answer)))
+        // A retry handed to another machine takes the answer with it.
+        var handing = warmPool(size: 1) { $0.handsOffRetries = true; $0.retryDelay = .zero }
+        _ = handing.handle(.enqueue(p(3), deadline: at(8)), now: at(0))
+        guard case .handOff(let moved)? = handing.handle(.streamCompleted(c(1), p(3), .classify(answer)), now: at(1)).first else {
+            Issue.record("the retry was not handed off")
+            return
+        }
+        var other = Pool(configuration: .init(poolSize: 1, shard: 1, shards: 2), random: ConstantRandom(value: 0))
+        #expect(other.handle(.adopt(moved), now: at(1)) == [])
+        #expect(other.handle(.shutdown, now: at(1)) == [.completePush(p(3), answer), .shutdownComplete])
+    }
+
     @Test("429 TooManyRequests is retried under the library's policy")
     func tooManyRequestsRetried() {
         var pool = Self.libraryPool()
