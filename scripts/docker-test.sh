@@ -220,13 +220,16 @@ docker rm "$container" >/dev/null
 say "docker run -d $IMAGE, then SIGSEGV to its event loop"
 docker run -d --name "$container" --network host --env-file "$work/relay.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
     || fail "docker run failed"
-for _ in $(seq 100); do docker logs "$container" 2>&1 | grep -q 'apns-relay listening' && break; sleep 0.1; done
-docker logs "$container" 2>&1 | grep -q 'apns-relay listening' || fail "the relay did not start: $(docker logs "$container" 2>&1 | tail -5)"
+# The log is read whole before grep: `grep -q` stops at the first match, and under pipefail the
+# SIGPIPE that `docker logs` then gets would fail the check.
+logs_have() { local text; text=$(docker logs "$container" 2>&1); grep -q "$1" <<<"$text"; }
+for _ in $(seq 100); do logs_have 'apns-relay listening' && break; sleep 0.1; done
+logs_have 'apns-relay listening' || fail "the relay did not start: $(docker logs "$container" 2>&1 | tail -5)"
 # To the event loop's thread, waiting in epoll_wait under EventLoop.run (kill given a thread's id
 # delivers there); the main thread waits in sigtimedwait, which leaves no frames to unwind past.
 docker exec "$container" sh -c 'for t in /proc/1/task/*; do [ "$(cat "$t/comm")" = eventloop-0 ] && kill -SEGV "${t##*/}"; done' \
     || fail "could not signal the relay's event loop"
-for _ in $(seq 300); do docker logs "$container" 2>&1 | grep -q 'Backtrace took' && break; sleep 0.2; done
+for _ in $(seq 300); do logs_have 'Backtrace took' && break; sleep 0.2; done
 docker logs "$container" >"$work/crash.out" 2>&1
 # The runtime returns from its handler after the backtrace (a real fault would strike again and
 # end the process; a signal sent does not): the container is removed here.
