@@ -67,6 +67,12 @@ package final class EventLoop: @unchecked Sendable {
         /// Callers blocked in `submit` on a full queue; the loop posts `room` once for each when
         /// it takes the queue (or closes it).
         var waitingForRoom = 0
+
+        /// The callers waiting for room, who may all try again now: the queue was just taken.
+        mutating func takeWaiters() -> Int {
+            defer { waitingForRoom = 0 }
+            return waitingForRoom
+        }
     }
     private let queue = Mutex(Queue())
     /// Where callers wait while the queue is full (see `Queue.waitingForRoom`).
@@ -402,9 +408,7 @@ package final class EventLoop: @unchecked Sendable {
             swap(&b, &q.jobs)
             q.spare = []
             q.wakePending = false
-            let waiting = q.waitingForRoom
-            q.waitingForRoom = 0
-            return (b, q.state != .running, waiting)
+            return (b, q.state != .running, q.takeWaiters())
         }
         letWaitersRetry(taken.2)
         var batch = taken.0
@@ -430,9 +434,7 @@ package final class EventLoop: @unchecked Sendable {
                 let b = q.jobs
                 q.jobs = []
                 if b.isEmpty || round == 999 { q.state = .closed }
-                let waiting = q.waitingForRoom
-                q.waitingForRoom = 0
-                return (b, waiting)
+                return (b, q.takeWaiters())
             }
             letWaitersRetry(waiting)
             for job in batch { job() }
@@ -444,9 +446,7 @@ package final class EventLoop: @unchecked Sendable {
         let waiting = queue.withLock { q in
             q.state = .closed
             q.jobs = []
-            let waiting = q.waitingForRoom
-            q.waitingForRoom = 0
-            return waiting
+            return q.takeWaiters()
         }
         letWaitersRetry(waiting)
         timers.removeAll()

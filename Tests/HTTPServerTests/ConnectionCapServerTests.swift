@@ -45,20 +45,9 @@ struct ConnectionCapServerTests {
         // of them gives way is still decided by how long each has been idle.
         try await withServer(testConfiguration(maxConnections: 3, minimumIdle: .zero, loops: 1)) { server in
             let port = server.port
-            let kept = try await blocking {
-                try (0..<3).map { i -> TestClient in
-                    let c = try TestClient(port: port)
-                    c.send("GET /k\(i) HTTP/1.1\r\nHost: r\r\n\r\n")
-                    _ = c.readResponse()
-                    return c
-                }
-            }
+            let kept = try await blocking { try Self.keptClients(3, port: port) }
             #expect(server.openConnectionCount == 3)
-            let health = try await blocking { () -> Int? in
-                let c = try TestClient(port: port)
-                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
-                return c.readResponse()?.status
-            }
+            let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
             #expect(await eventually { server.evictedConnectionCount == 1 })
             #expect(server.rejectedConnectionCount == 0)
@@ -76,14 +65,7 @@ struct ConnectionCapServerTests {
     func connectionCapSparesRecentlyIdle() async throws {
         try await withServer(testConfiguration(maxConnections: 2, minimumIdle: .seconds(5))) { server in
             let port = server.port
-            let kept = try await blocking {
-                try (0..<2).map { i -> TestClient in
-                    let c = try TestClient(port: port)
-                    c.send("GET /k\(i) HTTP/1.1\r\nHost: r\r\n\r\n")
-                    _ = c.readResponse()
-                    return c
-                }
-            }
+            let kept = try await blocking { try Self.keptClients(2, port: port) }
             let newClosed = try await blocking { () -> Bool in
                 let c = try TestClient(port: port)
                 c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
@@ -107,11 +89,7 @@ struct ConnectionCapServerTests {
             let port = server.port
             let flood = try await blocking { try (0..<3).map { _ in try TestClient(port: port) } }
             #expect(await eventually { server.openConnectionCount == 3 })
-            let health = try await blocking { () -> Int? in
-                let c = try TestClient(port: port)
-                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
-                return c.readResponse()?.status
-            }
+            let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
             // The idle one may live on the other loop, which closes it while the new one is served.
             #expect(await eventually { server.evictedConnectionCount == 1 })
@@ -134,11 +112,7 @@ struct ConnectionCapServerTests {
             }
             // Each trickle is read, so the three are requests arriving, not connections that sent nothing.
             #expect(await eventually { server.openConnectionCount == 3 && server.bufferedRequestBytes > 0 })
-            let health = try await blocking { () -> Int? in
-                let c = try TestClient(port: port)
-                c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
-                return c.readResponse()?.status
-            }
+            let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
             #expect(await eventually { server.evictedConnectionCount == 1 })
             // The one cut for the cap hears so at once; the others meet the request deadline.
@@ -174,5 +148,22 @@ struct ConnectionCapServerTests {
             #expect(await eventually { server.evictedConnectionCount == 1 })
             withExtendedLifetime(slow) {}
         }
+    }
+
+    /// `count` keep-alive clients, each with one request answered: idle between two requests.
+    private static func keptClients(_ count: Int, port: Int) throws -> [TestClient] {
+        try (0..<count).map { i in
+            let c = try TestClient(port: port)
+            c.send("GET /k\(i) HTTP/1.1\r\nHost: r\r\n\r\n")
+            _ = c.readResponse()
+            return c
+        }
+    }
+
+    /// The status a new client's GET /health gets (nil: closed without an answer).
+    private static func healthStatus(port: Int) throws -> Int? {
+        let c = try TestClient(port: port)
+        c.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
+        return c.readResponse()?.status
     }
 }
