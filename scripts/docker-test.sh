@@ -227,7 +227,9 @@ for _ in $(seq 100); do logs_have 'apns-relay listening' && break; sleep 0.1; do
 logs_have 'apns-relay listening' || fail "the relay did not start: $(docker logs "$container" 2>&1 | tail -5)"
 # To the event loop's thread, waiting in epoll_wait under EventLoop.run (kill given a thread's id
 # delivers there); the main thread waits in sigtimedwait, which leaves no frames to unwind past.
-docker exec "$container" sh -c 'for t in /proc/1/task/*; do [ "$(cat "$t/comm")" = eventloop-0 ] && kill -SEGV "${t##*/}"; done' \
+# (The loop's status is kill's when the thread is found, 1 when it is not: a bare `[ … ] && kill`
+# as the last command would fail for every task after the loop's.)
+docker exec "$container" sh -c 'for t in /proc/1/task/*; do if [ "$(cat "$t/comm")" = eventloop-0 ]; then kill -SEGV "${t##*/}"; exit; fi; done; exit 1' \
     || fail "could not signal the relay's event loop"
 for _ in $(seq 300); do logs_have 'Backtrace took' && break; sleep 0.2; done
 docker logs "$container" >"$work/crash.out" 2>&1
