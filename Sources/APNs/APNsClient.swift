@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import EventLoop
+import OpenSSLSupport
 internal import Basics
 
 /// Sends pushes to Apple over a small pool of long-lived HTTP/2 connections per environment.
@@ -77,7 +78,7 @@ public final class APNsClient: APNsSending, Sendable {
                  observer: (any APNsClientObserver)?, unixTime: @escaping @Sendable () -> Int64) throws(APNsError) {
         // The one provider token every connection shares, signed now: a key that cannot sign
         // fails here, not at the first push (reported as signed by the first connection using it).
-        try configuration.credentials.signFirstToken(now: unixTime())
+        try configuration.credentials?.signFirstToken(now: unixTime())
         self.ownedGroup = ownsGroup ? group : nil
         self.configuration = configuration
         self.loops = group.loops
@@ -192,6 +193,21 @@ public final class APNsClient: APNsSending, Sendable {
             total = (total.open + more.open, total.inFlight + more.inFlight, total.queued + more.queued)
         }
         return total
+    }
+
+    /// Presents `identity` from now on: every connection drains while its replacement opens with
+    /// the new certificate (Apple checks a certificate in the handshake only).
+    /// - Throws: `APNsError.badConfiguration` when the client uses provider tokens, or when no TLS
+    ///   context can be made with the certificate; the current one stays.
+    package func replaceCertificate(with identity: TLSClientIdentity) throws(APNsError) {
+        guard case .certificate(let certificate) = configuration.authentication else {
+            throw .badConfiguration("this client authenticates with provider tokens, not a certificate")
+        }
+        do { try certificate.replace(with: identity) } catch {
+            throw .badConfiguration("the new certificate cannot be used: \(error)")
+        }
+        production.retireConnections()
+        sandbox.withLock { $0.pool }?.retireConnections()
     }
 
     /// Stops taking pushes and fails the queued ones (`shuttingDown`); pushes already sent get

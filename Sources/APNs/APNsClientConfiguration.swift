@@ -7,14 +7,18 @@ import OpenSSLSupport
 /// Everything the client needs to reach Apple. The defaults follow Apple's guidance and the
 /// lessons in docs/ARCHITECTURE.md §7; tests shrink the timings.
 public struct APNsClientConfiguration: Sendable {
-    /// Who signs provider tokens, and the one token every connection sends. A reference shared
-    /// by every copy of this configuration, so a key rotated in it (SIGHUP) reaches every
-    /// connection's next push without a restart.
-    package let credentials: APNsCredentials
-    public var keyID: String { credentials.current.keyID }
-    public var teamID: String { credentials.current.teamID }
-    /// Signs provider tokens; an `APNsSigningKey` loaded from the `.p8` key in production.
-    package var signer: any ProviderTokenSigner { credentials.current.signer }
+    /// A provider token or a push certificate. A reference shared by every copy of this
+    /// configuration, so a key or certificate replaced in it (SIGHUP) reaches every connection
+    /// without a restart.
+    package let authentication: APNsAuthentication
+    /// Who signs provider tokens, and the one token every connection sends; nil with a certificate.
+    package var credentials: APNsCredentials? {
+        if case .token(let credentials) = authentication { return credentials }
+        return nil
+    }
+    /// The key and team of the provider tokens; nil when the client authenticates with a certificate.
+    public var keyID: String? { credentials?.current.keyID }
+    public var teamID: String? { credentials?.current.teamID }
     public var production: APNsEndpoint = .production
     public var sandbox: APNsEndpoint = .sandbox
     /// The setting that chose each host (`APNS_HOST`, `APNS_SANDBOX_HOST`, a flag), named when
@@ -22,7 +26,14 @@ public struct APNsClientConfiguration: Sendable {
     package var productionHostSetting: String?
     package var sandboxHostSetting: String?
     /// Client TLS with ALPN h2; keep the system store (never pin Apple's CA) plus any test CA.
+    /// With a certificate, the context presenting the certificate when the client was made;
+    /// connections use `connectionTLS`, which follows a replaced certificate.
     package var tls: TLSContext
+    /// The context a connection opened now handshakes with.
+    var connectionTLS: TLSContext {
+        if case .certificate(let certificate) = authentication { return certificate.tls }
+        return tls
+    }
     /// The topic (the app's bundle id) of a push sent without one: `APNS_TOPIC`.
     public var topic: String?
     /// Where the extra CA came from (`APNS_CA_FILE`, `APNS_CA`), named when a certificate is not trusted.
@@ -69,14 +80,28 @@ public struct APNsClientConfiguration: Sendable {
     private static let machine = PoolConfiguration()
 
     package init(keyID: String, teamID: String, signer: any ProviderTokenSigner, tls: TLSContext) {
-        self.credentials = APNsCredentials(APNsCredentials.Identity(keyID: keyID, teamID: teamID, signer: signer))
+        self.authentication = .token(APNsCredentials(APNsCredentials.Identity(keyID: keyID, teamID: teamID, signer: signer)))
         self.tls = tls
     }
 
-    /// The relay's form, with the OpenSSL key it already holds.
-    package init(keyID: String, teamID: String, signingKey: ES256PrivateKey, extraCAFile: String? = nil,
+    /// Certificate-based authentication: `identity` (Apple's push certificate and its key) is the
+    /// TLS client certificate of every connection, with the system store and the extra CA as
+    /// trust (or only `extraCAFile` when `trustSystemStore` is false).
+    package init(certificate identity: TLSClientIdentity, trustSystemStore: Bool = true, extraCAFile: String? = nil,
                  extraCAPEM: String? = nil) throws {
-        let tls = try TLSContext.client(alpn: ["h2"], trustSystemStore: true, extraCAFile: extraCAFile, extraCAPEM: extraCAPEM)
+        let certificate = try APNsClientCertificate(identity) { identity in
+            try TLSContext.client(alpn: ["h2"], trustSystemStore: trustSystemStore, extraCAFile: extraCAFile,
+                                  extraCAPEM: extraCAPEM, clientIdentity: identity)
+        }
+        self.authentication = .certificate(certificate)
+        self.tls = certificate.tls
+        caSetting = extraCAFile != nil ? "APNS_CA_FILE" : extraCAPEM != nil ? "APNS_CA" : nil
+    }
+
+    /// The relay's form, with the OpenSSL key it already holds.
+    package init(keyID: String, teamID: String, signingKey: ES256PrivateKey, trustSystemStore: Bool = true,
+                 extraCAFile: String? = nil, extraCAPEM: String? = nil) throws {
+        let tls = try TLSContext.client(alpn: ["h2"], trustSystemStore: trustSystemStore, extraCAFile: extraCAFile, extraCAPEM: extraCAPEM)
         self.init(keyID: keyID, teamID: teamID, signer: signingKey, tls: tls)
         caSetting = extraCAFile != nil ? "APNS_CA_FILE" : extraCAPEM != nil ? "APNS_CA" : nil
     }

@@ -69,7 +69,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     func connect() {
         connectStartedAt = .now
         HTTP2ClientConnection.connect(
-            host: endpoint.host, port: endpoint.port, serverName: endpoint.serverName, tls: configuration.tls,
+            host: endpoint.host, port: endpoint.port, serverName: endpoint.serverName, tls: configuration.connectionTLS,
             on: loop, timeout: configuration.connectTimeout, id: number, delegate: self,
             tcpConnected: { [weak self] in self?.tcpDone = true }
         ) { [self] result in
@@ -168,8 +168,13 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// Packs the shared provider token into `sharedHeaders` when it changed (renewed, re-signed
     /// after Apple's refusal, a new key) or is due for renewal. The common push costs one atomic
     /// load and a comparison: the lock in `APNsCredentials` is taken only when something changed.
+    /// With a certificate there is no token: the shared headers are packed once, without one.
     private func refreshTokenIfChanged() throws(APNsError) {
-        let credentials = configuration.credentials, policy = configuration.tokenPolicy
+        guard let credentials = configuration.credentials else {
+            if sharedHeaders.count == 0 { HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host) }
+            return
+        }
+        let policy = configuration.tokenPolicy
         let now = unixTime()
         if tokenGeneration != 0, credentials.generation == tokenGeneration,
            !policy.needsRenewal(now: now, issuedAt: tokenIssuedAt) { return }
@@ -268,8 +273,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
                                    body: response.body, device: notification.token, sentID: notification.apnsID))
             if case .expiredProviderToken(let refused) = classified,
-               !configuration.credentials.refusedAsExpired(generation: entry.tokenGeneration, now: unixTime(),
-                                                           policy: configuration.tokenPolicy) {
+               !(configuration.credentials?.refusedAsExpired(generation: entry.tokenGeneration, now: unixTime(),
+                                                             policy: configuration.tokenPolicy) ?? false) {
                 // No newer token to retry with (Apple's refusals already forced one lately): the answer stands.
                 outcome = .final(refused)
             } else {

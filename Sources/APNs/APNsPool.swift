@@ -128,6 +128,11 @@ final class APNsPool: Sendable {
         }
     }
 
+    /// Drains every connection while replacements open (a new client certificate).
+    func retireConnections() {
+        for shard in shards { shard.loop.execute { shard.handle(.retireConnections) } }
+    }
+
     /// Fails queued pushes, lets in-flight ones end (their deadlines bound the wait), closes.
     func shutdown() async {
         await withTaskGroup(of: Void.self) { group in

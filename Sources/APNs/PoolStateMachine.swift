@@ -41,6 +41,9 @@ struct PoolStateMachine<Request: PoolRequest> {
         case timerFired
         case deadlinePassed(PushID)
         case shutdown
+        /// Every connection's credentials changed (a new client certificate): each working
+        /// connection drains while a replacement opens, as when its stream ids run out.
+        case retireConnections
     }
 
     enum Action: Sendable {
@@ -297,6 +300,10 @@ struct PoolStateMachine<Request: PoolRequest> {
             end(id, with: .failure(.timeout("no answer from APNs before the push's deadline")), into: &actions)
         case .shutdown:
             shutdown(into: &actions)
+        case .retireConnections:
+            for c in connections.keys where connections[c]?.state != .draining {
+                retire(c, planned: true, now: now, into: &actions)
+            }
         }
         dispatch(now: now, into: &actions)
         failHopeless(now: now, into: &actions)

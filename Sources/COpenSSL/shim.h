@@ -15,6 +15,8 @@
 #include <openssl/param_build.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
 
 /* SHA-256 of one buffer through SHA256_Init/Update/Final on a stack context: deprecated in
    OpenSSL 3.0 but the same code (and assembly) its provider runs, without EVP's per-digest

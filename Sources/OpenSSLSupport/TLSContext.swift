@@ -46,9 +46,12 @@ package final class TLSContext: @unchecked Sendable {
     ///     (`SSL_CERT_DIR`, `SSL_CERT_FILE`); nil for the process's environment.
     ///   - extraCAFile: a PEM file of extra roots (the emulator's CA in tests and the demo).
     ///   - extraCAPEM: the same, as text.
+    ///   - clientIdentity: the certificate and key to present when the server asks for one (APNs
+    ///     with certificate-based authentication); nil presents none.
     package static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
                               systemStoreEnvironment: [String: String]? = nil,
-                              extraCAFile: String? = nil, extraCAPEM: String? = nil) throws -> TLSContext {
+                              extraCAFile: String? = nil, extraCAPEM: String? = nil,
+                              clientIdentity: TLSClientIdentity? = nil) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS client context"))
@@ -73,6 +76,7 @@ package final class TLSContext: @unchecked Sendable {
                 throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not add an extra CA certificate to the trust store"))
             }
         }
+        try clientIdentity?.install(in: ctx)
         if !alpn.isEmpty {
             let wire = try alpnWireFormat(alpn)
             if SSL_CTX_set_alpn_protos(ctx, wire, UInt32(wire.count)) != 0 {  // 0 is success here

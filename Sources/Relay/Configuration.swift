@@ -12,16 +12,36 @@ import Basics
 /// Everything the relay needs to start. Built only by `load`, which validates every value, so
 /// the rest of the relay never re-checks a setting or meets a half-configured state.
 package struct RelayConfiguration: Sendable {
-    /// Text of Apple's `.p8` signing key (PEM). Kept as text: the APNs module parses it, and
-    /// this type never prints it (see `loggableSummary`).
-    package var authKey: String
-    /// Where `authKey` came from (`APNS_AUTH_KEY` or `APNS_AUTH_KEY_FILE`), so an error about
-    /// the key names the variable the operator set.
-    package var authKeyVariable: String = Variable.authKey
-    /// The 10-character key ID Apple shows next to the key; it becomes the JWT's `kid`.
-    package var keyID: String
-    /// The 10-character team ID; it becomes the JWT's `iss`.
-    package var teamID: String
+    /// How the default app (the one the environment describes) authenticates to Apple: a `.p8`
+    /// key's provider tokens or a push certificate. Never printed (see `loggableSummary`).
+    package var credentials: AppCredentials
+    /// The token key's fields, for code that knows the relay uses a key; empty with a certificate.
+    package var authKey: String {
+        get { tokenKey?.authKey ?? "" }
+        set { updateTokenKey { $0.authKey = newValue } }
+    }
+    /// Where `authKey` came from, so an error about the key names the variable the operator set.
+    package var authKeyVariable: String {
+        get { tokenKey?.variable ?? credentials.variable }
+        set { updateTokenKey { $0.variable = newValue } }
+    }
+    package var keyID: String {
+        get { tokenKey?.keyID ?? "" }
+        set { updateTokenKey { $0.keyID = newValue } }
+    }
+    package var teamID: String {
+        get { tokenKey?.teamID ?? "" }
+        set { updateTokenKey { $0.teamID = newValue } }
+    }
+    package var tokenKey: TokenKey? {
+        if case .token(let key) = credentials { return key }
+        return nil
+    }
+    private mutating func updateTokenKey(_ change: (inout TokenKey) -> Void) {
+        guard case .token(var key) = credentials else { return }
+        change(&key)
+        credentials = .token(key)
+    }
     /// The app's bundle ID, sent as `apns-topic`.
     package var topic: String
     /// Kept HTTP/2 connections to each APNs host; unset, at least the loop count, so every loop
@@ -41,6 +61,16 @@ package struct RelayConfiguration: Sendable {
     package var apnsSandboxHost: APNsEndpoint
     /// An extra CA to trust besides the system store (an emulator's); never a pin of Apple's CA.
     package var caFile: String?
+    /// True when `caFile` replaces the system store (toot-relay's `CA_FILENAME`) instead of adding to it.
+    package var caReplacesSystemStore = false
+    /// The certificate and key the relay serves HTTPS with (`TLS_CERT_FILE`, `TLS_KEY_FILE`); nil: plain HTTP.
+    package var httpsCertificate: HTTPSFiles?
+    /// `APPS_FILE`: the apps served beside the default one, each under `/{name}/…`.
+    package var appsFile: String?
+    package var apps: [RelayApp] = []
+    /// Which relay's variable names the settings were read with, and the foreign ones read
+    /// (`toot-relay: P12_FILENAME, P12_PASSWORD`); nil when only this relay's own names were used.
+    package var foreignNames: String?
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
     package var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
@@ -87,9 +117,7 @@ package struct RelayConfiguration: Sendable {
         relayToAlert: String = PayloadMapper.defaultRelayToAlert, apnsMaxStreamsPerConnection: Int = Defaults.apnsMaxStreamsPerConnection,
         requestTimeout: Duration = .milliseconds(Defaults.requestTimeoutMilliseconds), maxBufferedRequestBytes: Int = Defaults.maxBufferedRequestBytes
     ) {
-        self.authKey = authKey
-        self.keyID = keyID
-        self.teamID = teamID
+        self.credentials = .token(TokenKey(authKey: authKey, variable: Variable.authKey, keyID: keyID, teamID: teamID))
         self.topic = topic
         self.connectionPoolSize = connectionPoolSize
         self.port = port
@@ -146,13 +174,14 @@ package struct RelayConfiguration: Sendable {
         Variable.apnsHost, Variable.apnsSandboxHost, Variable.caFile, Variable.caPEM, Variable.pushTimeout, Variable.maxBodyBytes,
         Variable.alertLocKey, Variable.logLevel, Variable.logFormat, Variable.maxQueuedPushes,
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
-        Variable.requestTimeout, Variable.maxBufferedRequestBytes,
-    ]
+        Variable.requestTimeout, Variable.maxBufferedRequestBytes, Variable.p12File, Variable.p12Base64, Variable.p12Password,
+        Variable.certFile, Variable.certKeyFile, Variable.tlsCertFile, Variable.tlsKeyFile, Variable.appsFile,
+    ] + ForeignVariable.all
 
     /// The settings without secrets, for the start-up log line.
     package var loggableSummary: [String: String] {
-        [
-            "apns.key_id": keyID, "apns.team_id": teamID, "apns.topic": topic,
+        var summary = [
+            "apns.topic": topic,
             "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
             "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
             "event_loops": String(eventLoopCount),
@@ -166,42 +195,21 @@ package struct RelayConfiguration: Sendable {
             "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
             "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
         ]
+        switch credentials {
+        case .token(let key):
+            summary["apns.key_id"] = key.keyID
+            summary["apns.team_id"] = key.teamID
+        case .certificate(let certificate):
+            summary["apns.certificate"] = certificate.identity.commonName ?? ""
+            summary["apns.certificate_expires"] = certificate.expiryDay
+        }
+        if let httpsCertificate { summary["https.certificate_file"] = httpsCertificate.certificateFile }
+        if let appsFile { summary["apps_file"] = appsFile }
+        if let foreignNames { summary["config.names"] = foreignNames }
+        return summary
     }
 }
 
-/// The names, in one place so the deploy check can find every variable read here.
-enum Variable {
-    static let authKey = "APNS_AUTH_KEY"
-    static let authKeyFile = "APNS_AUTH_KEY_FILE"
-    // The APNs library's names, accepted as aliases of the relay's (metatext-apns's) own.
-    static let authKeyAlias = "APNS_KEY"
-    static let authKeyFileAlias = "APNS_KEY_FILE"
-    static let caPEM = "APNS_CA"
-    static let keyID = "APNS_KEY_ID"
-    static let teamID = "APPLE_TEAM_ID"
-    static let teamIDAlias = "APNS_TEAM_ID"
-    static let topic = "TOPIC"
-    static let topicAlias = "APNS_TOPIC"
-    static let connectionPoolSize = "CONNECTION_POOL_SIZE"
-    static let eventLoops = "EVENT_LOOPS"
-    static let port = "PORT"
-    static let bindAddress = "BIND_ADDRESS"
-    static let apnsHost = "APNS_HOST"
-    static let apnsSandboxHost = "APNS_SANDBOX_HOST"
-    static let caFile = "APNS_CA_FILE"
-    static let pushTimeout = "PUSH_TIMEOUT_MS"
-    static let maxBodyBytes = "MAX_BODY_BYTES"
-    static let alertLocKey = "ALERT_LOC_KEY"
-    static let logLevel = "LOG_LEVEL"
-    static let logFormat = "LOG_FORMAT"
-    static let maxQueuedPushes = "MAX_QUEUED_PUSHES"
-    static let maxConnections = "MAX_CONNECTIONS"
-    static let relayToTopic = "RELAY_TO_TOPIC"
-    static let relayToAlert = "RELAY_TO_ALERT"
-    static let apnsMaxStreamsPerConnection = "APNS_MAX_STREAMS_PER_CONNECTION"
-    static let requestTimeout = "REQUEST_TIMEOUT_MS"
-    static let maxBufferedRequestBytes = "MAX_BUFFERED_REQUEST_BYTES"
-}
 
 extension RelayConfiguration {
     /// Reads and validates every setting.
@@ -212,14 +220,14 @@ extension RelayConfiguration {
     ///     variables the real environment leaves unset, so an operator can override one
     ///     setting of a shared file with `VAR=… apns-relay --env-file …`, as with Docker and systemd.
     package static func load(
-        environment: [String: String], envFile: String? = nil
+        environment: [String: String], envFile: String? = nil, now: Int64 = WallTime.unixSecondsNow
     ) throws(ConfigurationError) -> RelayConfiguration {
         var merged = [String: String]()
         if let envFile {
             merged = try parseEnvFile(at: envFile)
         }
         for (key, value) in environment { merged[key] = value }
-        return try Reader(values: merged).configuration()
+        return try Reader(values: merged, now: now).configuration()
     }
 }
 
@@ -237,207 +245,4 @@ func quoted(_ s: String) -> String {
         }
     }
     return out + "\""
-}
-
-/// Validation, one variable at a time; each throws a message that says what the variable should hold.
-private struct Reader {
-    let values: [String: String]
-
-    /// A set-but-blank variable counts as unset: Docker passes `VAR=` through as empty.
-    func value(_ name: String) -> String? {
-        guard let raw = values[name] else { return nil }
-        let trimmed = raw.trimmingWhitespace
-        return trimmed.isEmpty ? nil : trimmed
-    }
-
-    func required(_ name: String, _ what: String) throws(ConfigurationError) -> String {
-        guard let value = value(name) else {
-            throw ConfigurationError(.missing, name, "\(name) must be set to \(what)")
-        }
-        return value
-    }
-
-    /// A variable and its alias must agree when both are set, or the relay would silently pick one.
-    func aliased(_ name: String, _ alias: String, _ what: String) throws(ConfigurationError) -> String {
-        switch (value(name), value(alias)) {
-        case (let a?, let b?) where a != b:
-            throw ConfigurationError(
-                .conflict, name, "\(name) and \(alias) must not disagree (set only one to \(what)), got \(quoted(a)) and \(quoted(b))")
-        case (let a?, _): return a
-        case (nil, let b?): return b
-        case (nil, nil):
-            throw ConfigurationError(.missing, name, "\(name) (or \(alias)) must be set to \(what)")
-        }
-    }
-
-    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>, _ what: String) throws(ConfigurationError) -> Int {
-        guard let text = value(name) else { return defaultValue }
-        guard let number = Int(text), range.contains(number) else {
-            throw ConfigurationError(
-                .invalid, name, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)\(what), got \(quoted(text))")
-        }
-        return number
-    }
-
-    func appleID(_ name: String, _ text: String, _ what: String) throws(ConfigurationError) -> String {
-        let valid = text.unicodeScalars.count == 10
-            && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
-        guard valid else {
-            throw ConfigurationError(
-                .invalid, name, "\(name) must be \(what): 10 characters, capital letters A-Z and digits, got \(quoted(text))")
-        }
-        return text
-    }
-
-    func endpoint(_ name: String, default defaultValue: APNsEndpoint) throws(ConfigurationError) -> APNsEndpoint {
-        guard let text = value(name) else { return defaultValue }
-        guard let endpoint = APNsEndpoint.parse(text) else {
-            throw ConfigurationError(
-                .invalid, name,
-                "\(name) must be host[:port] or https://host[:port] with a port from 1 to 65535 and no path (e.g. api.push.apple.com:443), got \(quoted(text))\(APNsEndpoint.hint(refusing: text))")
-        }
-        return endpoint
-    }
-
-    func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
-        let inline = value(Variable.authKey) ?? value(Variable.authKeyAlias)
-        let path = value(Variable.authKeyFile) ?? value(Variable.authKeyFileAlias)
-        let inlineName = value(Variable.authKey) != nil ? Variable.authKey : Variable.authKeyAlias
-        let pathName = value(Variable.authKeyFile) != nil ? Variable.authKeyFile : Variable.authKeyFileAlias
-        var text: String
-        var source: String
-        switch (inline, path) {
-        case (_?, _?):
-            throw ConfigurationError(
-                .conflict, Variable.authKey, "\(Variable.authKey) and \(Variable.authKeyFile) must not both be set: keep the key text or the path to the .p8 file, not both")
-        case (nil, nil):
-            throw ConfigurationError(
-                .missing, Variable.authKey,
-                "\(Variable.authKey) must be set to the text of Apple's .p8 key (or \(Variable.authKeyFile) to its path)")
-        case (let t?, nil):
-            text = t
-            source = inlineName
-        case (nil, let p?):
-            guard let read = LocalFile.text(atPath: p) else {
-                throw ConfigurationError(
-                    .unreadableFile, pathName, "\(pathName) must name a readable .p8 file, could not read \(quoted(p))")
-            }
-            text = read
-            source = pathName
-        }
-        // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
-        // write the key on one line with literal \n.
-        // CR LF is one Character, so the standard library splits on it.
-        text = text.unescapingLineFeeds.split(separator: "\r\n", omittingEmptySubsequences: false).joined(separator: "\n")
-            .trimmingWhitespace
-        // The message never repeats the key: it is a secret and would land in logs.
-        // Byte by byte, with the standard library: contains(_:) with a string would link _StringProcessing.
-        let namesPrivateKey = text.utf8.indices.contains { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }
-        guard text.hasPrefix("-----BEGIN "), namesPrivateKey, text.hasSuffix("-----") else {
-            let what = source == inlineName ? "the text of" : "a path to"
-            throw ConfigurationError(
-                .invalid, source,
-                "\(source) must hold \(what) Apple's .p8 key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----), got \(text.count) characters that are not a PEM key")
-        }
-        return (text + "\n", source)
-    }
-
-    func configuration() throws(ConfigurationError) -> RelayConfiguration {
-        let (authKey, authKeyVariable) = try authKey()
-        let keyID = try appleID(Variable.keyID, try required(Variable.keyID, "the 10-character key ID of the .p8 key"), "the key ID of the .p8 key")
-        let teamText = try aliased(Variable.teamID, Variable.teamIDAlias, "the 10-character Apple team ID")
-        let teamID = try appleID(value(Variable.teamID) != nil ? Variable.teamID : Variable.teamIDAlias, teamText, "the Apple team ID")
-        let topicName = value(Variable.topic) != nil ? Variable.topic : Variable.topicAlias
-        let topic = try bundleID(topicName, try aliased(Variable.topic, Variable.topicAlias, "the app's bundle ID (e.g. com.example.app)"))
-        var relayToTopic = topic
-        if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
-        let relayToAlert = try relayToAlert()
-
-        let loops: Int? = value(Variable.eventLoops) == nil ? nil : try integer(Variable.eventLoops, default: 1, in: 1...256, " (one per CPU the relay may use when unset)")
-        // Unset: at least one connection per loop, so a push never has to cross to another loop's.
-        let poolDefault = min(64, max(RelayConfiguration.Defaults.connectionPoolSize, loops ?? CPUBudget.current.cpus))
-        let pool = try integer(Variable.connectionPoolSize, default: poolDefault, in: 1...64, "")
-        let port = try integer(Variable.port, default: RelayConfiguration.Defaults.port, in: 1...65535, "")
-        let bindAddress = value(Variable.bindAddress) ?? RelayConfiguration.Defaults.bindAddress
-        guard Self.isIPAddress(bindAddress) else {
-            throw ConfigurationError(
-                .invalid, Variable.bindAddress,
-                "\(Variable.bindAddress) must be an IPv4 or IPv6 address to listen on (0.0.0.0, ::, 127.0.0.1), got \(quoted(bindAddress))")
-        }
-        let apnsHost = try endpoint(Variable.apnsHost, default: RelayConfiguration.defaultAPNsHost)
-        let sandboxHost = try endpoint(Variable.apnsSandboxHost, default: RelayConfiguration.defaultAPNsSandboxHost)
-
-        let caFile = value(Variable.caFile)
-        if let caFile, !LocalFile.isReadable(atPath: caFile) {
-            throw ConfigurationError(
-                .unreadableFile, Variable.caFile, "\(Variable.caFile) must name a readable PEM file of CA certificates, could not read \(quoted(caFile))")
-        }
-        let timeoutMS = try integer(Variable.pushTimeout, default: RelayConfiguration.Defaults.pushTimeoutMilliseconds, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
-        let maxBody = try integer(Variable.maxBodyBytes, default: RelayConfiguration.Defaults.maxBodyBytes, in: 4096...16_777_216, " bytes")
-        let locKey = value(Variable.alertLocKey) ?? RelayConfiguration.Defaults.alertLocKey
-        let levelText = value(Variable.logLevel) ?? RelayConfiguration.Defaults.logLevel.rawValue
-        guard let level = LogLevel(rawValue: levelText.lowercased()) else {
-            throw ConfigurationError(
-                .invalid, Variable.logLevel,
-                "\(Variable.logLevel) must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), got \(quoted(levelText))")
-        }
-        let formatText = value(Variable.logFormat) ?? RelayConfiguration.Defaults.logFormat.rawValue
-        guard let format = RelayConfiguration.LogFormat(rawValue: formatText.lowercased()) else {
-            throw ConfigurationError(.invalid, Variable.logFormat, "\(Variable.logFormat) must be json or text, got \(quoted(formatText))")
-        }
-        let maxQueued = try integer(Variable.maxQueuedPushes, default: RelayConfiguration.Defaults.maxQueuedPushes, in: 1...1_000_000, "")
-        let maxConnections = try integer(Variable.maxConnections, default: RelayConfiguration.Defaults.maxConnections, in: 1...1_000_000, "")
-        // 2^30: the requests one HTTP/2 connection can carry (odd client ids up to 2^31 - 1).
-        let maxStreams = try integer(Variable.apnsMaxStreamsPerConnection, default: RelayConfiguration.Defaults.apnsMaxStreamsPerConnection, in: 1...1_073_741_824,
-                                     " streams (a connection is replaced after that many; HTTP/2 allows 2^30)")
-        let requestTimeoutMS = try integer(Variable.requestTimeout, default: RelayConfiguration.Defaults.requestTimeoutMilliseconds, in: 100...600_000, " milliseconds")
-        let maxBuffered = try integer(Variable.maxBufferedRequestBytes, default: RelayConfiguration.Defaults.maxBufferedRequestBytes, in: 1 << 20...1 << 40, " bytes")
-        guard maxBuffered >= maxBody else {
-            throw ConfigurationError(
-                .invalid, Variable.maxBufferedRequestBytes,
-                "\(Variable.maxBufferedRequestBytes) must be at least \(Variable.maxBodyBytes) (\(maxBody)), so one whole body fits, got \(maxBuffered)")
-        }
-
-        var configuration = RelayConfiguration(
-            authKey: authKey, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: pool, port: port,
-            bindAddress: bindAddress, apnsHost: apnsHost, apnsSandboxHost: sandboxHost, caFile: caFile,
-            pushTimeout: .milliseconds(timeoutMS), maxBodyBytes: maxBody, alertLocKey: locKey, logLevel: level,
-            logFormat: format, maxQueuedPushes: maxQueued, maxConnections: maxConnections,
-            relayToTopic: relayToTopic, relayToAlert: relayToAlert, apnsMaxStreamsPerConnection: maxStreams,
-            requestTimeout: .milliseconds(requestTimeoutMS), maxBufferedRequestBytes: maxBuffered)
-        configuration.authKeyVariable = authKeyVariable
-        configuration.eventLoops = loops
-        configuration.caPEM = value(Variable.caPEM).map(\.unescapingLineFeeds)
-        return configuration
-    }
-
-    /// The `apns-topic` rule shared by `TOPIC` and `RELAY_TO_TOPIC`.
-    func bundleID(_ name: String, _ text: String) throws(ConfigurationError) -> String {
-        let valid = text.unicodeScalars.allSatisfy {
-            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
-        } && !text.hasPrefix(".") && !text.hasSuffix(".")
-        guard valid else {
-            throw ConfigurationError(
-                .invalid, name, "\(name) must be the app's bundle ID (letters, digits, '.' and '-', e.g. com.example.app), got \(quoted(text))")
-        }
-        return text
-    }
-
-    func relayToAlert() throws(ConfigurationError) -> String {
-        guard let text = value(Variable.relayToAlert) else { return PayloadMapper.defaultRelayToAlert }
-        let max = RelayConfiguration.maxRelayToAlertBytes
-        guard text.utf8.count <= max, !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw ConfigurationError(
-                .invalid, Variable.relayToAlert,
-                "\(Variable.relayToAlert) must be the alert text of /relay-to pushes, at most \(max) bytes of UTF-8 without control characters, got \(text.utf8.count) bytes")
-        }
-        return text
-    }
-
-    /// inet_pton parses without touching the network, so this stays free of I/O.
-    static func isIPAddress(_ s: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, s, &v4) == 1 || inet_pton(AF_INET6, s, &v6) == 1
-    }
 }

@@ -39,8 +39,9 @@ package struct PushRoute: Sendable, Equatable {
     /// percent-decode to UTF-8 (or is over `maxIDBytes`) is `.badRequest`: both are 4xx, both
     /// drop the subscription — right, since the URL never changes and can never work.
     /// The query's last `sandbox` parameter decides; other parameters are ignored.
+    package static let prefix = "/push/"
+
     package static func match(path: String, query: String?) -> RouteMatch {
-        let prefix = "/push/"
         guard hasBytePrefix(path, prefix) else { return .notFound }
         // Two segments found by index, not by `split`: this runs for every push, and the array of
         // slices `split` builds was an allocation per push for two values.

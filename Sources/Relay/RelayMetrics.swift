@@ -62,6 +62,19 @@ package final class RelayMetrics: Sendable {
         maxFileDescriptors = registry.gauge("process_max_fds", help: "Maximum number of open file descriptors.")
     }
 
+    /// The pushes of an `APPS_FILE` app, by app, route and status (the default app's are the
+    /// rest of `relay_requests_total`'s push routes).
+    package func countAppRequest(app: String, route: String, status: Int) {
+        registry.counter("relay_app_requests_total", help: "Push requests of the apps of APPS_FILE, by app, route and status.",
+                         labels: ["app": app, "route": route, "status": String(status)]).increment()
+    }
+
+    /// Seconds until an app's push certificate expires (negative once it has), set at each scrape.
+    package func setCertificateExpiry(app: String, seconds: Int64) {
+        registry.gauge("relay_apns_certificate_expiry_seconds", help: "Seconds until the app's APNs push certificate expires.",
+                       labels: ["app": app]).set(Int(seconds))
+    }
+
     /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,
     /// `root`, `unknown`) and status.
     package func countRequest(route: String, status: Int) {

@@ -52,6 +52,8 @@ package final class RelayResponder: HTTPResponder {
     package let settings: Settings
     package let metrics: RelayMetrics
     private let sender: any APNsSending
+    /// The apps of `APPS_FILE`, at `/{name}/push/…` and `/{name}/relay-to/…`.
+    package let apps: AppDirectory
     private let logger: Logger
     private let readiness: ReadinessCheck
     private let now: @Sendable () -> WallTime
@@ -61,10 +63,12 @@ package final class RelayResponder: HTTPResponder {
 
     /// - Parameters:
     ///   - now: the wall clock, injectable so `apns-expiration` and 410 timestamps are exact in tests.
-    package init(settings: Settings, sender: any APNsSending, logger: Logger, metrics: RelayMetrics = RelayMetrics(),
-                readiness: @escaping ReadinessCheck = { nil }, now: @escaping @Sendable () -> WallTime = { .now }) {
+    package init(settings: Settings, sender: any APNsSending, apps: AppDirectory = AppDirectory(), logger: Logger,
+                metrics: RelayMetrics = RelayMetrics(), readiness: @escaping ReadinessCheck = { nil },
+                now: @escaping @Sendable () -> WallTime = { .now }) {
         self.settings = settings
         self.sender = sender
+        self.apps = apps
         self.logger = logger
         self.metrics = metrics
         self.readiness = readiness
@@ -92,10 +96,10 @@ package final class RelayResponder: HTTPResponder {
         case .answer(let route, let response):
             metrics.countRequest(route: route, status: response.status)
             completion(response)
-        case .push(let target):
+        case .push(let target, let app):
             // The push counts its own answer (`deliver`): no closure wrapped around `completion`
             // per layer, each an allocation per push.
-            push(request, target: target, completion: completion)
+            push(request, target: target, app: app, completion: completion)
         }
     }
 
@@ -104,7 +108,8 @@ package final class RelayResponder: HTTPResponder {
     /// What routing decided: an answer now (with the route's label), or a push to relay.
     private enum Routed {
         case answer(String, HTTPResponse)
-        case push(PushTarget)
+        /// A push for an app of `APPS_FILE`, or (nil) for the default app.
+        case push(PushTarget, AppDirectory.App?)
     }
 
     private func route(_ request: HTTPRequest) -> Routed {
@@ -122,8 +127,24 @@ package final class RelayResponder: HTTPResponder {
         default:
             break
         }
-        let relayTo = PushRoute.hasBytePrefix(request.path, RelayToRoute.prefix)
-        let match = relayTo ? RelayToRoute.match(path: request.path) : PushRoute.match(path: request.path, query: request.query)
+        var path = request.path
+        var app: AppDirectory.App?
+        if !PushRoute.hasBytePrefix(path, PushRoute.prefix), !PushRoute.hasBytePrefix(path, RelayToRoute.prefix),
+           let (name, rest) = Self.appPrefix(path) {
+            switch apps.lookup(name) {
+            case .notConfigured: break
+            case .unknown:
+                if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done("app", refused) }
+                let reason = "The relay is misconfigured: no app named \(quoted(String(name))) in APPS_FILE, so its pushes cannot be sent"
+                metrics.countMisconfiguration(reason: "UnknownApp")
+                return done("app", refusedPush(request, route: "app", status: 502, reason: reason, app: String(name)))
+            case .app(let found):
+                app = found
+                path = rest
+            }
+        }
+        let relayTo = PushRoute.hasBytePrefix(path, RelayToRoute.prefix)
+        let match = relayTo ? RelayToRoute.match(path: path) : PushRoute.match(path: path, query: request.query)
         let label = relayTo ? PushTarget.relayToLabel : PushTarget.pushLabel
         let target: PushTarget
         switch match {
@@ -131,12 +152,22 @@ package final class RelayResponder: HTTPResponder {
             return done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id} or POST /relay-to/{production|development}/{device_token}[/extra]"))
         case .badRequest(let reason):
             if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
-            return done(label, refusedPush(request, route: label, status: 400, reason: reason))
+            return done(label, refusedPush(request, route: label, status: 400, reason: reason, app: app?.name))
         case .push(let push): target = .push(push)
         case .relayTo(let route): target = .relayTo(route)
         }
         if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
-        return .push(target)
+        return .push(target, app)
+    }
+
+    /// `/{name}/push/…` or `/{name}/relay-to/…`: the app's name and the path after it.
+    static func appPrefix(_ path: String) -> (name: Substring, rest: String)? {
+        let utf8 = path.utf8
+        guard utf8.first == UInt8(ascii: "/"), let slash = utf8.dropFirst().firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        let name = path[path.index(after: path.startIndex)..<slash]
+        let rest = String(path[slash...])
+        guard !name.isEmpty, PushRoute.hasBytePrefix(rest, PushRoute.prefix) || PushRoute.hasBytePrefix(rest, RelayToRoute.prefix) else { return nil }
+        return (name, rest)
     }
 
     /// What the two push routes differ in: the app family's payload, its topic, the label.
@@ -222,13 +253,16 @@ package final class RelayResponder: HTTPResponder {
 
     /// One push, from request to answer. Every path out of here writes exactly one log line
     /// and calls `completion` exactly once.
-    private func push(_ request: HTTPRequest, target: PushTarget, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+    private func push(_ request: HTTPRequest, target: PushTarget, app: AppDirectory.App?,
+                      completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
         let label = target.label
-        func reply(_ response: HTTPResponse) { deliver(response, route: label, to: completion) }
+        let settings = app?.settings ?? self.settings
+        let appName = app?.name
+        func reply(_ response: HTTPResponse) { deliver(response, route: label, app: appName, to: completion) }
         var log = PushLog(requestID: Self.requestID(request), route: target.label, sandbox: target.sandbox,
-                          peer: request.forwardedFor ?? request.peerAddress)
+                          peer: request.forwardedFor ?? request.peerAddress, app: appName)
 
         let message: WebPushMessage
         do {
@@ -277,15 +311,16 @@ package final class RelayResponder: HTTPResponder {
         log.apnsID = notification.apnsID
 
         let pending = log
-        sender.send(notification, environment: target.sandbox ? .sandbox : .production) { result in
-            self.deliver(self.answered(result, log: pending, started: started), route: label, to: completion)
+        (app?.sender ?? sender).send(notification, environment: target.sandbox ? .sandbox : .production) { result in
+            self.deliver(self.answered(result, log: pending, started: started), route: label, app: appName, to: completion)
         }
     }
 
     /// A push's answer leaves: out of the in-flight gauge (what a drain waits for), counted, sent.
-    private func deliver(_ response: HTTPResponse, route: String, to completion: @Sendable (HTTPResponse) -> Void) {
+    private func deliver(_ response: HTTPResponse, route: String, app: String?, to completion: @Sendable (HTTPResponse) -> Void) {
         metrics.pushesInFlight.decrement()
         metrics.countRequest(route: route, status: response.status)
+        if let app { metrics.countAppRequest(app: app, route: route, status: response.status) }
         completion(response)
     }
 
@@ -312,9 +347,9 @@ package final class RelayResponder: HTTPResponder {
     }
 
     /// A push refused before anything was parsed (a bad token, id or extra path in the path).
-    private func refusedPush(_ request: HTTPRequest, route: String, status: Int, reason: String) -> HTTPResponse {
+    private func refusedPush(_ request: HTTPRequest, route: String, status: Int, reason: String, app: String?) -> HTTPResponse {
         let log = PushLog(requestID: Self.requestID(request), route: route, sandbox: false,
-                          peer: request.forwardedFor ?? request.peerAddress)
+                          peer: request.forwardedFor ?? request.peerAddress, app: app)
         return finish(log, status: status, reason: reason, started: ContinuousClock.now)
     }
 
@@ -351,6 +386,7 @@ package final class RelayResponder: HTTPResponder {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
+            if let app = log.app { line.add(LineKey.app, .string(app)) }
             line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
             if let error = apns.error { line.add(LineKey.apnsError, .string(error)) }
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
@@ -375,6 +411,7 @@ package final class RelayResponder: HTTPResponder {
 
     /// The push line's keys, each spelled as JSON once (`LogKey`), in the line's order.
     private enum LineKey {
+        static let app: LogKey = "app"
         static let environment: LogKey = "apns.environment"
         static let apnsError: LogKey = "apns.error"
         static let apnsID: LogKey = "apns.id"
@@ -400,6 +437,8 @@ package final class RelayResponder: HTTPResponder {
         var route: String
         var sandbox: Bool
         var peer: String?
+        /// The `APPS_FILE` app's name; nil for the default app (whose lines carry no `app`).
+        var app: String?
         /// Logged as its fingerprint, computed only when the line is written.
         var device: DeviceToken?
         var apnsID: String?
@@ -416,79 +455,5 @@ package final class RelayResponder: HTTPResponder {
         /// Apple's `apns-unique-id` (the development environment only): what Apple's Push
         /// Notification Console looks a delivery up by.
         var uniqueID: String?
-    }
-
-    // MARK: Helpers
-
-    /// The caller's `X-Request-ID` when it is a plain token (at most `maxRequestIDLength` characters
-    /// of `[A-Za-z0-9._:/+=-]`), else a fresh one: the value is echoed in the answer and written in
-    /// every log line of the push, so it must be short and unable to forge log syntax.
-    static func requestID(_ request: HTTPRequest) -> RequestID {
-        guard let given = request.requestID, isPlainRequestID(given) else { return .generated(UUIDText.random()) }
-        return .given(given)
-    }
-
-    /// A push's request id: the caller's, or a fresh UUID kept as its 16 bytes and written as text
-    /// straight where it goes (the answer's field, the log line), so it is never made a String:
-    /// that was an allocation per push without `X-Request-ID`, as Mastodon sends them.
-    enum RequestID {
-        case given(String)
-        case generated(UUIDText.Bytes)
-
-        /// Runs `body` over the id's text (UTF-8), valid during the call.
-        func withText(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-            switch self {
-            case .given(let text):
-                StringBytes.with(text, body)
-            case .generated(let uuid):
-                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: UUIDText.textCount) { text in
-                    UUIDText.write(uuid, into: UnsafeMutableRawBufferPointer(text))
-                    body(UnsafeBufferPointer(text))
-                }
-            }
-        }
-
-        /// The id's text as a String.
-        var text: String {
-            var text = ""
-            withText { text = String(decoding: $0, as: UTF8.self) }
-            return text
-        }
-    }
-
-    static let maxRequestIDLength = 128
-
-    static func isPlainRequestID(_ id: String) -> Bool {
-        let bytes = id.utf8
-        guard !bytes.isEmpty, bytes.count <= maxRequestIDLength else { return false }
-        return bytes.allSatisfy { b in
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "+"),
-                 UInt8(ascii: "="), UInt8(ascii: "-"):
-                return true
-            default:
-                return false
-            }
-        }
-    }
-
-    /// `{"reason": …}` — every non-2xx answer of the relay carries one, so a human reading the
-    /// sender's log learns what to fix.
-    static func error(_ status: Int, _ reason: String, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        HTTPResponse(status: status, json: RelayAnswer(status: status, reason: reason).jsonBody, headers: headers)
-    }
-
-    static func methodNotAllowed(_ method: String, allow: String) -> HTTPResponse {
-        var headers = HTTPHeaders()
-        headers.add("Allow", allow)
-        return error(405, "method \(printable(method)) is not allowed here; use \(allow)", headers: headers)
-    }
-
-    /// A path cut to a sane length for a reason line (the request line may be 8 KiB).
-    static func printable(_ s: String) -> String {
-        s.utf8.count <= 120 ? s : String(s.prefix(120)) + "…"
     }
 }

@@ -7,6 +7,7 @@ import EventLoop
 import HTTPServer
 import Observability
 import OpenSSLSupport
+import Synchronization
 
 /// The whole relay in one process: the HTTP/1.1 server and the APNs client on one set of event
 /// loops, wired to one responder, stopped in reverse order of start.
@@ -20,6 +21,12 @@ package final class RelayServer: Sendable {
     package let client: APNsClient
     private let http: HTTPServer
     private let group: EventLoopGroup
+    /// Makes the client of an app's credentials (`RelayServer+Clients.swift`).
+    let makeClient: ClientMaker
+    /// Every running client by `AppCredentials.sharingKey`: the default app's and the apps'.
+    let clients: Mutex<[String: APNsClient]>
+    /// The push certificates in use, by app, for the expiry gauge.
+    let certificateApps = Mutex<[(app: String, certificate: PushCertificate)]>([])
 
     /// Knobs the configuration does not expose (tests shrink back-off and ticks; the demo trusts
     /// its emulator's CA from memory).
@@ -44,21 +51,28 @@ package final class RelayServer: Sendable {
     ///   `APNS_CA_FILE` when the CA cannot be loaded; the server's bind error otherwise.
     package static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
-        let clientConfiguration = try clientConfiguration(configuration, extraCAPEM: options.extraCAPEM,
-                                                          tune: options.tuneClient)
         let loopCount = max(1, options.loopCount ?? configuration.eventLoopCount)
         let group = try EventLoopGroup(loopCount: loopCount)
+        let observer = APNsEventLog(metrics: metrics, logger: logger)
+        let makeClient: ClientMaker = { configuration, credentials throws(ConfigurationError) in
+            let clientConfiguration = try RelayServer.clientConfiguration(
+                configuration, credentials: credentials, extraCAPEM: options.extraCAPEM, tune: options.tuneClient)
+            do {
+                return try APNsClient(configuration: clientConfiguration, group: group, observer: observer)
+            } catch {
+                throw ConfigurationError(.invalid, credentials.variable, "\(credentials.variable) cannot sign a provider token: \(error)")
+            }
+        }
         let client: APNsClient
         do {
-            client = try APNsClient(configuration: clientConfiguration, group: group,
-                                observer: APNsEventLog(metrics: metrics, logger: logger))
+            client = try makeClient(configuration, configuration.credentials)
         } catch {
             group.shutdown()
-            throw ConfigurationError(.invalid, configuration.authKeyVariable,
-                                     "\(configuration.authKeyVariable) cannot sign a provider token: \(error)")
+            throw error
         }
+        let apps = AppDirectory()
         let responder = RelayResponder(
-            settings: .init(configuration), sender: client, logger: logger, metrics: metrics,
+            settings: .init(configuration), sender: client, apps: apps, logger: logger, metrics: metrics,
             readiness: { client.isReady ? nil : "no production connection to APNs (\(configuration.apnsHost)) is usable yet" },
             now: options.now)
 
@@ -79,25 +93,38 @@ package final class RelayServer: Sendable {
             Task { await stopping.shutdown(); loops.shutdown() }
             throw error
         }
-        responder.onScrape { [metrics, http, client] in
+        let relay = RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
+                                http: http, group: group, makeClient: makeClient)
+        do {
+            let table = try relay.appTable(configuration.apps, configured: configuration.appsFile != nil,
+                                           configuration: configuration, defaultKey: configuration.credentials.sharingKey)
+            relay.install(table, defaultKey: configuration.credentials.sharingKey)
+        } catch {
+            Task { await relay.shutdown(deadline: .zero) }
+            throw error
+        }
+        responder.onScrape { [metrics, http, relay] in
             metrics.openConnections.set(http.openConnectionCount)
-            metrics.queuedPushes.set(client.connectionStats().queued)
+            metrics.queuedPushes.set(relay.clients.withLock { $0.values.reduce(0) { $0 + $1.connectionStats().queued } })
+            let now = WallTime.unixSecondsNow
+            for (app, certificate) in relay.certificates { metrics.setCertificateExpiry(app: app, seconds: certificate.secondsLeft(now: now)) }
             if let bytes = ProcessStats.residentBytes() { metrics.residentBytes.set(bytes) }
             if let fds = ProcessStats.openFileDescriptors() { metrics.openFileDescriptors.set(fds) }
             if let max = ProcessStats.maxFileDescriptors() { metrics.maxFileDescriptors.set(max) }
         }
-        return RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
-                           http: http, group: group)
+        return relay
     }
 
     private init(configuration: RelayConfiguration, responder: RelayResponder, metrics: RelayMetrics,
-                 client: APNsClient, http: HTTPServer, group: EventLoopGroup) {
+                 client: APNsClient, http: HTTPServer, group: EventLoopGroup, makeClient: @escaping ClientMaker) {
         self.configuration = configuration
         self.responder = responder
         self.metrics = metrics
         self.client = client
         self.http = http
         self.group = group
+        self.makeClient = makeClient
+        self.clients = Mutex([configuration.credentials.sharingKey: client])
     }
 
     /// The port bound (the kernel's pick when configured with 0).
@@ -113,70 +140,56 @@ package final class RelayServer: Sendable {
     package func shutdown(deadline: Duration = .seconds(10)) async -> Bool {
         let drained = await http.drain(deadline: deadline)
         http.stop()
-        await client.shutdown()
+        let all = clients.withLock { Array($0.values) }
+        await withTaskGroup(of: Void.self) { stopping in
+            for client in all { stopping.addTask { await client.shutdown() } }
+        }
         group.shutdown()
         return drained
     }
 
-    /// Applies the credentials of a freshly loaded configuration (SIGHUP): its key, key id and
-    /// team sign the tokens of new connections and of renewals; connections keep their current
-    /// token until it is due. Nothing changes when the key cannot sign.
+    /// Applies what a freshly loaded configuration (SIGHUP) may change while the relay runs:
+    /// the default app's `.p8` key, key id and team (the next push sends a token they signed) or
+    /// its push certificate (every connection drains while a replacement presents the new one),
+    /// and the apps of `APPS_FILE` (new apps get their clients, removed ones' clients drain).
+    /// Nothing changes when any of it cannot be used.
     ///
     /// - Returns: the other settings that differ from the running ones; they need a restart.
-    /// - Throws: `ConfigurationError` naming the key's variable; the old credentials stay.
+    /// - Throws: `ConfigurationError` naming the setting at fault; everything running stays.
     package func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
-        let key = try Self.signingKey(new)
-        do {
-            try client.configuration.credentials.replace(with: .init(keyID: new.keyID, teamID: new.teamID, signer: key))
-        } catch {
-            throw ConfigurationError(.invalid, new.authKeyVariable, "\(new.authKeyVariable) cannot sign a provider token: \(error.message)")
+        var needRestart: [String] = []
+        let table = try appTable(new.apps, configured: new.appsFile != nil, configuration: new,
+                                 defaultKey: new.credentials.sharingKey)
+        switch (configuration.credentials, new.credentials) {
+        case (.token, .token(let key)):
+            do throws(ConfigurationError) {
+                let signer = try Self.signingKey(key)
+                do {
+                    try client.configuration.credentials?.replace(with: .init(keyID: key.keyID, teamID: key.teamID, signer: signer))
+                } catch {
+                    throw ConfigurationError(.invalid, key.variable, "\(key.variable) cannot sign a provider token: \(error.message)")
+                }
+            } catch {
+                discard(table)
+                throw error
+            }
+        case (.certificate, .certificate(let certificate)):
+            do { try client.replaceCertificate(with: certificate.identity) } catch {
+                discard(table)
+                throw ConfigurationError(.invalid, certificate.variable, "\(certificate.variable): \(error.message)")
+            }
+        default:
+            needRestart.append("apns.credentials")
         }
-        let reloaded: Set<String> = ["apns.key_id", "apns.team_id"]
+        install(table, defaultKey: new.credentials.sharingKey)
+        let reloaded: Set<String> = ["apns.key_id", "apns.team_id", "apns.certificate", "apns.certificate_expires", "apps_file", "config.names"]
         let running = configuration.loggableSummary
-        return new.loggableSummary.filter { !reloaded.contains($0.key) && running[$0.key] != $0.value }.map(\.key).sorted()
+        needRestart += new.loggableSummary.filter { !reloaded.contains($0.key) && running[$0.key] != $0.value }.map(\.key)
+        return needRestart.sorted()
     }
 
-    /// The APNs client's settings from the relay's: hosts, pool, queue bound, push deadline.
-    /// Shared with `apns-relay check --connect`, so the check connects exactly as `serve` would.
-    package static func clientConfiguration(
-        _ configuration: RelayConfiguration, extraCAPEM: String? = nil,
-        tune: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil
-    ) throws(ConfigurationError) -> APNsClientConfiguration {
-        let key = try signingKey(configuration)
-        var clientConfiguration: APNsClientConfiguration
-        do {
-            clientConfiguration = try APNsClientConfiguration(
-                keyID: configuration.keyID, teamID: configuration.teamID, signingKey: key,
-                extraCAFile: configuration.caFile, extraCAPEM: extraCAPEM ?? configuration.caPEM)
-        } catch {
-            throw ConfigurationError(.invalid, Variable.caFile,
-                                     "\(Variable.caFile) must name a PEM file of CA certificates OpenSSL can load: \(error)")
-        }
-        clientConfiguration.production = configuration.apnsHost
-        clientConfiguration.sandbox = configuration.apnsSandboxHost
-        // The relay's APNS_HOST moves production only (its sandbox keeps Apple's unless set).
-        if configuration.apnsHost != RelayConfiguration.defaultAPNsHost { clientConfiguration.productionHostSetting = "APNS_HOST" }
-        if configuration.apnsSandboxHost != RelayConfiguration.defaultAPNsSandboxHost {
-            clientConfiguration.sandboxHostSetting = "APNS_SANDBOX_HOST"
-        }
-        clientConfiguration.retryPolicy = .relay
-        clientConfiguration.poolSize = configuration.connectionPoolSize
-        clientConfiguration.queueCapacity = configuration.maxQueuedPushes
-        clientConfiguration.pushTimeout = configuration.pushTimeout
-        clientConfiguration.maxStreamsPerConnection = configuration.apnsMaxStreamsPerConnection
-        tune?(&clientConfiguration)
-        return clientConfiguration
-    }
-
-    /// The `.p8` key, parsed once at start-up so a bad key stops the relay with one line.
-    package static func signingKey(_ configuration: RelayConfiguration) throws(ConfigurationError) -> ES256PrivateKey {
-        do {
-            return try ES256PrivateKey(pem: configuration.authKey)
-        } catch {
-            // The key text never appears in the message: it is a secret.
-            let variable = configuration.authKeyVariable
-            throw ConfigurationError(.invalid, variable,
-                                     "\(variable) must hold Apple's ES256 (P-256) .p8 key; OpenSSL could not use it: \(error)")
-        }
+    /// The push certificates in use and the apps they serve, for the expiry warning and gauge.
+    package var certificates: [(app: String, certificate: PushCertificate)] {
+        certificateApps.withLock { $0 }
     }
 }

@@ -26,15 +26,28 @@ enum Check {
         } catch {
             fail(error.message)
         }
-        let token: ProviderToken
-        do {
-            token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
-                                      issuedAt: WallTime.unixSecondsNow, signer: clientConfiguration.signer)
-        } catch {
-            fail("APNS_AUTH_KEY cannot sign a provider token: \(error.message)")
+        let now = WallTime.unixSecondsNow
+        switch configuration.credentials {
+        case .token(let key):
+            let token: ProviderToken
+            do {
+                token = try ProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: now,
+                                          signer: RelayServer.signingKey(key))
+            } catch {
+                fail("\(key.variable) cannot sign a provider token: \(error)")
+            }
+            say("configuration ok: key \(key.keyID), team \(key.teamID), topic \(configuration.topic)")
+            say("provider token signed (ES256, \(token.jwt.utf8.count) characters)")
+        case .certificate(let certificate):
+            say("configuration ok: push certificate \(certificate.identity.commonName ?? "?") (\(certificate.variable)), topic \(configuration.topic)")
+            say(Serve.expiryLine(app: RelayApp.defaultName, certificate, now: now))
         }
-        say("configuration ok: key \(configuration.keyID), team \(configuration.teamID), topic \(configuration.topic)")
-        say("provider token signed (ES256, \(token.jwt.utf8.count) characters)")
+        for app in configuration.apps {
+            say("app \(app.name): topic \(app.topic), at /\(app.name)/push/… and /\(app.name)/relay-to/…")
+            if case .certificate(let certificate) = app.credentials { say(Serve.expiryLine(app: app.name, certificate, now: now)) }
+        }
+        if let https = configuration.httpsCertificate { say("HTTPS with \(https.certificateFile) (\(https.variable))") }
+        if let names = configuration.foreignNames { say("read the names of \(names)") }
         say("APNs hosts: production \(configuration.apnsHost), sandbox \(configuration.apnsSandboxHost)")
         guard connect else { exit(0) }
 
@@ -65,7 +78,7 @@ enum Check {
         if case .success = outcome {
             say("connected to \(configuration.apnsHost) (TLS, ALPN h2); the probe push was answered in \(elapsed) ms")
         }
-        let verdict = CredentialProbe.verdict(outcome)
+        let verdict = CredentialProbe.verdict(outcome, certificate: configuration.tokenKey == nil)
         guard verdict.credentialsAccepted else { fail(verdict.message) }
         say(verdict.message)
         exit(0)

@@ -2,9 +2,10 @@ import Dispatch
 import Synchronization
 import APNs
 
-/// Proves the provider token the way only Apple can: a push to a device token no device has
-/// (all zeros). Apple checks the provider token first, so 400 `BadDeviceToken` means the key,
-/// key id and team are good, and a 403 means they are not; nothing is ever delivered.
+/// Proves the credentials the way only Apple can: a push to a device token no device has (all
+/// zeros). Apple checks the provider token (or the push certificate and the topic it covers)
+/// first, so 400 `BadDeviceToken` means they are good, and a 403 means they are not; nothing is
+/// ever delivered.
 enum CredentialProbe {
     struct Verdict {
         var credentialsAccepted: Bool
@@ -34,13 +35,16 @@ enum CredentialProbe {
         return outcome.withLock { $0 }!
     }
 
-    static func verdict(_ result: Result<APNsResponse, APNsError>) -> Verdict {
+    /// - Parameter certificate: the relay authenticates with a push certificate, not a key.
+    static func verdict(_ result: Result<APNsResponse, APNsError>, certificate: Bool = false) -> Verdict {
+        let what = certificate ? "push certificate" : "provider token"
+        let judged = certificate ? "certificate" : "key"
         let response: APNsResponse
         switch result {
         case .failure(let error):
             // A failed connect is its own verdict, told by its value: what to check, not "no answer".
             if let failure = error.connectFailure {
-                return Verdict(credentialsAccepted: false, message: "could not connect to APNs, so the key was not judged: \(failure)")
+                return Verdict(credentialsAccepted: false, message: "could not connect to APNs, so the \(judged) was not judged: \(failure)")
             }
             if error.code == .invalidNotification {
                 return Verdict(credentialsAccepted: false, message: "cannot build the probe push: \(error.message)")
@@ -53,16 +57,19 @@ enum CredentialProbe {
         switch response.status {
         case 400 where response.reason == .badDeviceToken, 200:
             return Verdict(credentialsAccepted: true,
-                           message: "provider token accepted: APNs checked it and answered \(response.status) \(reason) for the all-zero probe token")
+                           message: "\(what) accepted: APNs checked it and answered \(response.status) \(reason) for the all-zero probe token")
         case 429 where response.reason == .tooManyProviderTokenUpdates:
             return Verdict(credentialsAccepted: false,
                            message: "APNs refused this check's provider token as one new token too many for the key (429 TooManyProviderTokenUpdates): Apple takes a new token per key at most every 20 minutes, and a relay running with this key has signed its own; the key was not judged. Run the check before starting serve, or 20 minutes after the last new token")
+        case 403 where certificate:
+            return Verdict(credentialsAccepted: false,
+                           message: "APNs refused the push certificate (403 \(reason)): check it is the app's Apple Push Services certificate, for this environment, and not revoked")
         case 403:
             return Verdict(credentialsAccepted: false,
                            message: "APNs refused the provider token (403 \(reason)): check APNS_KEY_ID, APPLE_TEAM_ID and the .p8 key (APNS_AUTH_KEY or APNS_AUTH_KEY_FILE) belong together")
         default:
             return Verdict(credentialsAccepted: false,
-                           message: "provider token accepted, but APNs answered \(response.status) \(reason) to the probe push: check TOPIC (the app's bundle ID) and that the key may push to it")
+                           message: "\(what) accepted, but APNs answered \(response.status) \(reason) to the probe push: check TOPIC (the app's bundle ID) and that the \(judged) may push to it")
         }
     }
 }

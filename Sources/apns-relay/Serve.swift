@@ -4,6 +4,7 @@ import Glibc
 import Observability
 import Relay
 import EventLoop
+import Basics
 
 enum Serve {
     static func run(_ arguments: inout Arguments) -> Never {
@@ -33,8 +34,30 @@ enum Serve {
         summary["port"] = .int(relay.port)
         // Why that many loops (`event_loops`): EVENT_LOOPS, or the CPUs the process may use.
         summary["event_loops.reason"] = .string(configuration.eventLoops != nil ? "EVENT_LOOPS" : CPUBudget.current.reason)
+        if !relay.responder.apps.names.isEmpty { summary["apps"] = .string(relay.responder.apps.names.joined(separator: ", ")) }
         logger.notice("apns-relay listening", summary)
+        if let names = configuration.foreignNames {
+            logger.notice("read the variable names of \(names); this relay's own names are in README's migration sections")
+        }
+        warnOfExpiry(relay, logger: logger)
         park(relay, logger: logger, envFile: envFile)
+    }
+
+    /// A push certificate that expires within `PushCertificate.warningSeconds` is a warning
+    /// (at start and on SIGHUP); the gauge `relay_apns_certificate_expiry_seconds` is the alert.
+    static func warnOfExpiry(_ relay: RelayServer, logger: Logger) {
+        let now = WallTime.unixSecondsNow
+        for (app, certificate) in relay.certificates where certificate.secondsLeft(now: now) < PushCertificate.warningSeconds {
+            logger.warning(expiryLine(app: app, certificate, now: now),
+                           ["app": .string(app), "apns.certificate_expires": .string(certificate.expiryDay)])
+        }
+    }
+
+    /// `app default: push certificate … expires on 2027-01-02, in 30 days`.
+    static func expiryLine(app: String, _ certificate: PushCertificate, now: Int64) -> String {
+        let days = certificate.secondsLeft(now: now) / 86_400
+        let soon = certificate.secondsLeft(now: now) < PushCertificate.warningSeconds ? ": renew it in Apple's developer account and replace the file (SIGHUP reloads it)" : ""
+        return "app \(app): push certificate \(certificate.identity.commonName ?? "?") expires on \(certificate.expiryDay), in \(days) days\(soon)"
     }
 
     /// Handles the signals for the rest of the process's life: a drain, or a reload.
@@ -49,6 +72,7 @@ enum Serve {
                 let new = try readConfiguration(envFile: envFile)
                 return (new, try relay.reload(new))
             }
+            warnOfExpiry(relay, logger: logger)
         }
     }
 
@@ -102,9 +126,9 @@ struct Shutdown {
     }
 }
 
-/// SIGHUP re-reads the settings (the environment, `--env-file`, `APNS_AUTH_KEY_FILE`) and applies
-/// the key, key id and team to new connections and token renewals: a key rotation without a
-/// restart. A configuration that does not load is logged, naming its variable, and the running
+/// SIGHUP re-reads the settings (the environment, `--env-file`, the key, certificate and apps
+/// files) and applies the key, key id and team to the next push's token, a push certificate to
+/// new connections, and `APPS_FILE` to the routes: a rotation without a restart. A configuration that does not load is logged, naming its variable, and the running
 /// one stays. The process never exits on SIGHUP.
 enum Reload {
     /// - Parameter reload: loads the settings again and applies them; returns them with the names
@@ -112,8 +136,14 @@ enum Reload {
     static func run(logger: Logger, _ reload: () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
         do throws(ConfigurationError) {
             let (new, needRestart) = try reload()
-            logger.notice("SIGHUP: reloaded the provider key; its token is signed and every connection sends it from its next push",
-                          ["apns.key_id": .string(new.keyID), "apns.team_id": .string(new.teamID)])
+            switch new.credentials {
+            case .token(let key):
+                logger.notice("SIGHUP: reloaded the provider key; its token is signed and every connection sends it from its next push",
+                              ["apns.key_id": .string(key.keyID), "apns.team_id": .string(key.teamID), "apps": .int(new.apps.count)])
+            case .certificate(let certificate):
+                logger.notice("SIGHUP: reloaded the push certificate; every connection drains while its replacement presents it",
+                              ["apns.certificate_expires": .string(certificate.expiryDay), "apps": .int(new.apps.count)])
+            }
             if !needRestart.isEmpty {
                 logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")
             }

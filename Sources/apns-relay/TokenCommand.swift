@@ -10,8 +10,9 @@ enum TokenCommand {
         do {
             guard arguments.isEmpty else { throw CommandError("token takes no arguments; it reads APNS_KEY[_FILE], APNS_KEY_ID, APNS_TEAM_ID") }
             let configuration = try APNsClientConfiguration(environment: CommandEnvironment.variables)
-            let token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID,
-                                          issuedAt: WallTime.unixSecondsNow, signer: configuration.signer)
+            guard let identity = configuration.credentials?.current else { throw CommandError("token needs a .p8 key: APNS_KEY[_FILE]") }
+            let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID,
+                                          issuedAt: WallTime.unixSecondsNow, signer: identity.signer)
             print(token.jwt)
             return 0
         } catch {

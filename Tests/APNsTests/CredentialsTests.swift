@@ -28,7 +28,7 @@ struct CredentialsTests {
         #expect(try await harness.client.send(first, environment: .production).get().ok)
 
         harness.server.rules.keys[Self.newKeyID] = .es256(Self.newKey.publicKey)
-        try harness.client.configuration.credentials.replace(
+        try harness.client.configuration.credentials!.replace(
             with: .init(keyID: Self.newKeyID, teamID: Fixture.team, signer: Self.newKey))
         harness.server.rules.keys[Fixture.kid] = nil
         // 51 minutes later on both clocks: the connection's token is due for renewal.
@@ -50,7 +50,7 @@ struct CredentialsTests {
         let harness = try ClientHarness(poolSize: 1)
         #expect(try await harness.waitUntilReady())
         harness.server.rules.keys[Self.newKeyID] = .es256(Self.newKey.publicKey)
-        try harness.client.configuration.credentials.replace(
+        try harness.client.configuration.credentials!.replace(
             with: .init(keyID: Self.newKeyID, teamID: "NEWTEAM123", signer: Self.newKey))
         harness.server.dropAllConnections()
         let notification = Fixture.notification("", 3)

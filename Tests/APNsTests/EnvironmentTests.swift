@@ -24,7 +24,8 @@ struct EnvironmentTests {
         let configuration = try APNsClientConfiguration(environment: Self.minimal)
         #expect(configuration.keyID == Fixture.kid && configuration.teamID == Fixture.team && configuration.topic == Fixture.topic)
         #expect(configuration.production == .production && configuration.caSetting == nil)
-        let token = try ProviderToken(keyID: configuration.keyID, teamID: configuration.teamID, issuedAt: 1, signer: configuration.signer)
+        let identity = try #require(configuration.credentials).current
+        let token = try ProviderToken(keyID: identity.keyID, teamID: identity.teamID, issuedAt: 1, signer: identity.signer)
         #expect(token.jwt.split(separator: ".").count == 3)
     }
 

@@ -1,0 +1,181 @@
+import EventLoop
+import Basics
+
+/// The default app's credentials (a `.p8` key or a push certificate), its topic, Apple's CA and
+/// the HTTPS files, read under this relay's names and under toot-relay's and webpush-apn-relay's.
+extension Reader {
+    /// The first of `names` that is set, with its value; names that are set must agree.
+    func agreeing(_ names: [String]) throws(ConfigurationError) -> (name: String, value: String)? {
+        var found: (name: String, value: String)?
+        for name in names {
+            guard let text = value(name) else { continue }
+            if let first = found, first.value != text {
+                throw ConfigurationError(
+                    .conflict, first.name, "\(first.name) and \(name) must not disagree (set only one), got \(quoted(first.value)) and \(quoted(text))")
+            }
+            if found == nil { found = (name, text) }
+        }
+        return found
+    }
+
+    func credentials() throws(ConfigurationError) -> AppCredentials {
+        let ownKey = [Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias].first { value($0) != nil }
+        let theirKey = value(ForeignVariable.tokenKeyFile) != nil ? ForeignVariable.tokenKeyFile : nil
+        let ownCertificate = [Variable.p12File, Variable.p12Base64, Variable.certFile].first { value($0) != nil }
+        let theirCertificate = [ForeignVariable.p12Base64, ForeignVariable.p12File].first { value($0) != nil }
+        if let key = ownKey ?? theirKey, let certificate = ownCertificate ?? (ownKey != nil ? theirCertificate : nil) {
+            throw ConfigurationError(
+                .conflict, key, "\(key) and \(certificate) must not both be set: the relay authenticates to Apple with a .p8 key or with a push certificate, not both")
+        }
+        // webpush-apn-relay uses its token key when one is named, whatever its P12 settings say.
+        if ownKey != nil || theirKey != nil { return .token(try tokenKey()) }
+        if let source = try certificateSource() {
+            return .certificate(try PushCertificate.load(source.source, variable: source.variable, now: now))
+        }
+        throw ConfigurationError(
+            .missing, Variable.authKey,
+            "\(Variable.authKey) must be set to the text of Apple's .p8 key (or \(Variable.authKeyFile) to its path), or \(Variable.p12File) to Apple's push certificate (.p12)")
+    }
+
+    private func tokenKey() throws(ConfigurationError) -> TokenKey {
+        let (text, variable) = try authKey()
+        let keyName = value(Variable.keyID) != nil || value(ForeignVariable.tokenKeyID) == nil ? Variable.keyID : ForeignVariable.tokenKeyID
+        guard let keyID = try agreeing([Variable.keyID, ForeignVariable.tokenKeyID]) else {
+            throw ConfigurationError(.missing, Variable.keyID, "\(Variable.keyID) must be set to the 10-character key ID of the .p8 key")
+        }
+        guard let team = try agreeing([Variable.teamID, Variable.teamIDAlias, ForeignVariable.tokenTeamID]) else {
+            throw ConfigurationError(.missing, Variable.teamID, "\(Variable.teamID) (or \(Variable.teamIDAlias)) must be set to the 10-character Apple team ID")
+        }
+        return TokenKey(authKey: text, variable: variable, keyID: try appleID(keyName, keyID.value, "the key ID of the .p8 key"),
+                        teamID: try appleID(team.name, team.value, "the Apple team ID"))
+    }
+
+    /// The `.p8` key's text and the variable that gave it.
+    private func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
+        let inline = try agreeing([Variable.authKey, Variable.authKeyAlias])
+        let path = try agreeing([Variable.authKeyFile, Variable.authKeyFileAlias, ForeignVariable.tokenKeyFile])
+        var text: String
+        var source: String
+        switch (inline, path) {
+        case (_?, _?):
+            throw ConfigurationError(
+                .conflict, Variable.authKey, "\(Variable.authKey) and \(Variable.authKeyFile) must not both be set: keep the key text or the path to the .p8 file, not both")
+        case (nil, nil):
+            throw ConfigurationError(
+                .missing, Variable.authKey,
+                "\(Variable.authKey) must be set to the text of Apple's .p8 key (or \(Variable.authKeyFile) to its path)")
+        case (let t?, nil):
+            text = t.value
+            source = t.name
+        case (nil, let p?):
+            guard let read = LocalFile.text(atPath: p.value) else {
+                throw ConfigurationError(
+                    .unreadableFile, p.name, "\(p.name) must name a readable .p8 file, could not read \(quoted(p.value))")
+            }
+            text = read
+            source = p.name
+        }
+        // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
+        // write the key on one line with literal \n.
+        // CR LF is one Character, so the standard library splits on it.
+        text = text.unescapingLineFeeds.split(separator: "\r\n", omittingEmptySubsequences: false).joined(separator: "\n")
+            .trimmingWhitespace
+        // The message never repeats the key: it is a secret and would land in logs.
+        // Byte by byte, with the standard library: contains(_:) with a string would link _StringProcessing.
+        let namesPrivateKey = text.utf8.indices.contains { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }
+        guard text.hasPrefix("-----BEGIN "), namesPrivateKey, text.hasSuffix("-----") else {
+            let what = inline != nil ? "the text of" : "a path to"
+            throw ConfigurationError(
+                .invalid, source,
+                "\(source) must hold \(what) Apple's .p8 key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----), got \(text.count) characters that are not a PEM key")
+        }
+        return (text + "\n", source)
+    }
+
+    /// Where the push certificate comes from; nil when nothing names one and toot-relay's
+    /// default file is not in the working directory.
+    private func certificateSource() throws(ConfigurationError) -> (source: PushCertificate.Source, variable: String)? {
+        let password = try agreeing([Variable.p12Password, ForeignVariable.p12Password])?.value ?? ""
+        let base64 = try agreeing([Variable.p12Base64, ForeignVariable.p12Base64])
+        let file = try agreeing([Variable.p12File, ForeignVariable.p12File])
+        let pem = value(Variable.certFile)
+        if let pem {
+            if let other = base64 ?? file {
+                throw ConfigurationError(
+                    .conflict, Variable.certFile, "\(Variable.certFile) and \(other.name) must not both be set: give the push certificate as a PEM pair or as a .p12, not both")
+            }
+            guard let key = value(Variable.certKeyFile) else {
+                throw ConfigurationError(.missing, Variable.certKeyFile, "\(Variable.certKeyFile) must be set to the PEM private key of \(Variable.certFile)")
+            }
+            return (.pem(certificateFile: pem, keyFile: key), Variable.certFile)
+        }
+        // As toot-relay reads them: the base64 text when given, else the file.
+        if let base64 { return (.p12Base64(base64.value, password: password), base64.name) }
+        if let file { return (.p12File(path: file.value, password: password), file.name) }
+        if LocalFile.isReadable(atPath: ForeignVariable.defaultP12File) {
+            return (.p12File(path: ForeignVariable.defaultP12File, password: password), ForeignVariable.p12File)
+        }
+        return nil
+    }
+
+    /// `TOPIC`; with a push certificate and no `TOPIC`, the certificate's `UID` (its bundle id).
+    func topic(for credentials: AppCredentials) throws(ConfigurationError) -> String {
+        if let given = try agreeing([Variable.topic, Variable.topicAlias]) { return try bundleID(given.name, given.value) }
+        if case .certificate(let certificate) = credentials {
+            guard let uid = certificate.identity.subjectUID else {
+                throw ConfigurationError(
+                    .missing, Variable.topic, "\(Variable.topic) must be set to the app's bundle ID: the certificate of \(certificate.variable) names none (no UID in its subject)")
+            }
+            return try bundleID(certificate.variable, uid)
+        }
+        throw ConfigurationError(.missing, Variable.topic, "\(Variable.topic) (or \(Variable.topicAlias)) must be set to the app's bundle ID (e.g. com.example.app)")
+    }
+
+    /// `APNS_CA_FILE` adds roots to the system store; toot-relay's `CA_FILENAME` replaces it.
+    func caFile() throws(ConfigurationError) -> (path: String?, replacesSystemStore: Bool) {
+        let extra = value(Variable.caFile), only = value(ForeignVariable.caFile)
+        if extra != nil, only != nil {
+            throw ConfigurationError(
+                .conflict, Variable.caFile, "\(Variable.caFile) and \(ForeignVariable.caFile) must not both be set: the first adds roots to the system's, the second replaces them")
+        }
+        guard let path = extra ?? only else { return (nil, false) }
+        let name = extra != nil ? Variable.caFile : ForeignVariable.caFile
+        guard LocalFile.isReadable(atPath: path) else {
+            throw ConfigurationError(.unreadableFile, name, "\(name) must name a readable PEM file of CA certificates, could not read \(quoted(path))")
+        }
+        return (path, only != nil)
+    }
+
+    /// `TLS_CERT_FILE` and `TLS_KEY_FILE` (or `CRT_FILENAME` and `KEY_FILENAME`): both or neither.
+    /// With toot-relay's names in use and neither set, toot-relay's default files when both exist.
+    func httpsFiles() throws(ConfigurationError) -> HTTPSFiles? {
+        let certificate = try agreeing([Variable.tlsCertFile, ForeignVariable.httpsCertFile])
+        let key = try agreeing([Variable.tlsKeyFile, ForeignVariable.httpsKeyFile])
+        switch (certificate, key) {
+        case (let c?, let k?):
+            for (name, path) in [(c.name, c.value), (k.name, k.value)] where !LocalFile.isReadable(atPath: path) {
+                throw ConfigurationError(.unreadableFile, name, "\(name) must name a readable PEM file, could not read \(quoted(path))")
+            }
+            return HTTPSFiles(certificateFile: c.value, keyFile: k.value, variable: c.name)
+        case (let c?, nil):
+            throw ConfigurationError(.missing, Variable.tlsKeyFile, "\(Variable.tlsKeyFile) must be set to the PEM key of \(c.name) to serve HTTPS")
+        case (nil, let k?):
+            throw ConfigurationError(.missing, Variable.tlsCertFile, "\(Variable.tlsCertFile) must be set to the PEM certificate of \(k.name) to serve HTTPS")
+        case (nil, nil):
+            let inUse = ForeignVariable.tootRelay.contains { value($0) != nil }
+                || LocalFile.isReadable(atPath: ForeignVariable.defaultP12File)
+            guard inUse, LocalFile.isReadable(atPath: ForeignVariable.defaultHTTPSCertFile),
+                  LocalFile.isReadable(atPath: ForeignVariable.defaultHTTPSKeyFile) else { return nil }
+            return HTTPSFiles(certificateFile: ForeignVariable.defaultHTTPSCertFile, keyFile: ForeignVariable.defaultHTTPSKeyFile,
+                              variable: ForeignVariable.httpsCertFile)
+        }
+    }
+
+    /// Which other relay's names were read, and which: `webpush-apn-relay: TOKEN_KEY_ID, …`.
+    func foreignNames() -> String? {
+        let read = ForeignVariable.all.filter { value($0) != nil }
+        guard !read.isEmpty else { return nil }
+        let family = read.contains(where: ForeignVariable.webpushAPNRelay.contains) ? "webpush-apn-relay" : "toot-relay"
+        return "\(family): \(read.joined(separator: ", "))"
+    }
+}
