@@ -386,13 +386,13 @@ package final class RelayResponder: HTTPResponder {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
         logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
-            if let app = log.app { line.add(LineKey.app, .string(app)) }
-            line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
+                line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
             if let error = apns.error { line.add(LineKey.apnsError, .string(error)) }
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
             if let reason = apns.reason { line.add(LineKey.apnsReason, .string(reason)) }
             if let status = apns.status { line.add(LineKey.apnsStatus, .int(status)) }
             if let uniqueID = apns.uniqueID { line.add(LineKey.apnsUniqueID, .string(uniqueID)) }
+            if let app = log.app { line.add(LineKey.app, .string(app)) }
             if let device = log.device {
                 line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
@@ -411,13 +411,13 @@ package final class RelayResponder: HTTPResponder {
 
     /// The push line's keys, each spelled as JSON once (`LogKey`), in the line's order.
     private enum LineKey {
-        static let app: LogKey = "app"
         static let environment: LogKey = "apns.environment"
         static let apnsError: LogKey = "apns.error"
         static let apnsID: LogKey = "apns.id"
         static let apnsReason: LogKey = "apns.reason"
         static let apnsStatus: LogKey = "apns.status"
         static let apnsUniqueID: LogKey = "apns.unique_id"
+        static let app: LogKey = "app"
         static let device: LogKey = "device"
         static let httpStatus: LogKey = "http.status"
         static let latency: LogKey = "latency_ms"
