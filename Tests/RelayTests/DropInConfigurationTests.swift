@@ -93,6 +93,17 @@ struct DropInConfigurationTests {
         #expect(expired?.message.contains("\n") == false)
     }
 
+    @Test("a .p12 exported the old way (RC2-40, as older Keychain Access exports) loads through OpenSSL's legacy provider")
+    func legacyP12() throws {
+        let files = try PushCertificateFiles(uid: "cx.c3.toot")
+        defer { files.remove() }
+        let legacy = files.directory + "/legacy.p12"
+        try PushCertificateFiles.openssl(["pkcs12", "-export", "-legacy", "-in", files.certificate, "-inkey", files.key,
+                                          "-out", legacy, "-passout", "pass:pw"])
+        let c = try RelayConfiguration.load(environment: ["P12_FILENAME": legacy, "P12_PASSWORD": "pw"])
+        #expect(c.topic == "cx.c3.toot")
+    }
+
     @Test("a key and a certificate together, two certificate forms together, half an HTTPS pair: refused with one line")
     func conflicts() throws {
         let files = try PushCertificateFiles(uid: "cx.c3.toot")
