@@ -85,10 +85,7 @@ private struct AppReader {
     }
 
     func bundleID(_ field: String, _ text: String) throws(ConfigurationError) -> String {
-        let valid = text.unicodeScalars.allSatisfy {
-            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
-        } && !text.hasPrefix(".") && !text.hasSuffix(".")
-        guard valid else { throw fail(field, "must be a bundle ID (letters, digits, '.' and '-'), got \(quoted(text))") }
+        guard Reader.isBundleID(text) else { throw fail(field, "must be a bundle ID (letters, digits, '.' and '-'), got \(quoted(text))") }
         return text
     }
 
@@ -107,7 +104,7 @@ private struct AppReader {
             guard let text = LocalFile.text(atPath: path) else { throw fail("key_file", "could not read \(quoted(path))", .unreadableFile) }
             guard let keyID = try string("key_id") else { throw fail("key_id", "must be set to the 10-character key ID of key_file", .missing) }
             guard let teamID = try string("team_id") else { throw fail("team_id", "must be set to the 10-character Apple team ID", .missing) }
-            for (field, id) in [("key_id", keyID), ("team_id", teamID)] where !Self.isAppleID(id) {
+            for (field, id) in [("key_id", keyID), ("team_id", teamID)] where !Reader.isAppleID(id) {
                 throw fail(field, "must be 10 characters, capital letters A-Z and digits, got \(quoted(id))")
             }
             return .token(TokenKey(authKey: text, variable: "\(variable) \(label) key_file", keyID: keyID, teamID: teamID))
@@ -122,9 +119,5 @@ private struct AppReader {
         } catch {
             throw fail(forms[0], error.message, error.code)
         }
-    }
-
-    static func isAppleID(_ text: String) -> Bool {
-        text.unicodeScalars.count == 10 && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
     }
 }

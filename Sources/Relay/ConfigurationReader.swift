@@ -50,9 +50,7 @@ struct Reader {
     }
 
     func appleID(_ name: String, _ text: String, _ what: String) throws(ConfigurationError) -> String {
-        let valid = text.unicodeScalars.count == 10
-            && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
-        guard valid else {
+        guard Self.isAppleID(text) else {
             throw ConfigurationError(
                 .invalid, name, "\(name) must be \(what): 10 characters, capital letters A-Z and digits, got \(quoted(text))")
         }
@@ -139,10 +137,7 @@ struct Reader {
 
     /// The `apns-topic` rule shared by `TOPIC` and `RELAY_TO_TOPIC`.
     func bundleID(_ name: String, _ text: String) throws(ConfigurationError) -> String {
-        let valid = text.unicodeScalars.allSatisfy {
-            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
-        } && !text.hasPrefix(".") && !text.hasSuffix(".")
-        guard valid else {
+        guard Self.isBundleID(text) else {
             throw ConfigurationError(
                 .invalid, name, "\(name) must be the app's bundle ID (letters, digits, '.' and '-', e.g. com.example.app), got \(quoted(text))")
         }
@@ -158,6 +153,18 @@ struct Reader {
                 "\(Variable.relayToAlert) must be the alert text of /relay-to pushes, at most \(max) bytes of UTF-8 without control characters, got \(text.utf8.count) bytes")
         }
         return text
+    }
+
+    /// A team or key id as Apple writes them: 10 characters, capital letters and digits.
+    static func isAppleID(_ text: String) -> Bool {
+        text.unicodeScalars.count == 10 && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
+    }
+
+    /// What `apns-topic` may hold: letters, digits, '.' and '-', not starting or ending with '.'.
+    static func isBundleID(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy {
+            ($0 >= "A" && $0 <= "Z") || ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-"
+        } && !text.hasPrefix(".") && !text.hasSuffix(".")
     }
 
     /// inet_pton parses without touching the network, so this stays free of I/O.
