@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Basics"]),
         .target(name: "WebPush", dependencies: ["Basics"]),
         .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Basics"]),
-        .target(name: "HTTPServer", dependencies: ["EventLoop", "Basics"]),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport"]),
