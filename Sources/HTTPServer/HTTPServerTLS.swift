@@ -20,8 +20,13 @@ import Synchronization
 package final class HTTPServerTLS: Sendable {
     package let certificatePath: String
     package let keyPath: String
-    /// The context new connections take; replaced whole by `reload()`.
-    private let current: Mutex<TLSContext>
+    /// The context new connections take, and its certificate's notAfter; replaced whole by `reload()`.
+    private let current: Mutex<Loaded>
+
+    private struct Loaded: Sendable {
+        let context: TLSContext
+        let notAfter: Int64?
+    }
 
     /// The most a certificate or key file is read to: a chain of a few certificates is a few KiB.
     static let maxFileBytes = 1 << 20
@@ -38,20 +43,25 @@ package final class HTTPServerTLS: Sendable {
     /// Reads both files again and, when they load, serves them to every connection accepted
     /// from now on. When they do not, the context in use stays and the error is thrown.
     package func reload() throws(HTTPServerTLSError) {
-        let context = try Self.load(certificatePath: certificatePath, keyPath: keyPath)
-        current.withLock { $0 = context }
+        let loaded = try Self.load(certificatePath: certificatePath, keyPath: keyPath)
+        current.withLock { $0 = loaded }
     }
 
     /// The context a connection accepted now takes.
-    var context: TLSContext { current.withLock { $0 } }
+    var context: TLSContext { current.withLock { $0.context } }
 
-    private static func load(certificatePath: String, keyPath: String) throws(HTTPServerTLSError) -> TLSContext {
+    /// When the certificate served to new connections expires, in Unix seconds (for an expiry
+    /// metric or a warning); nil if its validity could not be read.
+    package var certificateNotAfter: Int64? { current.withLock { $0.notAfter } }
+
+    private static func load(certificatePath: String, keyPath: String) throws(HTTPServerTLSError) -> Loaded {
         let certificate = try read(certificatePath, what: "certificate")
         let key = try read(keyPath, what: "key")
         try checkCertificatePEM(certificate, path: certificatePath)
         try checkKeyPEM(key, path: keyPath)
         do {
-            return try TLSContext.server(certificateChainPEM: certificate, privateKeyPEM: key, alpn: ["http/1.1"])
+            let context = try TLSContext.server(certificateChainPEM: certificate, privateKeyPEM: key, alpn: ["http/1.1"])
+            return Loaded(context: context, notAfter: CertificateExpiry.notAfter(pem: certificate))
         } catch let error as TLSError where error.message.contains("does not match") {
             throw HTTPServerTLSError(.keyMismatch, "the TLS key file \(keyPath) does not match the certificate in \(certificatePath) (the file's first certificate must be the one the key was made for)")
         } catch {

@@ -74,6 +74,7 @@ struct HTTPSServerTests {
                 return r.status
             a = connect()
             print("old", a.sock.getpeercert()["serialNumber"], get(a, "/a1"), flush=True)
+            print(int(ssl.cert_time_to_seconds(a.sock.getpeercert()["notAfter"])), flush=True)
             sys.stdin.readline()
             b = connect()
             print("new", b.sock.getpeercert()["serialNumber"], get(b, "/b1"), flush=True)
@@ -97,6 +98,8 @@ struct HTTPSServerTests {
             defer { if process.isRunning { process.terminate() } }
             let first = try await blocking { readLine(output.fileHandleForReading) }
             #expect(first == "old \(oldSerial) 200")
+            let notAfter = try await blocking { readLine(output.fileHandleForReading) }
+            #expect(server.tls?.certificateNotAfter.map(String.init) == notAfter, "the notAfter the client saw")
 
             try files.write(renewed)
             try #require(server.tls).reload()
@@ -111,6 +114,7 @@ struct HTTPSServerTests {
             let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(process.terminationStatus == 0, "python: \(problems)")
             #expect(rest.split(separator: "\n").map(String.init) == ["new \(newSerial) 200", "old-again \(oldSerial) 200"])
+            #expect(server.tls?.certificateNotAfter != nil)
         }
     }
 
