@@ -8,6 +8,7 @@ import PackageDescription
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
+//   HTTPServer → OpenSSLSupport (HTTPS: the server's own certificate, TLS over its TCP streams)
 //   Basics (what every layer shares: base64url, hex, JSON strings, UUIDs, the wall clock, random bytes, the
 //   one shape of errors) is the leaf every layer may import; it imports
 //   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Basics: it keeps its own
@@ -45,7 +46,7 @@ let package = Package(
         .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Basics"]),
         .target(name: "WebPush", dependencies: ["Basics"]),
         .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Basics"]),
-        .target(name: "HTTPServer", dependencies: ["EventLoop", "Basics"]),
+        .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport"]),
@@ -65,7 +66,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Basics", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Basics"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         // Where the suites that run the built apns-relay find it (APNS_RELAY_BIN_DIR: make test's
         // second pass points it at the shipped binary) and how the scratch package is built.
         .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),

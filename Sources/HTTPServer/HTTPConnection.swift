@@ -11,7 +11,8 @@ import Synchronization
 /// Not `Sendable`: every member is touched only on its loop's thread; the responder's answer
 /// comes back to it through its `AnswerSlot`, which holds it in a `LoopBound`.
 final class HTTPConnection: TCPStreamHandler {
-    private let stream: TCPStream
+    /// The stream, and under HTTPS the TLS layer every write and close goes through.
+    private let wire: ConnectionWire
     private let core: HTTPServerCore
     private let context: LoopContext
     private var parser: HTTPParser
@@ -39,6 +40,9 @@ final class HTTPConnection: TCPStreamHandler {
     private var lookahead: HTTPParserEvent?
     /// Where the responder's answers come back (made once: see `AnswerSlot`).
     private let answerSlot: AnswerSlot
+    /// HTTPS: handshake bytes arrived and the handshake is not complete. Until it is, the
+    /// connection counts as a request head arriving (see `handshakeBytesArrived`).
+    private var handshaking = false
 
     /// The legal states of one connection.
     enum State: Equatable {
@@ -104,8 +108,8 @@ final class HTTPConnection: TCPStreamHandler {
         }
     }
 
-    init(stream: TCPStream, core: HTTPServerCore, context: LoopContext) {
-        self.stream = stream
+    init(stream: TCPStream, tls: TLSLayer?, core: HTTPServerCore, context: LoopContext) {
+        wire = ConnectionWire(stream: stream, tls: tls)
         self.core = core
         self.context = context
         peer = stream.peerAddress?.description
@@ -116,6 +120,7 @@ final class HTTPConnection: TCPStreamHandler {
 
     private var phase: ConnectionPhase {
         if isResponding { return .responding }
+        if handshaking { return .receivingHead }
         if parser.isIdle { return .idle }
         return parser.isReceivingBody ? .receivingBody : .receivingHead
     }
@@ -187,7 +192,7 @@ final class HTTPConnection: TCPStreamHandler {
             core.counters.bufferedBytes.wrappingAdd(held - accountedBytes, ordering: .relaxed)
             accountedBytes = held
         }
-        let idle = state == .reading && parser.isIdle
+        let idle = state == .reading && parser.isIdle && !handshaking
         context.setIdle(self, idle ? (input == .nothing ? .fresh : .kept) : nil)
     }
 
@@ -236,7 +241,7 @@ final class HTTPConnection: TCPStreamHandler {
     /// Tells the stream to pause or resume as `readPauses` says (it ignores a repeat).
     private func updateReading() {
         guard state != .closed else { return }
-        if readPauses.isEmpty { stream.resumeReading() } else { stream.pauseReading() }
+        if readPauses.isEmpty { wire.resumeReading() } else { wire.pauseReading() }
     }
 
     // MARK: Requests
@@ -248,7 +253,7 @@ final class HTTPConnection: TCPStreamHandler {
             switch event {
             case .expectContinue:
                 if input == .ended { continue }  // the body can no longer come
-                HTTPResponse.continueHead.withUnsafeBytes { stream.write($0) }
+                HTTPResponse.continueHead.withUnsafeBytes { wire.write($0) }
                 noteWrite()
             case .error(let error):
                 respondAndClose(HTTPResponse(parseError: error))
@@ -306,7 +311,7 @@ final class HTTPConnection: TCPStreamHandler {
             closeWhenFlushed()
             return
         }
-        if stream.pendingWriteBytes > 0 {
+        if wire.pendingWriteBytes > 0 {
             state = .waitingForDrain  // the peer reads slowly: answer the next one after this is out
             return
         }
@@ -323,12 +328,12 @@ final class HTTPConnection: TCPStreamHandler {
     private func write(_ response: HTTPResponse, close: Bool) {
         context.output.removeAll(keepingCapacity: true)
         serialize(response, date: context.date, close: close, into: &context.output)
-        context.output.withUnsafeBytes { stream.write($0) }
+        context.output.withUnsafeBytes { wire.write($0) }
         noteWrite()
     }
 
     private func noteWrite() {
-        let pending = stream.pendingWriteBytes
+        let pending = wire.pendingWriteBytes
         if pending > 0 { timeouts.noteWriteBuffer(pending, now: core.clock.now()) }
     }
 
@@ -346,7 +351,7 @@ final class HTTPConnection: TCPStreamHandler {
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
         lookahead = nil
         settle()
-        stream.closeAfterFlush()
+        wire.closeAfterFlush()
     }
 
     // MARK: Timeouts, drain, stop
@@ -354,11 +359,11 @@ final class HTTPConnection: TCPStreamHandler {
     func checkTimeouts(now: Int64) {
         guard state != .closed else { return }
         let phase = state == .closing ? ConnectionPhase.responding : self.phase
-        switch timeouts.action(phase: phase, pendingWriteBytes: stream.pendingWriteBytes, now: now) {
+        switch timeouts.action(phase: phase, pendingWriteBytes: wire.pendingWriteBytes, now: now) {
         case .none:
             break
         case .close:
-            stream.close()
+            wire.close()
         case .requestTimeout(let reason):
             respondAndClose(HTTPResponse(status: 408, reason: reason))
         }
@@ -373,6 +378,32 @@ final class HTTPConnection: TCPStreamHandler {
 
     func closeNow() {
         guard state != .closed else { return }
-        stream.close()
+        wire.close()
+    }
+
+    // MARK: HTTPS (the TLSLayer's calls while its handshake runs)
+
+    /// Handshake bytes arrived. A handshake is held to a request head's limits: the header and
+    /// request deadlines run from its first byte, its pace is a request's pace at the cap (a
+    /// stalled one is cut as the slowest arriving), and meanwhile it is not idle.
+    func handshakeBytesArrived(_ count: Int) {
+        guard isOpen else { return }
+        let now = core.clock.now()
+        if !handshaking {
+            handshaking = true
+            timeouts.headStart = now
+            requestBytes = 0
+        }
+        requestBytes += count
+        timeouts.lastRead = now
+        settle()
+    }
+
+    /// The handshake completed: the connection is idle again, as a plain one just accepted (it
+    /// joins the idle list's tail, so its idle time counts from now).
+    func handshakeFinished() {
+        handshaking = false
+        timeouts.idleSince = core.clock.now()
+        settle()
     }
 }

@@ -35,7 +35,7 @@ package final class HTTPServer: Sendable {
             throw error
         }
         core.startSweeps()
-        logger?("http server listening on \(listener.localAddress)")
+        logger?("http server listening on \(listener.localAddress)\(configuration.tls == nil ? "" : " (HTTPS)")")
         return HTTPServer(core: core, listener: listener, group: group, ownsGroup: ownsGroup)
     }
 
@@ -66,6 +66,13 @@ package final class HTTPServer: Sendable {
     /// Half-received requests answered 408 because the buffered bytes went over
     /// `maxBufferedRequestBytes`.
     package var budgetCutCount: Int { core.counters.budgetCuts.load(ordering: .relaxed) }
+
+    /// HTTPS connections closed for a TLS failure: a handshake that failed (garbage, plain HTTP,
+    /// a client that closed half-way) or a bad record after it.
+    package var tlsFailureCount: Int { core.counters.tlsFailures.load(ordering: .relaxed) }
+
+    /// The certificate and key served (the configuration's); call its `reload()` on SIGHUP.
+    package var tls: HTTPServerTLS? { core.tls }
 
     /// Graceful shutdown: stop accepting, let requests in flight finish (answered with
     /// `Connection: close`), close idle connections at once. True when every connection

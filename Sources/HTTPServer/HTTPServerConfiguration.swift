@@ -44,6 +44,9 @@ package struct HTTPServerConfiguration: Sendable {
     package var loopCount: Int
     /// The time connections are judged by; tests move one by hand.
     package var clock = ServerClock.loop
+    /// Serve HTTPS with this certificate and key instead of plain HTTP; every limit above holds
+    /// for TLS connections too (a handshake is held to a request head's deadlines).
+    package var tls: HTTPServerTLS?
 
     package init(
         host: String = "0.0.0.0", port: Int = 3000, limits: HTTPParserLimits = HTTPParserLimits(),

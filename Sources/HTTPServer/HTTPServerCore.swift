@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import EventLoop
+import OpenSSLSupport
 import Synchronization
 
 /// What every connection of the server shares. Immutable apart from atomics; each loop's
@@ -24,6 +25,8 @@ final class HTTPServerCore: Sendable {
     let maxBufferedInput: Int
     /// The time connections are judged by (the configuration's).
     let clock: ServerClock
+    /// HTTPS: the certificate every connection accepted now is given; nil serves plain HTTP.
+    let tls: HTTPServerTLS?
 
     init(configuration: HTTPServerConfiguration, group: EventLoopGroup, responder: any HTTPResponder,
          logger: HTTPServerLogger?) {
@@ -31,6 +34,7 @@ final class HTTPServerCore: Sendable {
         self.responder = responder
         self.logger = logger
         clock = configuration.clock
+        tls = configuration.tls
         cap = ConnectionCap(maxConnections: configuration.maxConnections,
                             minimumKeptIdle: configuration.minimumIdleBeforeEviction)
         timeoutLimits = ConnectionTimeouts.Limits(configuration)
@@ -101,9 +105,25 @@ final class HTTPServerCore: Sendable {
             stream.close()
             return
         }
-        let connection = HTTPConnection(stream: stream, core: self, context: context)
+        var layer: TLSLayer?
+        if let tls {
+            do {
+                layer = TLSLayer(stream: stream, session: try TLSSession(serverContext: tls.context), core: self, context: context)
+            } catch {
+                counters.open.wrappingSubtract(1, ordering: .relaxed)
+                logger?("http connection from \(stream.peerAddress?.description ?? "a client") closed: \(error)")
+                stream.close()
+                return
+            }
+        }
+        let connection = HTTPConnection(stream: stream, tls: layer, core: self, context: context)
         context.add(connection)
-        stream.handler = connection
+        if let layer {
+            layer.connection = connection
+            stream.handler = layer
+        } else {
+            stream.handler = connection
+        }
         connection.settle()
         if let (remote, kind, minimum) = evictElsewhere {
             // The new connection is served while the other loop closes its longest-idle one;
@@ -134,6 +154,15 @@ final class HTTPServerCore: Sendable {
         let evicted = counters.evicted.wrappingAdd(1, ordering: .relaxed).newValue
         if evicted == 1 || evicted % 1000 == 0 {
             logger?("http connection cap of \(configuration.maxConnections) reached; closed an idle connection, or the slowest request still arriving, to make room (\(evicted) so far)")
+        }
+    }
+
+    /// Counted before the close; the first and every 1000th are logged (a scanner's garbage
+    /// must not flood the log).
+    func noteTLSFailure(_ message: String) {
+        let failures = counters.tlsFailures.wrappingAdd(1, ordering: .relaxed).newValue
+        if failures == 1 || failures % 1000 == 0 {
+            logger?("\(message) (\(failures) TLS failures so far)")
         }
     }
 

@@ -24,6 +24,11 @@ final class LoopContext: @unchecked Sendable {
     private var dateText = ""
     /// Reused for every response on this loop: one serialization buffer, no per-request allocation.
     var output: [UInt8] = []
+    /// HTTPS only, reused by every TLS connection of this loop: what one read decrypts to, and
+    /// what OpenSSL hands over to be sent. Made on first use, so a plain server never has them;
+    /// per connection they would cost 64 KiB for each of thousands.
+    var tlsPlaintext: [UInt8] = []
+    private var tlsCiphertextStorage: UnsafeMutableRawBufferPointer?
 
     /// Idle connections, longest idle first, one list per `IdleKind` (a connection joins its
     /// list's tail when it becomes idle, so each list stays in `idleSince` order).
@@ -49,7 +54,19 @@ final class LoopContext: @unchecked Sendable {
         output.reserveCapacity(4096)
     }
 
+    deinit {
+        tlsCiphertextStorage?.deallocate()
+    }
+
     var isDraining: Bool { draining }
+
+    /// 64 KiB, so a turn's answers to one connection leave in one send.
+    var tlsCiphertext: UnsafeMutableRawBufferPointer {
+        if let storage = tlsCiphertextStorage { return storage }
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        tlsCiphertextStorage = storage
+        return storage
+    }
 
     /// The Date header value, formatted at most once per second per loop.
     var date: String {

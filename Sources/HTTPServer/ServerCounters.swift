@@ -13,4 +13,7 @@ final class ServerCounters: Sendable {
     /// What every connection's parser holds, summed (each connection adds its changes).
     let bufferedBytes = Atomic<Int>(0)
     let budgetCuts = Atomic<Int>(0)
+    /// HTTPS connections closed for TLS: a failed handshake (garbage, plain HTTP, EOF half-way)
+    /// or a bad record after it.
+    let tlsFailures = Atomic<Int>(0)
 }

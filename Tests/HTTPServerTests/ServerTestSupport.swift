@@ -94,8 +94,8 @@ final class TestClient: @unchecked Sendable {
     @discardableResult
     func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
-    /// Reads more bytes into the buffer; false on EOF, reset or timeout.
-    private func fill() -> Bool {
+    /// Reads more bytes into `buffer`; false on EOF, reset or timeout.
+    private func fill(_ buffer: inout [UInt8]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n <= 0 { return false }
@@ -103,40 +103,67 @@ final class TestClient: @unchecked Sendable {
         return true
     }
 
+    /// Whatever arrives next (bytes already buffered first); nil on EOF, reset or timeout.
+    func receive() -> [UInt8]? {
+        if buffer.isEmpty && !fill(&buffer) { return nil }
+        defer { buffer = [] }
+        return buffer
+    }
+
     /// The next response, its body framed by Content-Length; nil when the connection
     /// closed or timed out before a whole response arrived.
     func readResponse() -> WireResponse? {
-        var headEnd: Int?
-        while true {
-            if buffer.count >= 4 {
-                for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-                    headEnd = i
-                    break
-                }
+        readWireResponse(&buffer, fill: fill)
+    }
+}
+
+/// The next response in `buffer`, calling `fill` for more bytes until it is whole (then taken
+/// out of `buffer`); nil when `fill` fails first or the status line is not one.
+func readWireResponse(_ buffer: inout [UInt8], fill: (inout [UInt8]) -> Bool) -> WireResponse? {
+    var headEnd: Int?
+    while true {
+        if buffer.count >= 4 {
+            for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+                headEnd = i
+                break
             }
-            if headEnd != nil { break }
-            if !fill() { return nil }
         }
-        let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        var lines = head.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { return nil }
-        var headers: [(String, String)] = []
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = String(line[..<colon])
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers.append((name, value))
+        if headEnd != nil { break }
+        if !fill(&buffer) { return nil }
+    }
+    let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
+    var lines = head.components(separatedBy: "\r\n")
+    let statusLine = lines.removeFirst().split(separator: " ")
+    guard statusLine.count >= 2, let status = Int(statusLine[1]) else { return nil }
+    var headers: [(String, String)] = []
+    for line in lines {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        let name = String(line[..<colon])
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        headers.append((name, value))
+    }
+    let length = Int(headers.first { $0.0.lowercased() == "content-length" }?.1 ?? "0") ?? 0
+    let total = headEnd! + 4 + length
+    while buffer.count < total {
+        if !fill(&buffer) { return nil }
+    }
+    let raw = Array(buffer[0..<total])
+    let body = Array(buffer[(headEnd! + 4)..<total])
+    buffer.removeFirst(total)
+    return WireResponse(status: status, headers: headers, body: body, raw: raw)
+}
+
+extension TestClient {
+    /// True when the server closed the connection (EOF or reset) before the receive timeout,
+    /// whatever it sent first (a TLS alert); false on a timeout.
+    func isClosedByServerAfterAnyBytes() -> Bool {
+        buffer = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
         }
-        let length = Int(headers.first { $0.0.lowercased() == "content-length" }?.1 ?? "0") ?? 0
-        let total = headEnd! + 4 + length
-        while buffer.count < total {
-            if !fill() { return nil }
-        }
-        let raw = Array(buffer[0..<total])
-        let body = Array(buffer[(headEnd! + 4)..<total])
-        buffer.removeFirst(total)
-        return WireResponse(status: status, headers: headers, body: body, raw: raw)
     }
 
     /// True when the server closed the connection (EOF or reset) before the receive timeout,
