@@ -69,6 +69,11 @@ package final class RelayMetrics: Sendable {
                          labels: ["app": app, "route": route, "status": String(status)]).increment()
     }
 
+    /// Seconds until the certificate HTTPS is served with expires; shown only when the relay serves HTTPS.
+    package var httpsCertificateExpiry: Gauge {
+        registry.gauge("relay_https_certificate_expiry_seconds", help: "Seconds until the certificate the relay serves HTTPS with expires.")
+    }
+
     /// Seconds until an app's push certificate expires (negative once it has), set at each scrape.
     package func setCertificateExpiry(app: String, seconds: Int64) {
         registry.gauge("relay_apns_certificate_expiry_seconds", help: "Seconds until the app's APNs push certificate expires.",

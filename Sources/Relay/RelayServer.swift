@@ -78,12 +78,13 @@ package final class RelayServer: Sendable {
 
         var limits = HTTPParserLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
-        let serverConfiguration = HTTPServerConfiguration(
+        var serverConfiguration = HTTPServerConfiguration(
             host: configuration.bindAddress, port: configuration.port, limits: limits,
             requestTimeout: configuration.requestTimeout, maxConnections: configuration.maxConnections,
             maxBufferedRequestBytes: configuration.maxBufferedRequestBytes, loopCount: loopCount)
         let http: HTTPServer
         do {
+            if let files = configuration.httpsCertificate { serverConfiguration.tls = try Self.https(files) }
             http = try HTTPServer.start(configuration: serverConfiguration, group: group, responder: responder,
                                         logger: { line in logger.debug(line) })
         } catch {
@@ -108,6 +109,7 @@ package final class RelayServer: Sendable {
             metrics.queuedPushes.set(relay.clients.withLock { $0.values.reduce(0) { $0 + $1.connectionStats().queued } })
             let now = WallTime.unixSecondsNow
             for (app, certificate) in relay.certificates { metrics.setCertificateExpiry(app: app, seconds: certificate.secondsLeft(now: now)) }
+            if let notAfter = relay.httpsCertificateNotAfter { metrics.httpsCertificateExpiry.set(Int(notAfter - now)) }
             if let bytes = ProcessStats.residentBytes() { metrics.residentBytes.set(bytes) }
             if let fds = ProcessStats.openFileDescriptors() { metrics.openFileDescriptors.set(fds) }
             if let max = ProcessStats.maxFileDescriptors() { metrics.maxFileDescriptors.set(max) }
@@ -181,12 +183,30 @@ package final class RelayServer: Sendable {
         default:
             needRestart.append("apns.credentials")
         }
+        if let tls = http.tls, new.httpsCertificate?.certificateFile == tls.certificatePath, new.httpsCertificate?.keyFile == tls.keyPath {
+            do { try tls.reload() } catch {
+                discard(table)
+                throw ConfigurationError(.invalid, new.httpsCertificate!.variable, "\(new.httpsCertificate!.variable): \(error.message)")
+            }
+        }
         install(table, defaultKey: new.credentials.sharingKey)
         let reloaded: Set<String> = ["apns.key_id", "apns.team_id", "apns.certificate", "apns.certificate_expires", "apps_file", "config.names"]
         let running = configuration.loggableSummary
         needRestart += new.loggableSummary.filter { !reloaded.contains($0.key) && running[$0.key] != $0.value }.map(\.key)
         return needRestart.sorted()
     }
+
+    /// The HTTPS listener's certificate and key, loaded. - Throws: one line naming the variable and the file.
+    static func https(_ files: HTTPSFiles) throws(ConfigurationError) -> HTTPServerTLS {
+        do {
+            return try HTTPServerTLS(certificatePath: files.certificateFile, keyPath: files.keyFile)
+        } catch {
+            throw ConfigurationError(.invalid, files.variable, "\(files.variable): \(error.message)")
+        }
+    }
+
+    /// The certificate HTTPS is served with now: its notAfter (Unix seconds); nil without HTTPS.
+    package var httpsCertificateNotAfter: Int64? { http.tls?.certificateNotAfter }
 
     /// The push certificates in use and the apps they serve, for the expiry warning and gauge.
     package var certificates: [(app: String, certificate: PushCertificate)] {
