@@ -204,7 +204,8 @@ public final class MockAPNsRules: Sendable {
         )
         recorder.withLock { $0.append(record) }
 
-        return MockDecision(action: action, goAwayAfter: goAway, newMaxConcurrentStreams: newLimit, auth: judged.auth)
+        return MockDecision(action: action, goAwayAfter: goAway, newMaxConcurrentStreams: newLimit,
+                            auth: judged.auth, topic: judged.topic)
     }
 
     // MARK: - Answers

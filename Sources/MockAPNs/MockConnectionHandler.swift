@@ -76,7 +76,8 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
             let response = decision.response
             onRecord(MockRecord(connectionID: state.connectionID, streamID: id, method: head.method, path: head.path,
                                 headers: head.headers, payload: head.body, status: response?.status,
-                                reason: response?.reason, apnsID: response?.header("apns-id"), auth: decision.auth))
+                                reason: response?.reason, apnsID: response?.header("apns-id"),
+                                auth: decision.auth, topic: decision.topic))
         }
     }
 

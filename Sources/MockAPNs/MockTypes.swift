@@ -168,12 +168,16 @@ public struct MockDecision: Sendable {
     public var newMaxConcurrentStreams: UInt32?
     /// How the request was authenticated; nil when it was refused before or by that check.
     public var auth: MockAuth?
+    /// The topic it was judged for (see `MockRecord.topic`).
+    public var topic: String?
 
-    public init(action: Action, goAwayAfter: Bool = false, newMaxConcurrentStreams: UInt32? = nil, auth: MockAuth? = nil) {
+    public init(action: Action, goAwayAfter: Bool = false, newMaxConcurrentStreams: UInt32? = nil,
+                auth: MockAuth? = nil, topic: String? = nil) {
         self.action = action
         self.goAwayAfter = goAwayAfter
         self.newMaxConcurrentStreams = newMaxConcurrentStreams
         self.auth = auth
+        self.topic = topic
     }
 
     /// The debug data Apple puts in a GOAWAY when it shuts a connection down.
