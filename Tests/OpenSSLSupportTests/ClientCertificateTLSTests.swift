@@ -106,6 +106,19 @@ struct ClientCertificateTLSTests {
         #expect(server.peerCertificateDER == nil)
     }
 
+    @Test("a certificate without clientAuth usage (the server's own leaf) is refused though the CA signed it")
+    func serverLeafIsNoClientCertificate() throws {
+        let certificates = try Self.certificates.get()
+        let leaf = try TLSContext.clientPresentingCertificate(certificatePEM: certificates.certificatePEM,
+                                                              privateKeyPEM: certificates.privateKeyPEM,
+                                                              trustSystemStore: false, extraCAPEM: certificates.caPEM)
+        let (client, server) = (try TLSSession(context: leaf, serverName: "localhost"), try server())
+        let (clientError, serverError) = exchange(client: client, server: server)
+        #expect(serverError != nil)
+        #expect(clientError?.message.contains("unsupported certificate") == true, "\(String(describing: clientError))")
+        #expect(server.peerCertificateDER == nil)
+    }
+
     @Test("a client key that does not match its certificate is refused when the context is made")
     func mismatchedKey() throws {
         let certificates = try Self.certificates.get()
