@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
-        .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport"]),
+        .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Basics"]),
         // What relay-bench and relay-soak share: the relay as a child process, loopback probes, the pushes.
         .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto", "Basics"]),
@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "TestWaits"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Basics", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Basics"]),

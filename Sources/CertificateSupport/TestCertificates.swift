@@ -1,5 +1,8 @@
 internal import COpenSSL
 import OpenSSLSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // `public`: the MockAPNs product's API takes these (`MockAPNsServer.start(certificates:)`).
 /// Certificates for tests and the demo: a throw-away CA and a leaf it signs. Generated
@@ -12,6 +15,9 @@ public struct TestCertificates: Sendable {
     public let certificatePEM: String
     /// The leaf's private key (PKCS#8 PEM).
     public let privateKeyPEM: String
+    /// The CA's private key (PKCS#8 PEM): what signs the push client certificates
+    /// `issuePushClientCertificate` makes, which the emulator then accepts.
+    public let caPrivateKeyPEM: String
 
     /// Makes a CA (EC P-256, `basicConstraints CA:TRUE`) and a server leaf it signs.
     ///
@@ -32,13 +38,16 @@ public struct TestCertificates: Sendable {
             }
             entries.append(isIPAddress(name) ? "IP:\(name)" : "DNS:\(name)")
         }
+        let now = Int64(time(nil))
+        // From one hour ago, tolerating clock skew.
+        let validity = (notBefore: now - 3600, notAfter: now + Int64(validDays) * 86_400)
         let caKey = try generateP256Key()
         defer { EVP_PKEY_free(caKey) }
         let leafKey = try generateP256Key()
         defer { EVP_PKEY_free(leafKey) }
 
-        let ca = try makeCertificate(commonName: "apns-relay throw-away test CA", publicKey: caKey,
-                                     issuer: nil, signingKey: caKey, validDays: validDays, extensions: [
+        let ca = try makeCertificate(subject: [("CN", "apns-relay throw-away test CA")], publicKey: caKey,
+                                     issuer: nil, signingKey: caKey, validity: validity, extensions: [
                                          (NID_basic_constraints, "critical,CA:TRUE"),
                                          (NID_key_usage, "critical,keyCertSign,cRLSign"),
                                          (NID_subject_key_identifier, "hash"),
@@ -54,20 +63,22 @@ public struct TestCertificates: Sendable {
         if !entries.isEmpty {
             leafExtensions.append((NID_subject_alt_name, entries.joined(separator: ",")))
         }
-        let leaf = try makeCertificate(commonName: commonName, publicKey: leafKey, issuer: ca,
-                                       signingKey: caKey, validDays: validDays, extensions: leafExtensions)
+        let leaf = try makeCertificate(subject: [("CN", commonName)], publicKey: leafKey, issuer: ca,
+                                       signingKey: caKey, validity: validity, extensions: leafExtensions)
         defer { X509_free(leaf) }
 
         return TestCertificates(
             caPEM: try encodeCertificatePEM(ca),
             certificatePEM: try encodeCertificatePEM(leaf),
-            privateKeyPEM: try encodePrivateKeyPEM(leafKey))
+            privateKeyPEM: try encodePrivateKeyPEM(leafKey),
+            caPrivateKeyPEM: try encodePrivateKeyPEM(caKey))
     }
 
-    private init(caPEM: String, certificatePEM: String, privateKeyPEM: String) {
+    private init(caPEM: String, certificatePEM: String, privateKeyPEM: String, caPrivateKeyPEM: String) {
         self.caPEM = caPEM
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
+        self.caPrivateKeyPEM = caPrivateKeyPEM
     }
 }
 
@@ -82,9 +93,13 @@ private func isIPAddress(_ name: String) -> Bool {
 }
 
 /// A signed v3 certificate; `issuer == nil` makes it self-signed. The caller frees it.
-private func makeCertificate(commonName: String, publicKey: OpaquePointer, issuer: OpaquePointer?,
-                             signingKey: OpaquePointer, validDays: Int,
-                             extensions: [(Int32, String)]) throws -> OpaquePointer {
+///
+/// - Parameters:
+///   - subject: the name's attributes in order, by OpenSSL's short names (`CN`, `UID`, `OU`…).
+///   - validity: notBefore and notAfter, in Unix seconds.
+func makeCertificate(subject: [(field: String, value: String)], publicKey: OpaquePointer, issuer: OpaquePointer?,
+                     signingKey: OpaquePointer, validity: (notBefore: Int64, notAfter: Int64),
+                     extensions: [(Int32, String)]) throws -> OpaquePointer {
     OpenSSLErrorQueue.clearQueue()
     guard let certificate = X509_new() else {
         throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("out of memory creating a certificate"))
@@ -100,12 +115,14 @@ private func makeCertificate(commonName: String, publicKey: OpaquePointer, issue
     try check(withUnsafeMutableBytes(of: &serial) { RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), 8) } == 1,
               "draw a serial number")
     try check(ASN1_INTEGER_set_uint64(X509_get_serialNumber(certificate), serial >> 1 | 1) == 1, "set the serial number")
-    try check(X509_gmtime_adj(X509_getm_notBefore(certificate), -3600) != nil, "set notBefore")
-    try check(X509_gmtime_adj(X509_getm_notAfter(certificate), validDays * 86_400) != nil, "set notAfter")
+    try check(ASN1_TIME_set(X509_getm_notBefore(certificate), time_t(validity.notBefore)) != nil, "set notBefore")
+    try check(ASN1_TIME_set(X509_getm_notAfter(certificate), time_t(validity.notAfter)) != nil, "set notAfter")
 
     guard let name = X509_NAME_new() else { throw TLSError(.badConfiguration, "out of memory creating a name") }
     defer { X509_NAME_free(name) }
-    try check(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, commonName, -1, -1, 0) == 1, "set the common name")
+    for (field, value) in subject {
+        try check(X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0) == 1, "set the subject's \(field)")
+    }
     try check(X509_set_subject_name(certificate, name) == 1, "set the subject")
     try check(X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0) } ?? name) == 1, "set the issuer")
     try check(X509_set_pubkey(certificate, publicKey) == 1, "set the public key")
@@ -125,6 +142,6 @@ private func makeCertificate(commonName: String, publicKey: OpaquePointer, issue
     return certificate
 }
 
-private func encodeCertificatePEM(_ certificate: OpaquePointer) throws -> String {
+func encodeCertificatePEM(_ certificate: OpaquePointer) throws -> String {
     try stringFromBIO { PEM_write_bio_X509($0, certificate) == 1 }
 }

@@ -14,15 +14,16 @@ import Synchronization
 /// | `:path` not `/3/device/…`, or a `/` in the token | 404 `BadPath` |
 /// | `:method` not `POST` | 405 `MethodNotAllowed` |
 /// | a header name repeated | 400 `DuplicateHeaders` |
-/// | no `authorization: bearer …` | 403 `MissingProviderToken` |
+/// | no `authorization` on a connection with a client certificate: the certificate's checks (`MockAPNsRules+Certificate.swift`) | 403 `BadCertificate`, `BadCertificateEnvironment` |
+/// | no `authorization: bearer …` (and no client certificate) | 403 `MissingProviderToken` |
 /// | JWT malformed, wrong `alg`, unknown `kid`, wrong `iss`, `iat` not an integer, bad signature, `iat` > 5 min ahead | 403 `InvalidProviderToken` |
 /// | `iat` more than `providerTokenMaxAge` (3600) s ago | 403 `ExpiredProviderToken` |
 /// | a token new for its key (`kid`) less than `providerTokenUpdateInterval` (1200) s after the key's previous new token, on any connection | 429 `TooManyProviderTokenUpdates` |
 /// | `:path` is `/3/device/` | 400 `MissingDeviceToken` |
 /// | token not hex, odd length, under 64 or over 200 digits, or all zeros (no device has it) | 400 `BadDeviceToken` |
-/// | no `apns-topic` | 400 `MissingTopic` |
+/// | no `apns-topic` (a certificate's request without it is for the certificate's topic, its UID) | 400 `MissingTopic` |
 /// | `apns-push-type` unknown, or missing when `requirePushType` is on (Apple requires it on watchOS only; missing is an alert) | 400 `InvalidPushType` |
-/// | topic not derived from a configured base topic | 400 `TopicDisallowed` |
+/// | topic not derived from a configured base topic (with a certificate: from the certificate's topic) | 400 `TopicDisallowed` |
 /// | topic suffix not the one the push type demands | 400 `BadTopic` |
 /// | `apns-priority` not 1/5/10, or 10 for `background` | 400 `BadPriority` |
 /// | `apns-expiration` not an integer | 400 `BadExpirationDate` |
@@ -141,7 +142,8 @@ public final class MockAPNsRules: Sendable {
         var action: MockDecision.Action
         var status: Int?
         var reason: String?
-        switch check(request, connection: &connection, now: now) {
+        var judged = Judged()
+        switch check(request, connection: &connection, now: now, judged: &judged) {
         case .failure(let rejection):
             action = .respond(errorResponse(rejection, apnsID: answerID, now: now))
             status = rejection.status
@@ -196,11 +198,14 @@ public final class MockAPNsRules: Sendable {
             payload: request.body,
             status: status,
             reason: reason,
-            apnsID: status == nil ? nil : answerID
+            apnsID: status == nil ? nil : answerID,
+            auth: judged.auth,
+            topic: judged.topic
         )
         recorder.withLock { $0.append(record) }
 
-        return MockDecision(action: action, goAwayAfter: goAway, newMaxConcurrentStreams: newLimit)
+        return MockDecision(action: action, goAwayAfter: goAway, newMaxConcurrentStreams: newLimit,
+                            auth: judged.auth, topic: judged.topic)
     }
 
     // MARK: - Answers
@@ -236,8 +241,15 @@ public final class MockAPNsRules: Sendable {
         }
     }
 
+    /// What the checks learned before answering, kept for the record even when a later check fails.
+    struct Judged {
+        var auth: MockAuth?
+        var topic: String?
+    }
+
     /// Runs every check; on success returns the device token, lower-cased.
-    private func check(_ request: MockRequestHead, connection: inout MockConnectionState, now: Int64) -> Result<String, Rejection> {
+    private func check(_ request: MockRequestHead, connection: inout MockConnectionState, now: Int64,
+                       judged: inout Judged) -> Result<String, Rejection> {
         do throws(Rejection) {
             let path = try Self.checkPathAndMethod(method: request.method, path: request.path)
 
@@ -246,14 +258,30 @@ public final class MockAPNsRules: Sendable {
                 if headers.updateValue(value, forKey: name) != nil { throw Rejection(400, "DuplicateHeaders") }
             }
 
-            try checkProviderToken(headers["authorization"], connection: &connection, now: now)
+            let auth: MockAuth
+            if headers["authorization"] == nil, let certificate = connection.clientCertificate {
+                auth = try checkCertificate(certificate, connection: &connection, now: now)
+            } else {
+                auth = try checkProviderToken(headers["authorization"], connection: &connection, now: now)
+            }
+            judged.auth = auth
             let token = try Self.checkDeviceToken(path)
 
-            guard let topic = headers["apns-topic"] else { throw Rejection(400, "MissingTopic") }
+            // A certificate with one topic stands for it when the header is left out (Apple: "If you
+            // omit this header and your APNs certificate doesn't specify multiple topics, the APNs
+            // server uses the certificate's Subject as the default topic").
+            var certificateTopic: String?
+            if case .certificate(let topic, _) = auth { certificateTopic = topic }
+            guard let topic = headers["apns-topic"] ?? certificateTopic else { throw Rejection(400, "MissingTopic") }
+            judged.topic = topic
             if headers["apns-push-type"] == nil && configuration.requirePushType { throw Rejection(400, "InvalidPushType") }
             let pushType = headers["apns-push-type"] ?? "alert"
             guard let suffix = Self.topicSuffix[pushType] else { throw Rejection(400, "InvalidPushType") }
-            try checkTopic(topic, suffix: suffix)
+            if let certificateTopic {
+                try Self.checkTopic(topic, suffix: suffix, bases: [certificateTopic])
+            } else {
+                try Self.checkTopic(topic, suffix: suffix, bases: configuration.topics)
+            }
 
             if let priority = headers["apns-priority"] {
                 guard priority == "1" || priority == "5" || priority == "10" else { throw Rejection(400, "BadPriority") }
@@ -309,17 +337,20 @@ public final class MockAPNsRules: Sendable {
         "widgets": ".push-type.widgets",
     ]
 
-    private func checkTopic(_ topic: String, suffix: String) throws(Rejection) {
-        // The longest configured base topic that this topic starts with decides.
+    /// `bases`: the configured topics for a token (the team's apps), the certificate's one topic
+    /// for a certificate, which covers no other app (400 `TopicDisallowed`, as for a token).
+    static func checkTopic(_ topic: String, suffix: String, bases: [String]) throws(Rejection) {
+        // The longest base topic that this topic starts with decides.
         var base: String?
-        for candidate in configuration.topics where topic == candidate || topic.hasPrefix(candidate + ".") {
+        for candidate in bases where topic == candidate || topic.hasPrefix(candidate + ".") {
             if base == nil || candidate.count > base!.count { base = candidate }
         }
         guard let base else { throw Rejection(400, "TopicDisallowed") }
         guard topic.dropFirst(base.count) == suffix else { throw Rejection(400, "BadTopic") }
     }
 
-    private func checkProviderToken(_ authorization: String?, connection: inout MockConnectionState, now: Int64) throws(Rejection) {
+    /// Returns the token's team and key.
+    private func checkProviderToken(_ authorization: String?, connection: inout MockConnectionState, now: Int64) throws(Rejection) -> MockAuth {
         guard let authorization else { throw Rejection(403, "MissingProviderToken") }
         let scheme = "bearer "
         let trimmed = authorization.trimmingWhitespace
@@ -327,9 +358,9 @@ public final class MockAPNsRules: Sendable {
         guard authorization.prefix(scheme.count).lowercased() == scheme else { throw Rejection(403, "InvalidProviderToken") }
         let jwt = String(authorization.dropFirst(scheme.count))
 
-        if jwt == connection.acceptedToken, let issuedAt = connection.acceptedTokenIssuedAt {
+        if jwt == connection.acceptedToken, let issuedAt = connection.acceptedTokenIssuedAt, let keyID = connection.acceptedTokenKeyID {
             if now - issuedAt > configuration.providerTokenMaxAge { throw Rejection(403, "ExpiredProviderToken") }
-            return
+            return .token(teamID: configuration.teamID, keyID: keyID)
         }
 
         guard let (keyID, issuedAt) = verifiedToken(jwt) else { throw Rejection(403, "InvalidProviderToken") }
@@ -342,7 +373,9 @@ public final class MockAPNsRules: Sendable {
         guard accepted else { throw Rejection(429, "TooManyProviderTokenUpdates") }
         connection.acceptedToken = jwt
         connection.acceptedTokenIssuedAt = issuedAt
+        connection.acceptedTokenKeyID = keyID
         connection.authenticated = true
+        return .token(teamID: configuration.teamID, keyID: keyID)
     }
 
     /// Decodes and verifies an ES256 JWT; returns its `kid` and `iat`, or nil if anything is wrong.
@@ -408,63 +441,5 @@ public final class MockAPNsRules: Sendable {
             }
         }
         return true
-    }
-}
-
-/// The provider tokens each key has had accepted, across connections.
-struct TokenLedger: Sendable {
-    struct Key: Sendable {
-        /// Tokens accepted and not yet expired (JWT → `iat`): they stay valid on any connection.
-        var live: [String: Int64] = [:]
-        /// When the last new token was accepted (Unix seconds).
-        var lastNewAt: Int64?
-        var accepted = 0
-    }
-    var keys: [String: Key] = [:]
-    var refused = 0
-
-    /// True when `jwt` may be used now: known already, or new and `interval` seconds after the
-    /// key's previous new token (then it is recorded as the key's newest).
-    mutating func accept(_ jwt: String, keyID: String, issuedAt: Int64, now: Int64, maxAge: Int64, interval: Int64) -> Bool {
-        var key = keys[keyID, default: Key()]
-        defer { keys[keyID] = key }
-        if key.live[jwt] != nil { return true }
-        if let last = key.lastNewAt, now - last < interval {
-            refused += 1
-            return false
-        }
-        // Expired tokens are forgotten, so the ledger stays as small as the tokens in use.
-        key.live = key.live.filter { now - $0.value <= maxAge }
-        key.live[jwt] = issuedAt
-        key.lastNewAt = now
-        key.accepted += 1
-        return true
-    }
-}
-
-/// The last `capacity` records; a ring so that appending stays O(1) under load.
-struct RecordRing: Sendable {
-    let capacity: Int
-    private var storage: [MockRecord] = []
-    private var start = 0
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    mutating func append(_ record: MockRecord) {
-        if storage.count < capacity {
-            storage.append(record)
-        } else {
-            storage[start] = record
-            start = (start + 1) % capacity
-        }
-    }
-
-    var all: [MockRecord] {
-        Array(storage[start...] + storage[..<start])
-    }
-
-    mutating func removeAll() {
-        storage.removeAll()
-        start = 0
     }
 }

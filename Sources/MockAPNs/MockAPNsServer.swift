@@ -31,6 +31,10 @@ public final class MockAPNsServer: Sendable {
     public let rules: MockAPNsRules
     /// The CA that signed the server certificate: what a client must trust (its only extra root).
     public let caPEM: String
+    /// The CA, its key and the server certificate. The same CA vouches for clients: a client
+    /// certificate it signed (`certificates.issuePushClientCertificate`) authenticates a
+    /// connection as Apple's provider certificates do.
+    public let certificates: TestCertificates
     /// The bound port; kept across `restart` and `refuseConnections`, as clients reconnect to it.
     public let port: Int
 
@@ -55,7 +59,8 @@ public final class MockAPNsServer: Sendable {
     /// - Parameters:
     ///   - port: 0 picks a free port (tests); `port` then tells which.
     ///   - certificates: the server certificate; fresh throw-away ones for "localhost" and
-    ///     127.0.0.1 by default, whose CA is `caPEM`.
+    ///     127.0.0.1 by default, whose CA is `caPEM`. The server asks each client for a
+    ///     certificate (optional) and verifies one it sends against this CA.
     ///   - loopCount: event loops serving connections; one is plenty for tests.
     ///   - recordCapacity: requests kept in `records` (oldest dropped first).
     ///   - unixTime: the current Unix time in seconds, injectable so token ageing and the 410
@@ -74,7 +79,8 @@ public final class MockAPNsServer: Sendable {
     ) throws -> MockAPNsServer {
         let certificates = try certificates ?? TestCertificates.make()
         let tls = try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
-                                        privateKeyPEM: certificates.privateKeyPEM)
+                                        privateKeyPEM: certificates.privateKeyPEM,
+                                        clientCertificateCAPEM: certificates.caPEM)
         let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime, onRecord: onRecord)
         let group = try EventLoopGroup(loopCount: max(1, loopCount))
         let server: HTTP2Server
@@ -85,16 +91,17 @@ public final class MockAPNsServer: Sendable {
             throw error
         }
         return MockAPNsServer(host: host, port: server.port, loopCount: max(1, loopCount), tls: tls,
-                              caPEM: certificates.caPEM, shared: shared, group: group, server: server)
+                              certificates: certificates, shared: shared, group: group, server: server)
     }
 
-    private init(host: String, port: Int, loopCount: Int, tls: TLSContext, caPEM: String,
+    private init(host: String, port: Int, loopCount: Int, tls: TLSContext, certificates: TestCertificates,
                  shared: MockServerShared, group: EventLoopGroup, server: HTTP2Server) {
         self.host = host
         self.port = port
         self.loopCount = loopCount
         self.tls = tls
-        self.caPEM = caPEM
+        self.caPEM = certificates.caPEM
+        self.certificates = certificates
         self.shared = shared
         self.rules = shared.rules
         self.listening = Mutex(ListenState(group: group, server: server))

@@ -24,6 +24,9 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
     private var timers: [Int32: EventLoop.Timer] = [:]
     /// Streams received and not yet closed on this connection.
     private var openStreams = Set<Int32>()
+    /// Whether the client certificate was read into `state`: once, at the first request, since the
+    /// handshake is over by then and the certificate cannot change.
+    private var certificateRead = false
 
     init(id: Int, shared: MockServerShared) {
         self.shared = shared
@@ -39,6 +42,10 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
             // After our GOAWAY this stream does not exist for "Apple": not processed, retry elsewhere.
             connection.reset(stream: id, errorCode: HTTP2ErrorCode.refusedStream)
             return
+        }
+        if !certificateRead {
+            certificateRead = true
+            state.clientCertificate = connection.peerCertificateDER.map(MockClientCertificate.init(der:))
         }
         let head = MockRequestHead(method: request.method, path: request.path,
                                    headers: request.headers.map { (name: $0.name, value: $0.value) },
@@ -69,7 +76,8 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
             let response = decision.response
             onRecord(MockRecord(connectionID: state.connectionID, streamID: id, method: head.method, path: head.path,
                                 headers: head.headers, payload: head.body, status: response?.status,
-                                reason: response?.reason, apnsID: response?.header("apns-id")))
+                                reason: response?.reason, apnsID: response?.header("apns-id"),
+                                auth: decision.auth, topic: decision.topic))
         }
     }
 

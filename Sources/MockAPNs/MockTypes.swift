@@ -110,7 +110,12 @@ public struct MockConnectionState: Sendable {
     public var acceptedToken: String?
     /// The accepted token's `iat`, so a reused token is still refused once an hour old.
     public var acceptedTokenIssuedAt: Int64?
-    /// Whether any request on this connection has passed the provider-token check.
+    /// The accepted token's key id (`kid`), for the records.
+    public var acceptedTokenKeyID: String?
+    /// The client certificate the TLS handshake verified against the emulator's CA, if the
+    /// client sent one: a request without `authorization` is then authenticated by it.
+    public var clientCertificate: MockClientCertificate?
+    /// Whether any request on this connection has passed the provider-token or certificate check.
     public var authenticated: Bool = false
     /// The `SETTINGS_MAX_CONCURRENT_STREAMS` the glue has advertised, as far as the rules know.
     public var advertisedMaxConcurrentStreams: UInt32 = 1
@@ -161,11 +166,18 @@ public struct MockDecision: Sendable {
     public var goAwayAfter: Bool
     /// Advertise this `SETTINGS_MAX_CONCURRENT_STREAMS` now; nil leaves it unchanged.
     public var newMaxConcurrentStreams: UInt32?
+    /// How the request was authenticated; nil when it was refused before or by that check.
+    public var auth: MockAuth?
+    /// The topic it was judged for (see `MockRecord.topic`).
+    public var topic: String?
 
-    public init(action: Action, goAwayAfter: Bool = false, newMaxConcurrentStreams: UInt32? = nil) {
+    public init(action: Action, goAwayAfter: Bool = false, newMaxConcurrentStreams: UInt32? = nil,
+                auth: MockAuth? = nil, topic: String? = nil) {
         self.action = action
         self.goAwayAfter = goAwayAfter
         self.newMaxConcurrentStreams = newMaxConcurrentStreams
+        self.auth = auth
+        self.topic = topic
     }
 
     /// The debug data Apple puts in a GOAWAY when it shuts a connection down.
@@ -194,9 +206,23 @@ public struct MockRecord: Sendable {
     public var reason: String?
     /// The `apns-id` answered (the request's, or one the emulator made).
     public var apnsID: String?
+    /// How the request was authenticated (which team's key, or which certificate); nil when it
+    /// was refused before or by that check.
+    public var auth: MockAuth? = nil
+    /// The topic the push was judged for: the `apns-topic` header, or the certificate's when a
+    /// certificate-authenticated request left it out; nil when refused before the topic check.
+    public var topic: String? = nil
 
     /// The value of the first request header with this (lower-case) name.
     public func header(_ name: String) -> String? {
         headers.first { $0.name == name }?.value
     }
+}
+
+/// The credential a request was authenticated with, as the emulator saw it.
+public enum MockAuth: Sendable, Equatable {
+    /// A provider token: its `iss` (the team) and the key id that signed it.
+    case token(teamID: String, keyID: String)
+    /// The connection's client certificate: its topic (the subject's UID) and team (its OU).
+    case certificate(topic: String, teamID: String?)
 }

@@ -99,8 +99,13 @@ package final class TLSContext: @unchecked Sendable {
     /// - Parameters:
     ///   - certificateChainPEM: the leaf first, then any intermediates.
     ///   - privateKeyPEM: the leaf's key (PKCS#8 or traditional).
+    ///   - clientCertificateCAPEM: when set, the server asks every client for a certificate and
+    ///     verifies one it sends against these CAs (and its dates, and `clientAuth` usage): a bad
+    ///     one fails the handshake with OpenSSL's alert (`certificate_expired`, `unknown_ca`…).
+    ///     A client that sends none is let in (`TLSSession.peerCertificateDER` is then nil), as
+    ///     APNs lets in token-authenticated providers.
     package static func server(certificateChainPEM: String, privateKeyPEM: String,
-                              alpn: [String] = ["h2"]) throws -> TLSContext {
+                              alpn: [String] = ["h2"], clientCertificateCAPEM: String? = nil) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS server context"))
@@ -126,6 +131,21 @@ package final class TLSContext: @unchecked Sendable {
         defer { EVP_PKEY_free(key) }
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("the server private key does not match its certificate"))
+        }
+        if let clientCertificateCAPEM {
+            let authorities = try readCertificates(pem: clientCertificateCAPEM, what: "the client certificate CA text")
+            defer { authorities.forEach { X509_free($0) } }
+            let store = SSL_CTX_get_cert_store(ctx)
+            for authority in authorities where X509_STORE_add_cert(store, authority) != 1 {
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not trust a client certificate CA"))
+            }
+            // Optional: without SSL_VERIFY_FAIL_IF_NO_PEER_CERT a client without one gets in.
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            // Sessions that remember a client certificate need a context name to be resumed in.
+            let name = Array("apns-mock".utf8)
+            guard SSL_CTX_set_session_id_context(ctx, name, UInt32(name.count)) == 1 else {
+                throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not set the session id context"))
+            }
         }
 
         var wireBuffer: UnsafeMutableBufferPointer<UInt8>?

@@ -185,6 +185,26 @@ package final class TLSSession {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// The certificate the peer presented and the handshake verified, as DER; nil before the
+    /// handshake, when the peer sent none, or when it did not verify. A server context made
+    /// with `clientCertificateCAPEM` reads the client's here.
+    package var peerCertificateDER: [UInt8]? {
+        guard established, SSL_get_verify_result(ssl) == Int(X509_V_OK),
+              let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        let length = i2d_X509(certificate, nil)
+        guard length > 0 else {
+            OpenSSLErrorQueue.clearQueue()
+            return nil
+        }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_X509(certificate, &cursor)
+        }
+        return written == length ? der : nil
+    }
+
     /// Appends every byte that can be decrypted from what has been fed so far (reading
     /// until OpenSSL wants more input), finishing the handshake first if needed.
     ///

@@ -33,6 +33,10 @@ package final class HTTP2ServerConnection {
 
     package var openStreamCount: Int { h2?.openStreamCount ?? 0 }
 
+    /// The client certificate the TLS handshake verified (DER), if the server's context asked
+    /// for one and the client sent one; nil before the handshake completes.
+    package var peerCertificateDER: [UInt8]? { channel.tls.peerCertificateDER }
+
     package func respond(stream id: Int32, status: Int, headers: [HTTP2Header], body: [UInt8]) {
         guard !isClosed else { return }
         // A stream the client already reset cannot be answered; that is not our failure.

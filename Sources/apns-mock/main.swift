@@ -2,6 +2,7 @@
 import Foundation
 import Dispatch
 import OpenSSLSupport
+import CertificateSupport
 import MockAPNs
 
 let usage = """
@@ -32,11 +33,23 @@ let usage = """
       --stats-every S     every S seconds print one line on stdout: connections accepted so far, open
                           connections, requests recorded (for watching reconnect storms)
       --ca-out FILE       write the CA certificate (PEM) clients must trust (default: a temp file)
+      --client-cert-out DIR
+                          issue a push client certificate, as Apple's portal would for certificate-
+                          based authentication, signed by the emulator's CA, and write it to DIR as
+                          push-cert.pem and push-key.pem (its unencrypted key, mode 600); a client
+                          presenting it may leave out authorization (and apns-topic)
+      --client-cert-topic T
+                          the certificate's topic, its subject's UID (default: the first --topic);
+                          its team (OU) is --team-id
+      --client-cert-password P
+                          also write DIR/push.p12, made by openssl pkcs12 -export with password P
       --log               one line per request on stdout: status, reason, path, topic
       --record FILE       every request as one JSON line in FILE (appended): connection, stream,
-                          method, path, headers, payload (text, or base64 when not UTF-8), and the
+                          method, path, headers, payload (text, or base64 when not UTF-8), the
                           answer given (status, reason, apns-id; status null: never answered or
-                          refused), so an app developer sees exactly what their server sends
+                          refused), the topic judged and the credential that authenticated it
+                          (auth: a token's team and key, or a certificate's topic and team), so an
+                          app developer sees exactly what their server sends
       --help              this text
 
     Device tokens starting with dead, 0ee0, 0bad, d7f7, 4290, 5000, 5030, 5031, de1a, 0ff0, 7e5e
@@ -68,6 +81,9 @@ struct Options {
     var tokenMaxAge: Int64 = 3600
     var tokenUpdateInterval: Int64 = 1200
     var statsEvery: Int?
+    var clientCertOut: String?
+    var clientCertTopic: String?
+    var clientCertPassword: String?
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -103,6 +119,9 @@ func parse(_ arguments: [String]) -> Options {
         case "--token-update-interval": options.tokenUpdateInterval = Int64(number(flag, 0...86_400))
         case "--stats-every": options.statsEvery = number(flag, 1...3600)
         case "--ca-out": options.caOut = value(flag)
+        case "--client-cert-out": options.clientCertOut = value(flag)
+        case "--client-cert-topic": options.clientCertTopic = value(flag)
+        case "--client-cert-password": options.clientCertPassword = value(flag)
         case "--log": options.log = true
         case "--record": options.recordFile = value(flag)
         case "--require-push-type": options.requirePushType = true
@@ -111,6 +130,9 @@ func parse(_ arguments: [String]) -> Options {
         }
     }
     if options.topics.isEmpty { options.topics = ["com.example.app"] }
+    if options.clientCertOut == nil, options.clientCertTopic != nil || options.clientCertPassword != nil {
+        fail("--client-cert-topic and --client-cert-password need --client-cert-out DIR")
+    }
     return options
 }
 
@@ -182,7 +204,7 @@ let configuration = MockAPNsConfiguration(
 /// One line per request, for watching a relay talk to "Apple".
 @Sendable func logLine(_ record: MockRecord) {
     let status = record.status.map { String($0) } ?? "-"
-    let line = "\(status) \(record.reason ?? "-") \(record.path) \(record.header("apns-topic") ?? "-")\n"
+    let line = "\(status) \(record.reason ?? "-") \(record.path) \(record.topic ?? record.header("apns-topic") ?? "-")\n"
     FileHandle.standardOutput.write(Data(line.utf8))
 }
 
@@ -194,7 +216,13 @@ func jsonLine(_ record: MockRecord) -> Data {
         "headers": record.headers.map { [$0.name, $0.value] },
         "status": record.status.map { $0 as Any } ?? NSNull(), "reason": record.reason.map { $0 as Any } ?? NSNull(),
         "apns_id": record.apnsID.map { $0 as Any } ?? NSNull(),
+        "topic": record.topic.map { $0 as Any } ?? NSNull(),
     ]
+    switch record.auth {
+    case .token(let team, let key)?: object["auth"] = ["kind": "token", "team": team, "key": key]
+    case .certificate(let topic, let team)?: object["auth"] = ["kind": "certificate", "topic": topic, "team": team.map { $0 as Any } ?? NSNull()]
+    case nil: object["auth"] = NSNull()
+    }
     if let text = String(validating: record.payload, as: UTF8.self) {
         object["payload"] = text
     } else {
@@ -233,8 +261,44 @@ do {
 let caPath = options.caOut ?? tempDirectory().appendingPathComponent("ca.pem").path
 write(server.caPEM, to: caPath, what: "CA certificate")
 
+/// Issues a push client certificate and writes it (and a .p12 when a password was given) into
+/// `directory`; returns a note for the banner.
+func writeClientCertificate(into directory: String, topic: String) -> String {
+    let certificate: PushClientCertificate
+    do {
+        certificate = try server.certificates.issuePushClientCertificate(bundleID: topic, teamID: options.teamID)
+    } catch {
+        fail("--client-cert-out: cannot issue a certificate for \(topic): \(error)")
+    }
+    let certPath = directory + "/push-cert.pem", keyPath = directory + "/push-key.pem"
+    write(certificate.certificatePEM, to: certPath, what: "client certificate")
+    write(certificate.privateKeyPEM, to: keyPath, what: "client certificate's key", permissions: 0o600)
+    var note = " client-cert=\(certPath) client-key=\(keyPath) client-topic=\(topic)"
+    if let password = options.clientCertPassword {
+        let p12Path = directory + "/push.p12"
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["pkcs12", "-export", "-in", certPath, "-inkey", keyPath, "-out", p12Path,
+                             "-passout", "pass:\(password)"]
+        do {
+            try openssl.run()
+            openssl.waitUntilExit()
+        } catch {
+            fail("--client-cert-password: cannot run /usr/bin/openssl to make the .p12: \(error.localizedDescription)")
+        }
+        guard openssl.terminationStatus == 0 else {
+            fail("--client-cert-password: openssl pkcs12 -export exited \(openssl.terminationStatus)")
+        }
+        note += " client-p12=\(p12Path)"
+    }
+    return note
+}
+
 var banner = "apns-mock listening on \(options.host):\(server.port) ca=\(caPath) team=\(options.teamID) key=\(options.keyID)"
 if let privateKeyPath { banner += " private-key=\(privateKeyPath)" }
+if let directory = options.clientCertOut {
+    banner += writeClientCertificate(into: directory, topic: options.clientCertTopic ?? options.topics[0])
+}
 FileHandle.standardOutput.write(Data((banner + "\n").utf8))
 
 var statsTimer: DispatchSourceTimer?
