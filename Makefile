@@ -30,10 +30,10 @@ ship: deps
 
 # The suites that run the product as a user does, spawning the apns-relay executable or building
 # a package against the APNs library (the relay over sockets against the emulator, serve and
-# SIGHUP, the demo, check, send, send-many and clean-token, the README's library block), and those
-# that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
+# SIGHUP, the other relays' env files, HTTPS and APPS_FILE, the demo, check, send, send-many and
+# clean-token, the README's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
-E2E_SUITES := ^(RelayTests\.(CommandLineTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
 # Two passes. First every suite against the debug build: all but the HTTP server's in parallel,
 # then the HTTP server's one after another (their clients read sockets blocking, on Swift's task

@@ -279,8 +279,10 @@ public final class MockAPNsRules: Sendable {
             guard let suffix = Self.topicSuffix[pushType] else { throw Rejection(400, "InvalidPushType") }
             if let certificateTopic {
                 try Self.checkTopic(topic, suffix: suffix, bases: [certificateTopic])
-            } else {
-                try Self.checkTopic(topic, suffix: suffix, bases: configuration.topics)
+            } else if case .token(let teamID, _) = auth {
+                // A key pushes to its own team's apps only.
+                try Self.checkTopic(topic, suffix: suffix, bases: teamID == configuration.teamID
+                    ? configuration.topics : configuration.otherTeams.first { $0.teamID == teamID }?.topics ?? [])
             }
 
             if let priority = headers["apns-priority"] {
@@ -360,7 +362,7 @@ public final class MockAPNsRules: Sendable {
 
         if jwt == connection.acceptedToken, let issuedAt = connection.acceptedTokenIssuedAt, let keyID = connection.acceptedTokenKeyID {
             if now - issuedAt > configuration.providerTokenMaxAge { throw Rejection(403, "ExpiredProviderToken") }
-            return .token(teamID: configuration.teamID, keyID: keyID)
+            return .token(teamID: team(ofKey: keyID)?.teamID ?? configuration.teamID, keyID: keyID)
         }
 
         guard let (keyID, issuedAt) = verifiedToken(jwt) else { throw Rejection(403, "InvalidProviderToken") }
@@ -375,7 +377,15 @@ public final class MockAPNsRules: Sendable {
         connection.acceptedTokenIssuedAt = issuedAt
         connection.acceptedTokenKeyID = keyID
         connection.authenticated = true
-        return .token(teamID: configuration.teamID, keyID: keyID)
+        return .token(teamID: team(ofKey: keyID)?.teamID ?? configuration.teamID, keyID: keyID)
+    }
+
+    /// The team that holds key `kid`, and the key: the configured team's (`keys`, changeable while
+    /// running) or one of `otherTeams`; nil for a key no team holds.
+    private func team(ofKey kid: String) -> (teamID: String, key: MockKeyVerifier)? {
+        if let key = keys[kid] { return (configuration.teamID, key) }
+        for team in configuration.otherTeams { if let key = team.keys[kid] { return (team.teamID, key) } }
+        return nil
     }
 
     /// Decodes and verifies an ES256 JWT; returns its `kid` and `iat`, or nil if anything is wrong.
@@ -388,8 +398,8 @@ public final class MockAPNsRules: Sendable {
               let header = MockJSON.parse(headerBytes), header.isObject,
               let claims = MockJSON.parse(claimBytes), claims.isObject,
               header["alg"]?.stringValue == "ES256",
-              let kid = header["kid"]?.stringValue, let key = keys[kid],
-              claims["iss"]?.stringValue == configuration.teamID,
+              let kid = header["kid"]?.stringValue, let (teamID, key) = team(ofKey: kid),
+              claims["iss"]?.stringValue == teamID,
               let issuedAt = claims["iat"]?.integerValue
         else { return nil }
         let message = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])

@@ -17,6 +17,19 @@ public struct MockKeyVerifier: Sendable {
     }
 }
 
+/// A team of Apple's developer program: its apps (base topics) and its provider keys.
+public struct MockTeam: Sendable {
+    public var teamID: String
+    public var topics: [String]
+    public var keys: [String: MockKeyVerifier]
+
+    public init(teamID: String, topics: [String], keys: [String: MockKeyVerifier]) {
+        self.teamID = teamID
+        self.topics = topics
+        self.keys = keys
+    }
+}
+
 /// What the emulator accepts; each value mirrors something Apple checks on a real connection.
 public struct MockAPNsConfiguration: Sendable {
     /// Base topics (bundle ids) the provider key may push to; suffixed topics (`.voip`…) derive from them.
@@ -25,6 +38,10 @@ public struct MockAPNsConfiguration: Sendable {
     public var teamID: String
     /// Key id (`kid`) → verifier: a token signed by an unknown key is refused like Apple does.
     public var keys: [String: MockKeyVerifier]
+    /// Other teams Apple knows, each with its apps and keys: a token is checked against its key's
+    /// team (`iss`), and pushes only to that team's topics, as Apple does for two teams' apps
+    /// sent through one provider.
+    public var otherTeams: [MockTeam] = []
     /// The `SETTINGS_MAX_CONCURRENT_STREAMS` advertised once a connection has had an authenticated
     /// success; before that the glue advertises 1, as Apple does.
     public var maxConcurrentStreams: UInt32 = 1000

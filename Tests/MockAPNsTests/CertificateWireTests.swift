@@ -23,8 +23,7 @@ private enum CertWire {
     }
 
     static func tls(_ harness: Harness, presenting certificate: PushClientCertificate) throws -> TLSContext {
-        try TLSContext.clientPresentingCertificate(certificatePEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM,
-                                                   trustSystemStore: false, extraCAPEM: harness.server.caPEM)
+        try TLSContext.client(trustSystemStore: false, extraCAPEM: harness.server.caPEM, clientIdentity: .pem(certificate: certificate.certificatePEM, key: certificate.privateKeyPEM))
     }
 
     /// A push's headers with no `authorization`: the connection's certificate authenticates it.
@@ -173,8 +172,7 @@ struct CertificateWireTests {
         #expect(fromP12.contains(certificate.certificatePEM.trimmingCharacters(in: .whitespacesAndNewlines)))
 
         let client = Client()
-        let tls = try TLSContext.clientPresentingCertificate(certificatePEM: fromP12, privateKeyPEM: keyFromP12,
-                                                             trustSystemStore: false, extraCAPEM: harness.server.caPEM)
+        let tls = try TLSContext.client(trustSystemStore: false, extraCAPEM: harness.server.caPEM, clientIdentity: .pem(certificate: fromP12, key: keyFromP12))
         let connection = try await harness.connect(client, tls: tls).get()
         let id = try await push(connection, headers: CertWire.headers(topic: nil))
         #expect(try await answer(client, id) == (200, nil))

@@ -25,8 +25,7 @@ struct ClientCertificateTLSTests {
     func client(presenting certificate: PushClientCertificate?) throws -> TLSSession {
         let caPEM = try Self.certificates.get().caPEM
         let context = try certificate.map {
-            try TLSContext.clientPresentingCertificate(certificatePEM: $0.certificatePEM, privateKeyPEM: $0.privateKeyPEM,
-                                                       trustSystemStore: false, extraCAPEM: caPEM)
+            try TLSContext.client(trustSystemStore: false, extraCAPEM: caPEM, clientIdentity: .pem(certificate: $0.certificatePEM, key: $0.privateKeyPEM))
         } ?? TLSContext.client(trustSystemStore: false, extraCAPEM: caPEM)
         return try TLSSession(context: context, serverName: "localhost")
     }
@@ -109,9 +108,7 @@ struct ClientCertificateTLSTests {
     @Test("a certificate without clientAuth usage (the server's own leaf) is refused though the CA signed it")
     func serverLeafIsNoClientCertificate() throws {
         let certificates = try Self.certificates.get()
-        let leaf = try TLSContext.clientPresentingCertificate(certificatePEM: certificates.certificatePEM,
-                                                              privateKeyPEM: certificates.privateKeyPEM,
-                                                              trustSystemStore: false, extraCAPEM: certificates.caPEM)
+        let leaf = try TLSContext.client(trustSystemStore: false, extraCAPEM: certificates.caPEM, clientIdentity: .pem(certificate: certificates.certificatePEM, key: certificates.privateKeyPEM))
         let (client, server) = (try TLSSession(context: leaf, serverName: "localhost"), try server())
         let (clientError, serverError) = exchange(client: client, server: server)
         #expect(serverError != nil)
@@ -125,7 +122,7 @@ struct ClientCertificateTLSTests {
         let one = try certificates.issuePushClientCertificate(bundleID: "com.example.app", teamID: "TEAM123456")
         let other = try certificates.issuePushClientCertificate(bundleID: "com.example.app", teamID: "TEAM123456")
         #expect(throws: TLSError.self) {
-            try TLSContext.clientPresentingCertificate(certificatePEM: one.certificatePEM, privateKeyPEM: other.privateKeyPEM)
+            try TLSContext.client(clientIdentity: .pem(certificate: one.certificatePEM, key: other.privateKeyPEM))
         }
     }
 }
