@@ -48,10 +48,12 @@ package final class TLSContext: @unchecked Sendable {
     ///   - extraCAPEM: the same, as text.
     ///   - clientIdentity: the certificate and key to present when the server asks for one (APNs
     ///     with certificate-based authentication); nil presents none.
+    ///   - verifyPeer: false accepts any certificate: only for `healthcheck` asking the relay's own
+    ///     HTTPS port on 127.0.0.1, never for Apple.
     package static func client(alpn: [String] = ["h2"], trustSystemStore: Bool = true,
                               systemStoreEnvironment: [String: String]? = nil,
                               extraCAFile: String? = nil, extraCAPEM: String? = nil,
-                              clientIdentity: TLSClientIdentity? = nil) throws -> TLSContext {
+                              clientIdentity: TLSClientIdentity? = nil, verifyPeer: Bool = true) throws -> TLSContext {
         OpenSSLErrorQueue.clearQueue()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else {
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("could not create a TLS client context"))
@@ -59,7 +61,7 @@ package final class TLSContext: @unchecked Sendable {
         var owned = true
         defer { if owned { SSL_CTX_free(ctx) } }
         try configureCommon(ctx)
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        SSL_CTX_set_verify(ctx, verifyPeer ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nil)
         if trustSystemStore {
             try loadSystemStore(ctx, environment: systemStoreEnvironment)
         }

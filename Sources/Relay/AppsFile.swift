@@ -102,6 +102,9 @@ private struct AppReader {
         case "key_file":
             let path = try string("key_file")!
             guard let text = LocalFile.text(atPath: path) else { throw fail("key_file", "could not read \(quoted(path))", .unreadableFile) }
+            guard text.hasPrefix("-----BEGIN "), text.utf8.indices.contains(where: { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }) else {
+                throw fail("key_file", "must name Apple's .p8 key (-----BEGIN PRIVATE KEY----- …), \(quoted(path)) is not a PEM key")
+            }
             guard let keyID = try string("key_id") else { throw fail("key_id", "must be set to the 10-character key ID of key_file", .missing) }
             guard let teamID = try string("team_id") else { throw fail("team_id", "must be set to the 10-character Apple team ID", .missing) }
             for (field, id) in [("key_id", keyID), ("team_id", teamID)] where !Reader.isAppleID(id) {
@@ -117,7 +120,8 @@ private struct AppReader {
         do {
             return .certificate(try PushCertificate.load(source, variable: forms[0], now: now))
         } catch {
-            throw fail(forms[0], error.message, error.code)
+            // The message names the field already (`p12_file must name …`).
+            throw ConfigurationError(error.code, variable, "\(variable): \(label): \(error.message)")
         }
     }
 }

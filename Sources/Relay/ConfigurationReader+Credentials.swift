@@ -109,6 +109,10 @@ extension Reader {
             }
             return (.pem(certificateFile: pem, keyFile: key), Variable.certFile)
         }
+        if value(Variable.p12Base64) != nil, value(Variable.p12File) != nil {
+            throw ConfigurationError(
+                .conflict, Variable.p12File, "\(Variable.p12File) and \(Variable.p12Base64) must not both be set: give the .p12 as a file or as base64, not both")
+        }
         // As toot-relay reads them: the base64 text when given, else the file.
         if let base64 { return (.p12Base64(base64.value, password: password), base64.name) }
         if let file { return (.p12File(path: file.value, password: password), file.name) }

@@ -63,7 +63,7 @@ package final class RelayMetrics: Sendable {
     }
 
     /// The pushes of an `APPS_FILE` app, by app, route and status (the default app's are the
-    /// rest of `relay_requests_total`'s push routes).
+    /// rest of `relay_http_requests_total`'s push routes).
     package func countAppRequest(app: String, route: String, status: Int) {
         registry.counter("relay_app_requests_total", help: "Push requests of the apps of APPS_FILE, by app, route and status.",
                          labels: ["app": app, "route": route, "status": String(status)]).increment()
@@ -81,7 +81,7 @@ package final class RelayMetrics: Sendable {
     }
 
     /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,
-    /// `root`, `unknown`) and status.
+    /// `root`, `unknown`, and `app` for a push to an app `APPS_FILE` does not name) and status.
     package func countRequest(route: String, status: Int) {
         if status == 201 && route == "push" {
             return hotCounter(\.pushesCreated) { Self.requestCounter($0, route: route, status: status) }.increment()

@@ -152,6 +152,8 @@ package final class RelayResponder: HTTPResponder {
             return done("unknown", Self.error(404, "no route for \(Self.printable(request.path)); push to POST /push/{device_token}/{id} or POST /relay-to/{production|development}/{device_token}[/extra]"))
         case .badRequest(let reason):
             if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
+            // Counted per app for the apps the file names only: a name from the path is the sender's.
+            if let app { metrics.countAppRequest(app: app.name, route: label, status: 400) }
             return done(label, refusedPush(request, route: label, status: 400, reason: reason, app: app?.name))
         case .push(let push): target = .push(push)
         case .relayTo(let route): target = .relayTo(route)

@@ -24,7 +24,9 @@ extension RelayServer {
     /// in use. - Throws: the first app whose client cannot be made; clients made so far are stopped.
     func appTable(_ apps: [RelayApp], configured: Bool, configuration: RelayConfiguration,
                   defaultKey: String) throws(ConfigurationError) -> AppTable {
-        let running = clients.withLock { $0 }
+        // The default client is filed under the default app's credentials of now (`defaultKey`):
+        // under its old key (a rotated key) it would send for an app that still names that key.
+        let running = clients.withLock { $0 }.filter { $0.value !== client }
         var table = AppTable(configured: configured)
         if case .certificate(let certificate) = configuration.credentials {
             table.certificates.append((RelayApp.defaultName, certificate))
@@ -104,9 +106,9 @@ extension RelayServer {
         clientConfiguration.production = configuration.apnsHost
         clientConfiguration.sandbox = configuration.apnsSandboxHost
         // The relay's APNS_HOST moves production only (its sandbox keeps Apple's unless set).
-        if configuration.apnsHost != RelayConfiguration.defaultAPNsHost { clientConfiguration.productionHostSetting = "APNS_HOST" }
+        if configuration.apnsHost != RelayConfiguration.defaultAPNsHost { clientConfiguration.productionHostSetting = Variable.apnsHost }
         if configuration.apnsSandboxHost != RelayConfiguration.defaultAPNsSandboxHost {
-            clientConfiguration.sandboxHostSetting = "APNS_SANDBOX_HOST"
+            clientConfiguration.sandboxHostSetting = Variable.apnsSandboxHost
         }
         if configuration.caReplacesSystemStore { clientConfiguration.caSetting = ForeignVariable.caFile }
         clientConfiguration.retryPolicy = .relay

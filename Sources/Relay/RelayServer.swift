@@ -160,6 +160,13 @@ package final class RelayServer: Sendable {
     /// - Throws: `ConfigurationError` naming the setting at fault; everything running stays.
     package func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
         var needRestart: [String] = []
+        switch (configuration.credentials, new.credentials) {
+        case (.token, .token), (.certificate, .certificate): break
+        default:
+            throw ConfigurationError(
+                .invalid, new.credentials.variable,
+                "\(new.credentials.variable): switching between a .p8 key and a push certificate needs a restart; the running credentials stay")
+        }
         let table = try appTable(new.apps, configured: new.appsFile != nil, configuration: new,
                                  defaultKey: new.credentials.sharingKey)
         switch (configuration.credentials, new.credentials) {
@@ -176,12 +183,15 @@ package final class RelayServer: Sendable {
                 throw error
             }
         case (.certificate, .certificate(let certificate)):
+            // The same certificate again (a SIGHUP for another file) leaves the connections alone.
+            guard case .certificate(let running) = client.configuration.authentication,
+                  running.identity.fingerprint != certificate.identity.fingerprint else { break }
             do { try client.replaceCertificate(with: certificate.identity) } catch {
                 discard(table)
                 throw ConfigurationError(.invalid, certificate.variable, "\(certificate.variable): \(error.message)")
             }
         default:
-            needRestart.append("apns.credentials")
+            break
         }
         if let tls = http.tls, new.httpsCertificate?.certificateFile == tls.certificatePath, new.httpsCertificate?.keyFile == tls.keyPath {
             do { try tls.reload() } catch {

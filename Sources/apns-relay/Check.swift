@@ -6,6 +6,7 @@ import APNs
 import EventLoop
 import Relay
 import Basics
+import OpenSSLSupport
 
 /// `check`: everything `serve` would refuse to start with, found before a deploy.
 enum Check {
@@ -89,9 +90,11 @@ enum Check {
 enum Healthcheck {
     static func run(_ arguments: inout Arguments) -> Never {
         var port = 3000
+        var https = false
         if let text = ProcessEnvironment.variables["PORT"], let p = Int(text) { port = p }
         while let flag = arguments.next() {
             switch flag {
+            case "--https": https = true
             case "--port":
                 let text = arguments.value(for: flag)
                 guard let p = Int(text), (1...65535).contains(p) else { fail("--port must be 1 to 65535, got \"\(text)\"", code: 2) }
@@ -99,13 +102,18 @@ enum Healthcheck {
             default: fail("healthcheck: unknown option \(flag) (see --help)", code: 2)
             }
         }
+        // The relay serves HTTPS when a certificate is named (ours or toot-relay's name), or --https.
+        let variables = ProcessEnvironment.variables
+        if let file = variables["TLS_CERT_FILE"] ?? variables["CRT_FILENAME"], !file.isEmpty { https = true }
         do {
-            let response = try PlainHTTP.request(method: "GET", port: port, target: "/health", timeoutSeconds: 3)
+            // Any certificate: this asks whether the relay on 127.0.0.1 answers, not who it is.
+            let tls = https ? try TLSContext.client(alpn: [], trustSystemStore: false, verifyPeer: false) : nil
+            let response = try PlainHTTP.request(method: "GET", port: port, target: "/health", timeoutSeconds: 3, tls: tls)
             guard response.status == 200 else { fail("GET /health answered \(response.status)") }
             say("ok")
             exit(0)
         } catch {
-            fail("GET http://127.0.0.1:\(port)/health failed: \(error)")
+            fail("GET \(https ? "https" : "http")://127.0.0.1:\(port)/health failed: \(error)")
         }
     }
 }

@@ -412,7 +412,7 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("APNS_KEY_FILE"))
         #expect(RelayConfiguration.variableNames.contains("APNS_CA"))
         #expect(RelayConfiguration.variableNames.contains("EVENT_LOOPS"))
-        #expect(RelayConfiguration.variableNames.count == 29)
+        #expect(RelayConfiguration.variableNames.count == 46)
     }
 }
 

@@ -113,6 +113,8 @@ struct DropInConfigurationTests {
         #expect(both?.code == .conflict)
         let forms = failure(["APNS_CERT_FILE": files.certificate, "APNS_CERT_KEY_FILE": files.key, "APNS_P12_FILE": files.p12])
         #expect(forms?.code == .conflict)
+        let p12Twice = failure(["APNS_P12_FILE": files.p12, "APNS_P12_BASE64": files.p12Base64, "APNS_P12_PASSWORD": "secret"])
+        #expect(p12Twice?.code == .conflict)
         let half = failure(["P12_FILENAME": files.p12, "P12_PASSWORD": "secret", "TLS_CERT_FILE": files.certificate])
         #expect(half?.variable == "TLS_KEY_FILE")
         let ca = failure(["P12_FILENAME": files.p12, "P12_PASSWORD": "secret", "CA_FILENAME": files.certificate, "APNS_CA_FILE": files.certificate])
@@ -167,13 +169,16 @@ struct DropInConfigurationTests {
         #expect(good.loggableSummary["apps_file"] == dir + "/apps.json")
 
         #expect(message(#"{"apps": [{"name": "beta", "p12_file": "\#(files.p12)", "p12_password": "wrong"}]}"#)?
-            .hasPrefix(#"APPS_FILE: app "beta": field p12_file: "#) == true)
+            .hasPrefix(#"APPS_FILE: app "beta": p12_file is not a usable push certificate: "#) == true)
         #expect(message(#"{"apps": [{"name": "x", "topic": "a.b", "key_file": "\#(dir)/AuthKey_X.p8", "key_id": "ABC123DEFG"}]}"#)
             == #"APPS_FILE: app "x": field team_id: must be set to the 10-character Apple team ID"#)
         #expect(message(#"{"apps": [{"name": "x", "topic": "a.b", "p12_file": "\#(files.p12)", "passwd": "secret"}]}"#)?
             .hasPrefix(#"APPS_FILE: app "x": field passwd: is not a field of an app"#) == true)
         #expect(message(#"{"apps": [{"name": "push", "topic": "a.b", "p12_file": "\#(files.p12)"}]}"#)?
             .hasPrefix(#"APPS_FILE: app "push": field name: must be"#) == true)
+        try "not a key".write(toFile: dir + "/bad.p8", atomically: true, encoding: .utf8)
+        #expect(message(#"{"apps": [{"name": "x", "topic": "a.b", "key_file": "\#(dir)/bad.p8", "key_id": "ABC123DEFG", "team_id": "DEF123GHIJ"}]}"#)?
+            .hasPrefix(#"APPS_FILE: app "x": field key_file: must name Apple's .p8 key"#) == true)
         #expect(message(#"{"apps": [{"name": "x", "topic": "a.b"}]}"#)?.hasPrefix(#"APPS_FILE: app "x": field key_file: an app needs credentials"#) == true)
         let twice = #"{"name": "x", "p12_file": "\#(files.p12)", "p12_password": "secret"}"#
         #expect(message(#"{"apps": [\#(twice), \#(twice)]}"#) == #"APPS_FILE: app "x": field name: another app has the same name"#)

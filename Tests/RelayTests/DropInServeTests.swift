@@ -4,6 +4,7 @@ import MockAPNs
 import OpenSSLSupport
 import CertificateSupport
 import TestWaits
+import BuiltProducts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +13,7 @@ import Glibc
 /// make test's second pass) against the emulator over TLS + HTTP/2; HTTPS served by the relay and
 /// asked with curl; push certificates and the HTTPS certificate renewed under the running relay;
 /// two apps of two teams in one relay.
-@Suite("drop-in: toot-relay's and webpush-apn-relay's env files, HTTPS, several apps", .serialized)
+@Suite("drop-in: toot-relay's and webpush-apn-relay's env files, HTTPS, several apps", .serialized, .enabled(if: BuiltProducts.runsRelay))
 struct DropInServeTests {
     static let tootTopic = "cx.c3.toot"
     static let team = RelayHarness.teamID
@@ -109,6 +110,11 @@ struct DropInServeTests {
         let delivered = apple.records.filter { $0.status == 200 }
         #expect(delivered.map(\.topic) == [Self.tootTopic, Self.tootTopic])
         #expect(delivered.allSatisfy { $0.auth == .certificate(topic: Self.tootTopic, teamID: Self.team) && $0.header("authorization") == nil })
+        // Docker's HEALTHCHECK speaks TLS when the env names a certificate; plain HTTP there is refused.
+        let healthy = try await run(["healthcheck"], environment: ["PORT": String(port), "CRT_FILENAME": "toot-relay.crt"])
+        #expect(healthy.status == 0, "\(healthy.stdout) \(healthy.stderr)")
+        let plain = try await run(["healthcheck"], environment: ["PORT": String(port)])
+        #expect(plain.status == 1 && plain.stderr.contains("answered 503"), "\(plain.stderr)")
         let metrics = try await Self.curl("GET", port: port, path: "/metrics", ca: httpsCA, body: false)
         #expect(metrics.1.contains(#"relay_apns_certificate_expiry_seconds{app="default"}"#))
         #expect(metrics.1.contains("relay_https_certificate_expiry_seconds"))
@@ -219,5 +225,32 @@ struct DropInServeTests {
         #expect(dropped.status == 502 && dropped.reason?.contains(#"no app named "other""#) == true)
         #expect(try await post(routes[1]).status == 201)
         #expect(try await relay.stop() == 0)
+    }
+
+    @Test("check --connect proves a push certificate with Apple and warns of its expiry; an expired one stops with one line")
+    func checkCertificate() async throws {
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [], teamID: Self.team, keys: [:]), certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let now = Int64(Date().timeIntervalSince1970)
+        func environment(notAfter: Int64) throws -> [String: String] {
+            let issued = try apple.certificates.issuePushClientCertificate(bundleID: Self.tootTopic, teamID: Self.team,
+                                                                           notBefore: now - 30 * 86_400, notAfter: notAfter)
+            return ["APNS_CERT_FILE": try Self.write(files, "push.pem", issued.certificatePEM),
+                    "APNS_CERT_KEY_FILE": try Self.write(files, "push.key", issued.privateKeyPEM),
+                    "CA_FILENAME": try Self.write(files, "apple-ca.pem", RelayHarness.certificates.caPEM),
+                    "APNS_HOST": "localhost:\(apple.port)"]
+        }
+        let soon = try await run(["check", "--connect"], environment: try environment(notAfter: now + 10 * 86_400))
+        #expect(soon.status == 0, "\(soon.stdout)\n\(soon.stderr)")
+        #expect(soon.stdout.contains("push certificate accepted"), "\(soon.stdout)")
+        #expect(soon.stdout.contains("expires on") && soon.stdout.contains(" days: renew it"), "\(soon.stdout)")
+        #expect(apple.records.last?.reason == "BadDeviceToken")
+        #expect(apple.records.last?.auth == .certificate(topic: Self.tootTopic, teamID: Self.team))
+        let expired = try await run(["check"], environment: try environment(notAfter: now - 86_400))
+        #expect(expired.status == 1)
+        #expect(expired.stderr.contains("APNS_CERT_FILE holds a push certificate that expired on"), "\(expired.stderr)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Dispatch
 import Testing
 import MockAPNs
 import OpenSSLSupport
@@ -7,6 +8,43 @@ import TestWaits
 #if canImport(Glibc)
 import Glibc
 #endif
+
+struct Run {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `apns-relay` (`BuiltProducts.relay`: the debug build's, or the one in APNS_RELAY_BIN_DIR)
+/// with exactly `environment` (nothing inherited), bounded in time.
+func run(_ arguments: [String], environment: [String: String]) async throws -> Run {
+    let binary = try BuiltProducts.relayExecutable()
+    return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Run, Error>) in
+        Thread {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = arguments
+            process.environment = environment
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            do {
+                try process.run()
+            } catch {
+                c.resume(throwing: error)
+                return
+            }
+            let killer = DispatchWorkItem { process.terminate() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: killer)
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            killer.cancel()
+            c.resume(returning: Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                                    stderr: String(decoding: stderr, as: UTF8.self)))
+        }.start()
+    }
+}
 
 /// Files one test writes, under a directory of its own that `remove` deletes.
 struct TemporaryFiles {
