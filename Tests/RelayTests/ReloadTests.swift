@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import MockAPNs
 import OpenSSLSupport
+import APNs
 @testable import Relay
 
 @Suite("reload (SIGHUP)", .serialized)
@@ -50,6 +51,44 @@ struct ReloadTests {
             #expect(h.relay.client.configuration.keyID == RelayHarness.keyID)
             h.apple.dropAllConnections()
             #expect(try await h.push(token: token("", fill: "4")).status == 201)
+        }
+    }
+
+    @Test("a reload from a key to a push certificate is refused (it needs a restart) and the key stays")
+    func switchingNeedsARestart() async throws {
+        try await RelayHarness.with { (h: RelayHarness) async throws(any Error) in
+            let files = try PushCertificateFiles(uid: RelayHarness.topic)
+            defer { files.remove() }
+            var new = h.relay.configuration
+            new.credentials = .certificate(try PushCertificate.load(.p12File(path: files.p12, password: "secret"), variable: "APNS_P12_FILE",
+                                                                    now: Int64(Date().timeIntervalSince1970)))
+            do throws(ConfigurationError) {
+                _ = try h.relay.reload(new)
+                Issue.record("a switch from a key to a certificate was applied in place")
+            } catch {
+                #expect(error.variable == "APNS_P12_FILE" && error.message.contains("needs a restart"))
+            }
+            #expect(h.relay.client.configuration.keyID == RelayHarness.keyID)
+            #expect(try await h.push(token: token("", fill: "5")).status == 201)
+        }
+    }
+
+    @Test("a key rotated while APPS_FILE still names the old one: the app keeps the old key on a client of its own")
+    func appKeepsItsKey() async throws {
+        try await RelayHarness.with { (h: RelayHarness) async throws(any Error) in
+            let newKey = try ES256PrivateKey.generate()
+            h.apple.rules.keys["RELOADED03"] = .es256(newKey.publicKey)
+            let old = TokenKey(authKey: RelayHarness.key.pemPKCS8, variable: "key_file", keyID: RelayHarness.keyID, teamID: RelayHarness.teamID)
+            var new = h.relay.configuration
+            new.authKey = newKey.pemPKCS8
+            new.keyID = "RELOADED03"
+            new.appsFile = "apps.json"
+            new.apps = [RelayApp(name: "beta", topic: RelayHarness.topic, credentials: .token(old))]
+            _ = try h.relay.reload(new)
+            guard case .app(let beta) = h.relay.responder.apps.lookup("beta") else { Issue.record("no app beta"); return }
+            let sender = try #require(beta.sender as? APNsClient)
+            #expect(sender !== h.relay.client)
+            #expect(sender.configuration.keyID == RelayHarness.keyID && h.relay.client.configuration.keyID == "RELOADED03")
         }
     }
 }
