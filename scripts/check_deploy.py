@@ -16,7 +16,7 @@ import crossplane
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG_SWIFT = os.path.join(ROOT, "Sources/Relay/Configuration.swift")
+VARIABLE_SWIFT = os.path.join(ROOT, "Sources/Relay/Variable.swift")
 ENV_EXAMPLE = os.path.join(ROOT, "config/apns-relay.env.example")
 COMPOSE = os.path.join(ROOT, "deploy/docker-compose.yml")
 NGINX = os.path.join(ROOT, "deploy/nginx/nginx.conf")
@@ -47,19 +47,39 @@ def rel(path):
     return os.path.relpath(path, ROOT)
 
 
-# --- The variables RelayConfiguration reads ----------------------------------------------
+# --- The variables the relay reads ---------------------------------------------------------
+
+# Quoted ALL_CAPS_WITH_UNDERSCORE strings in Sources/Relay that are not variable names, so the
+# stray check skips them. Empty: every such string there names a variable of the enums.
+NOT_VARIABLES = set()
+
 
 def relay_variables():
-    """Every quoted ALL_CAPS name in Configuration.swift's `enum Variable`."""
-    source = open(CONFIG_SWIFT, encoding="utf-8").read()
-    match = re.search(r"enum Variable \{(.*?)\n\}", source, re.S)
-    if not check(match is not None, "Configuration.swift declares enum Variable"):
-        return []
-    names = re.findall(r'static let \w+ = "([A-Z][A-Z0-9_]*)"', match.group(1))
-    # Every name read anywhere in the file must go through the enum, or the grep misses it.
-    strays = [n for n in re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"', source) if n not in names]
-    check(not strays, "Configuration.swift reads variables only through enum Variable", ", ".join(strays))
-    check(len(names) >= 15, f"found the relay's variables ({len(names)})", "too few: the pattern broke")
+    """The name constants of `enum Variable` (the relay's own names) and `enum ForeignVariable`
+    (toot-relay's and webpush-apn-relay's, read as they are) in Variable.swift; `static let x:
+    [String]` lists and the default file names are not constants of that form."""
+    source = open(VARIABLE_SWIFT, encoding="utf-8").read()
+    names = []
+    for enum in ["Variable", "ForeignVariable"]:
+        match = re.search(rf"enum {enum} \{{(.*?)\n\}}", source, re.S)
+        if not check(match is not None, f"{rel(VARIABLE_SWIFT)} declares enum {enum}"):
+            continue
+        found = re.findall(r'static let \w+ = "([A-Z][A-Z0-9_]*)"', match.group(1))
+        check(bool(found), f"found the names of enum {enum} ({len(found)})", "none: the pattern broke")
+        names += found
+    check(len(names) == len(set(names)), "no variable name is declared twice", ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    check(len(names) >= 30, f"found the relay's variables ({len(names)})", "too few: the pattern broke")
+    # Every name read anywhere in the relay must go through the enums, or this check misses it.
+    strays, seen = set(), set()
+    for path in sorted(glob.glob(os.path.join(ROOT, "Sources/Relay/*.swift"))):
+        text = open(path, encoding="utf-8").read()
+        for name in re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"', text):
+            seen.add(name)
+            if name not in names and name not in NOT_VARIABLES:
+                strays.add(f"{name} ({rel(path)})")
+    # The scan sees the enums' own literals; if it does not, its pattern broke and proves nothing.
+    check(all(n in seen for n in names if "_" in n), "the stray scan finds the enums' own names")
+    check(not strays, "Sources/Relay reads variables only through enum Variable and enum ForeignVariable", ", ".join(sorted(strays)))
     return names
 
 
@@ -118,7 +138,8 @@ def check_kubernetes(variables):
         return
 
     config = by_kind["ConfigMap"][0].get("data", {})
-    check(not any("AUTH_KEY" in k for k in config), "the signing key is not in the ConfigMap")
+    secrets = [k for k in config if any(s in k for s in ["AUTH_KEY", "P12_BASE64", "P12_PASSWORD"])]
+    check(not secrets, "the signing key and push certificate are not in the ConfigMap", ", ".join(secrets))
     unknown = [k for k in config if k not in variables]
     check(not unknown, "every ConfigMap key is a variable the relay reads", ", ".join(unknown))
 

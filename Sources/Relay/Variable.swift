@@ -45,7 +45,7 @@ enum Variable {
 }
 
 /// The names toot-relay and mastodon/webpush-apn-relay read, accepted as they are so their
-/// operators keep their env files (README, "Migrating"). Each means what it meant there.
+/// operators keep their env files (see README.md's migration sections). Each means what it meant there.
 enum ForeignVariable {
     /// toot-relay's and webpush-apn-relay's: the push certificate, HTTPS, and Apple's CA.
     static let p12File = "P12_FILENAME"
