@@ -167,6 +167,15 @@ package final class MetricsRegistry: Sendable {
         return histogram
     }
 
+    /// Stops rendering one series (a gauge of something that is gone, which would otherwise
+    /// show its last value for ever); asking for it again makes it anew.
+    package func remove(_ name: String, labels: [String: String]) {
+        let key = Self.seriesKey(labels)
+        families.withLock { families in
+            _ = families[name]?.series.removeValue(forKey: key)
+        }
+    }
+
     private func register(
         _ name: String, help: String, kind: Kind, labels: [String: String], buckets: [Double]?,
         make: () -> Metric

@@ -62,21 +62,28 @@ package final class TLSClientIdentity: @unchecked Sendable {
             throw TLSError(.badConfiguration, "the .p12 is not a PKCS#12 file (\(bytes.count) bytes); export the push certificate with its key from Keychain Access, or give a PEM certificate and key instead")
         }
         defer { PKCS12_free(p12) }
-        guard PKCS12_mac_present(p12) == 0 || PKCS12_verify_mac(p12, password, -1) == 1 else {
+        // An empty password may have been applied as no password at all; PKCS12_parse tries both.
+        let macOK = PKCS12_mac_present(p12) == 0 || PKCS12_verify_mac(p12, password, -1) == 1
+            || (password.isEmpty && PKCS12_verify_mac(p12, nil, 0) == 1)
+        guard macOK else {
             OpenSSLErrorQueue.clearQueue()
             throw TLSError(.badConfiguration, "the .p12's password is wrong (its integrity check failed)")
         }
         var parsed = parse(p12, password: password)
-        if parsed == nil, loadLegacyProvider() {
+        if case .unreadable = parsed, loadLegacyProvider() {
             // Older Keychain exports encrypt the certificate with RC2-40, which OpenSSL 3 keeps in
             // its legacy provider; the password was right, so the cipher is the likely cause.
             parsed = parse(p12, password: password)
         }
-        guard let (certificate, key, chain) = parsed else {
+        switch parsed {
+        case .identity(let certificate, let key, let chain):
+            return try matched(certificate: certificate, key: key, chain: chain, what: "the .p12")
+        case .missing(let what):
+            throw TLSError(.badConfiguration, "the .p12 holds no \(what): export the push certificate together with its private key (in Keychain Access, select both and export them as one .p12)")
+        case .unreadable:
             throw TLSError(.badConfiguration, OpenSSLErrorQueue.message(
                 "the .p12's password is right but its contents could not be read (a legacy cipher such as RC2-40? re-export it with `openssl pkcs12 -in old.p12 -nodes | openssl pkcs12 -export -out new.p12`)"))
         }
-        return try matched(certificate: certificate, key: key, chain: chain, what: "the .p12")
     }
 
     /// Reads a PEM certificate (the leaf first, then any intermediates) and its PEM private key.
@@ -113,11 +120,20 @@ package final class TLSClientIdentity: @unchecked Sendable {
         }
     }
 
-    private static func parse(_ p12: OpaquePointer, password: String) -> (OpaquePointer, OpaquePointer, [OpaquePointer])? {
+    /// What `PKCS12_parse` found.
+    private enum Parsed {
+        case identity(OpaquePointer, OpaquePointer, [OpaquePointer])
+        /// It decrypted, but holds no certificate or no key matching one ("certificate", "private key").
+        case missing(String)
+        /// It did not decrypt (the cipher, or the file).
+        case unreadable
+    }
+
+    private static func parse(_ p12: OpaquePointer, password: String) -> Parsed {
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         var others: OpaquePointer?
-        guard PKCS12_parse(p12, password, &key, &certificate, &others) == 1 else { return nil }
+        guard PKCS12_parse(p12, password, &key, &certificate, &others) == 1 else { return .unreadable }
         var chain: [OpaquePointer] = []
         if let others {
             for index in 0..<OPENSSL_sk_num(others) {
@@ -130,18 +146,19 @@ package final class TLSClientIdentity: @unchecked Sendable {
             if let key { EVP_PKEY_free(key) }
             chain.forEach { X509_free($0) }
             OpenSSLErrorQueue.clearQueue()
-            return nil
+            return .missing(key == nil ? "private key" : "certificate matching its private key")
         }
-        return (certificate, key, chain)
+        return .identity(certificate, key, chain)
     }
 
-    /// Makes RC2 and the other legacy ciphers available once; false when the provider is not
-    /// installed (a static build without OpenSSL's modules directory).
+    /// Makes RC2 and the other legacy ciphers available, for the rest of the process; false when
+    /// it already was, or when OpenSSL's modules directory has no legacy provider.
     private static func loadLegacyProvider() -> Bool {
         guard OSSL_PROVIDER_available(nil, "legacy") == 0 else { return false }
-        guard OSSL_PROVIDER_load(nil, "legacy") != nil else { return false }
-        _ = OSSL_PROVIDER_load(nil, "default")  // loading one provider explicitly unloads the implicit default
-        return true
+        // Once a provider is loaded explicitly, the default one is no longer loaded implicitly
+        // when first needed: load it too, in case nothing has needed it yet.
+        _ = OSSL_PROVIDER_load(nil, "default")
+        return OSSL_PROVIDER_load(nil, "legacy") != nil
     }
 
     private static func matched(certificate: OpaquePointer, key: OpaquePointer, chain: [OpaquePointer], what: String) throws -> TLSClientIdentity {

@@ -78,7 +78,7 @@ package struct PushCertificate: Sendable {
             case .p12File(let path, let password):
                 let bytes: [UInt8]
                 do { bytes = try LocalFile.bytes(atPath: path) } catch {
-                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable .p12 file, could not read \(quoted(path)): \(error)")
+                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable .p12 file: \(error)")
                 }
                 identity = try TLSClientIdentity.pkcs12(bytes, password: password)
             case .p12Base64(let text, let password):

@@ -19,8 +19,7 @@ package final class AppDirectory: Sendable {
     }
 
     private struct Table {
-        /// False without `APPS_FILE`: a prefixed path is then no route at all (404), as before
-        /// apps existed.
+        /// False without `APPS_FILE`, for the 502's reason.
         var configured = false
         var apps: [String: App] = [:]
     }
@@ -35,7 +34,7 @@ package final class AppDirectory: Sendable {
         /// `APPS_FILE` is set and names no such app: the relay is misconfigured (502), the
         /// subscription is not dead.
         case unknown
-        /// No `APPS_FILE`: the path is not a route.
+        /// No `APPS_FILE`.
         case notConfigured
     }
 

@@ -66,10 +66,11 @@ private struct AppReader {
             throw fail(unknown, "is not a field of an app (\(AppsFile.fields.sorted().joined(separator: ", ")))")
         }
         guard let name = try string("name") else { throw fail("name", "must be set to the app's path prefix", .missing) }
+        // Starting with a letter or digit: `.` and `..` are dot segments clients remove from paths.
         let validName = name.unicodeScalars.allSatisfy { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_" || $0 == "." }
-            && name.unicodeScalars.count <= 64
+            && name.unicodeScalars.count <= 64 && name.unicodeScalars.first.map { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") } == true
         guard validName, !AppsFile.reservedNames.contains(name) else {
-            throw fail("name", "must be 1 to 64 of a-z, 0-9, '-', '_', '.' and none of \(AppsFile.reservedNames.sorted().joined(separator: ", ")), got \(quoted(name))")
+            throw fail("name", "must be 1 to 64 of a-z, 0-9, '-', '_', '.', starting with a letter or digit, and none of \(AppsFile.reservedNames.sorted().joined(separator: ", ")), got \(quoted(name))")
         }
         let credentials = try credentials()
         let topic: String
@@ -110,7 +111,7 @@ private struct AppReader {
             for (field, id) in [("key_id", keyID), ("team_id", teamID)] where !Reader.isAppleID(id) {
                 throw fail(field, "must be 10 characters, capital letters A-Z and digits, got \(quoted(id))")
             }
-            return .token(TokenKey(authKey: text, variable: "\(variable) \(label) key_file", keyID: keyID, teamID: teamID))
+            return .token(TokenKey(authKey: text, variable: "key_file", keyID: keyID, teamID: teamID))
         case "p12_file": source = .p12File(path: try string("p12_file")!, password: password)
         case "p12_base64": source = .p12Base64(try string("p12_base64")!, password: password)
         default:

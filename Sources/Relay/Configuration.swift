@@ -222,12 +222,23 @@ extension RelayConfiguration {
     package static func load(
         environment: [String: String], envFile: String? = nil, now: Int64 = WallTime.unixSecondsNow
     ) throws(ConfigurationError) -> RelayConfiguration {
+        try Reader(values: merged(environment, envFile: envFile), now: now).configuration()
+    }
+
+    /// Only the port and the HTTPS files `load` would find, by the same rules: for `healthcheck`,
+    /// which must ask where and how the relay serves without loading its credentials.
+    package static func listener(environment: [String: String], envFile: String? = nil) throws(ConfigurationError) -> (port: Int, https: HTTPSFiles?) {
+        let reader = Reader(values: try merged(environment, envFile: envFile), now: WallTime.unixSecondsNow)
+        return (try reader.integer(Variable.port, default: Defaults.port, in: 1...65535, ""), try reader.httpsFiles())
+    }
+
+    private static func merged(_ environment: [String: String], envFile: String?) throws(ConfigurationError) -> [String: String] {
         var merged = [String: String]()
         if let envFile {
             merged = try parseEnvFile(at: envFile)
         }
         for (key, value) in environment { merged[key] = value }
-        return try Reader(values: merged, now: now).configuration()
+        return merged
     }
 }
 

@@ -5,13 +5,15 @@ import Basics
 /// the HTTPS files, read under this relay's names and under toot-relay's and webpush-apn-relay's.
 extension Reader {
     /// The first of `names` that is set, with its value; names that are set must agree.
-    func agreeing(_ names: [String]) throws(ConfigurationError) -> (name: String, value: String)? {
+    /// - Parameter secret: the values are a key, a password or a certificate: the message names
+    ///   the variables only.
+    func agreeing(_ names: [String], secret: Bool = false) throws(ConfigurationError) -> (name: String, value: String)? {
         var found: (name: String, value: String)?
         for name in names {
             guard let text = value(name) else { continue }
             if let first = found, first.value != text {
-                throw ConfigurationError(
-                    .conflict, first.name, "\(first.name) and \(name) must not disagree (set only one), got \(quoted(first.value)) and \(quoted(text))")
+                let values = secret ? "" : ", got \(quoted(first.value)) and \(quoted(text))"
+                throw ConfigurationError(.conflict, first.name, "\(first.name) and \(name) must not disagree (set only one)\(values)")
             }
             if found == nil { found = (name, text) }
         }
@@ -52,7 +54,7 @@ extension Reader {
 
     /// The `.p8` key's text and the variable that gave it.
     private func authKey() throws(ConfigurationError) -> (text: String, variable: String) {
-        let inline = try agreeing([Variable.authKey, Variable.authKeyAlias])
+        let inline = try agreeing([Variable.authKey, Variable.authKeyAlias], secret: true)
         let path = try agreeing([Variable.authKeyFile, Variable.authKeyFileAlias, ForeignVariable.tokenKeyFile])
         var text: String
         var source: String
@@ -95,8 +97,8 @@ extension Reader {
     /// Where the push certificate comes from; nil when nothing names one and toot-relay's
     /// default file is not in the working directory.
     private func certificateSource() throws(ConfigurationError) -> (source: PushCertificate.Source, variable: String)? {
-        let password = try agreeing([Variable.p12Password, ForeignVariable.p12Password])?.value ?? ""
-        let base64 = try agreeing([Variable.p12Base64, ForeignVariable.p12Base64])
+        let password = try agreeing([Variable.p12Password, ForeignVariable.p12Password], secret: true)?.value ?? ""
+        let base64 = try agreeing([Variable.p12Base64, ForeignVariable.p12Base64], secret: true)
         let file = try agreeing([Variable.p12File, ForeignVariable.p12File])
         let pem = value(Variable.certFile)
         if let pem {
@@ -109,17 +111,28 @@ extension Reader {
             }
             return (.pem(certificateFile: pem, keyFile: key), Variable.certFile)
         }
-        if value(Variable.p12Base64) != nil, value(Variable.p12File) != nil {
+        // Both forms named, one of them by this relay's names: which is meant cannot be told (a
+        // renewed file beside a stale base64 would lose silently).
+        if let base64, let file, base64.name == Variable.p12Base64 || file.name == Variable.p12File {
             throw ConfigurationError(
-                .conflict, Variable.p12File, "\(Variable.p12File) and \(Variable.p12Base64) must not both be set: give the .p12 as a file or as base64, not both")
+                .conflict, file.name, "\(file.name) and \(base64.name) must not both be set: give the .p12 as a file or as base64, not both")
         }
-        // As toot-relay reads them: the base64 text when given, else the file.
+        // As toot-relay reads its own two: the base64 text when given, else the file.
         if let base64 { return (.p12Base64(base64.value, password: password), base64.name) }
         if let file { return (.p12File(path: file.value, password: password), file.name) }
-        if LocalFile.isReadable(atPath: ForeignVariable.defaultP12File) {
+        if usesDefaultP12 {
             return (.p12File(path: ForeignVariable.defaultP12File, password: password), ForeignVariable.p12File)
         }
         return nil
+    }
+
+    /// toot-relay's default certificate is used: no credential is named and `toot-relay.p12` is
+    /// in the working directory.
+    var usesDefaultP12: Bool {
+        let credentials = [Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias,
+                           ForeignVariable.tokenKeyFile, Variable.p12File, Variable.p12Base64, Variable.certFile,
+                           ForeignVariable.p12File, ForeignVariable.p12Base64]
+        return !credentials.contains { value($0) != nil } && LocalFile.isReadable(atPath: ForeignVariable.defaultP12File)
     }
 
     /// `TOPIC`; with a push certificate and no `TOPIC`, the certificate's `UID` (its bundle id).
@@ -166,8 +179,9 @@ extension Reader {
         case (nil, let k?):
             throw ConfigurationError(.missing, Variable.tlsCertFile, "\(Variable.tlsCertFile) must be set to the PEM certificate of \(k.name) to serve HTTPS")
         case (nil, nil):
-            let inUse = ForeignVariable.tootRelay.contains { value($0) != nil }
-                || LocalFile.isReadable(atPath: ForeignVariable.defaultP12File)
+            // Only for a relay set up as toot-relay is: a key-based relay that finds its old files
+            // lying around keeps speaking plain HTTP to its proxy.
+            let inUse = ForeignVariable.tootRelay.contains { value($0) != nil } || usesDefaultP12
             guard inUse, LocalFile.isReadable(atPath: ForeignVariable.defaultHTTPSCertFile),
                   LocalFile.isReadable(atPath: ForeignVariable.defaultHTTPSKeyFile) else { return nil }
             return HTTPSFiles(certificateFile: ForeignVariable.defaultHTTPSCertFile, keyFile: ForeignVariable.defaultHTTPSKeyFile,

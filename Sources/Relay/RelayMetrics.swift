@@ -76,9 +76,17 @@ package final class RelayMetrics: Sendable {
 
     /// Seconds until an app's push certificate expires (negative once it has), set at each scrape.
     package func setCertificateExpiry(app: String, seconds: Int64) {
-        registry.gauge("relay_apns_certificate_expiry_seconds", help: "Seconds until the app's APNs push certificate expires.",
+        registry.gauge(Self.certificateExpiry, help: "Seconds until the app's APNs push certificate expires.",
                        labels: ["app": app]).set(Int(seconds))
     }
+
+    /// An app that no longer has a push certificate (removed, or moved to a key): its expiry
+    /// gauge goes, so an alert on it does not fire for a certificate nobody uses.
+    package func forgetCertificateExpiry(app: String) {
+        registry.remove(Self.certificateExpiry, labels: ["app": app])
+    }
+
+    private static let certificateExpiry = "relay_apns_certificate_expiry_seconds"
 
     /// Every answer the relay gives, by route (`push`, `relay-to`, `health`, `ready`, `metrics`,
     /// `root`, `unknown`, and `app` for a push to an app `APPS_FILE` does not name) and status.

@@ -131,16 +131,19 @@ package final class RelayResponder: HTTPResponder {
         var app: AppDirectory.App?
         if !PushRoute.hasBytePrefix(path, PushRoute.prefix), !PushRoute.hasBytePrefix(path, RelayToRoute.prefix),
            let (name, rest) = Self.appPrefix(path) {
-            switch apps.lookup(name) {
-            case .notConfigured: break
-            case .unknown:
-                if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done("app", refused) }
-                let reason = "The relay is misconfigured: no app named \(quoted(String(name))) in APPS_FILE, so its pushes cannot be sent"
-                metrics.countMisconfiguration(reason: "UnknownApp")
-                return done("app", refusedPush(request, route: "app", status: 502, reason: reason, app: String(name)))
-            case .app(let found):
+            let lookup = apps.lookup(name)
+            if case .app(let found) = lookup {
                 app = found
                 path = rest
+            } else if Self.isPush(rest, query: request.query) {
+                // A subscription made with an app that is gone (dropped from APPS_FILE, or the file
+                // unset by mistake): the relay's fault, never a 4xx that would unsubscribe its users.
+                if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done("app", refused) }
+                var missing = "(APPS_FILE is not set)"
+                if case .unknown = lookup { missing = "in APPS_FILE" }
+                let reason = "The relay is misconfigured: no app named \(quoted(String(name))) \(missing), so its pushes cannot be sent"
+                metrics.countMisconfiguration(reason: "UnknownApp")
+                return done("app", refusedPush(request, route: "app", status: 502, reason: reason, app: String(name)))
             }
         }
         let relayTo = PushRoute.hasBytePrefix(path, RelayToRoute.prefix)
@@ -160,6 +163,15 @@ package final class RelayResponder: HTTPResponder {
         }
         if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
         return .push(target, app)
+    }
+
+    /// Whether `path` is a whole push route (a token of the right form, an id): what a
+    /// subscription's URL holds, unlike a scanner's guess.
+    static func isPush(_ path: String, query: String?) -> Bool {
+        switch PushRoute.hasBytePrefix(path, RelayToRoute.prefix) ? RelayToRoute.match(path: path) : PushRoute.match(path: path, query: query) {
+        case .push, .relayTo: true
+        case .notFound, .badRequest: false
+        }
     }
 
     /// `/{name}/push/…` or `/{name}/relay-to/…`: the app's name and the path after it.

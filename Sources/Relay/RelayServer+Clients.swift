@@ -54,19 +54,30 @@ extension RelayServer {
         return table
     }
 
-    /// Serves `table` from now on; the clients it no longer uses drain and stop.
-    func install(_ table: AppTable, defaultKey: String) {
+    /// Serves `table` from now on. The clients it no longer uses take no new push; they stop
+    /// after `drain` (the push deadline), when every push they held has had its answer or its
+    /// deadline, so a reload answers no queued push with a refusal.
+    func install(_ table: AppTable, defaultKey: String, drain: Duration) {
         var next = table.clients
         next[defaultKey] = client
         let retired = clients.withLock { clients in
             let old = clients
             clients = next
-            return old.filter { key, client in next[key] !== client }.map(\.value)
+            return old.filter { key, client in next[key] !== client && client !== self.client }.map(\.value)
         }
         responder.apps.replace(with: table.apps, configured: table.configured)
-        certificateApps.withLock { $0 = table.certificates }
-        for client in retired where client !== self.client {
-            Task { await client.shutdown() }
+        let gone = certificateApps.withLock { apps in
+            let old = apps
+            apps = table.certificates
+            return old.map(\.app).filter { name in !table.certificates.contains { $0.app == name } }
+        }
+        for app in gone { metrics.forgetCertificateExpiry(app: app) }
+        guard !retired.isEmpty else { return }
+        retiredClients.withLock { $0 += retired }
+        Task { [self] in
+            try? await Task.sleep(for: drain + .seconds(1))
+            for client in retired { await client.shutdown() }
+            retiredClients.withLock { list in list.removeAll { client in retired.contains { $0 === client } } }
         }
     }
 
@@ -100,6 +111,10 @@ extension RelayServer {
                     certificate: certificate.identity, trustSystemStore: !configuration.caReplacesSystemStore,
                     extraCAFile: configuration.caFile, extraCAPEM: caPEM)
             } catch {
+                // The CA, or the certificate: say which the context refused.
+                guard configuration.caFile != nil || caPEM != nil else {
+                    throw ConfigurationError(.invalid, certificate.variable, "\(certificate.variable): OpenSSL cannot use the push certificate: \(error)")
+                }
                 throw caError(configuration, error)
             }
         }

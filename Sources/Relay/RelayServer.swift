@@ -25,6 +25,10 @@ package final class RelayServer: Sendable {
     let makeClient: ClientMaker
     /// Every running client by `AppCredentials.sharingKey`: the default app's and the apps'.
     let clients: Mutex<[String: APNsClient]>
+    /// The default app's credentials in use: the configuration's, then each reload's.
+    let defaultCredentials: Mutex<AppCredentials>
+    /// Clients of apps a reload removed, stopping once their pushes have ended.
+    let retiredClients = Mutex<[APNsClient]>([])
     /// The push certificates in use, by app, for the expiry gauge.
     let certificateApps = Mutex<[(app: String, certificate: PushCertificate)]>([])
 
@@ -99,7 +103,7 @@ package final class RelayServer: Sendable {
         do {
             let table = try relay.appTable(configuration.apps, configured: configuration.appsFile != nil,
                                            configuration: configuration, defaultKey: configuration.credentials.sharingKey)
-            relay.install(table, defaultKey: configuration.credentials.sharingKey)
+            relay.install(table, defaultKey: configuration.credentials.sharingKey, drain: .zero)
         } catch {
             Task { await relay.shutdown(deadline: .zero) }
             throw error
@@ -127,6 +131,7 @@ package final class RelayServer: Sendable {
         self.group = group
         self.makeClient = makeClient
         self.clients = Mutex([configuration.credentials.sharingKey: client])
+        self.defaultCredentials = Mutex(configuration.credentials)
     }
 
     /// The port bound (the kernel's pick when configured with 0).
@@ -142,7 +147,7 @@ package final class RelayServer: Sendable {
     package func shutdown(deadline: Duration = .seconds(10)) async -> Bool {
         let drained = await http.drain(deadline: deadline)
         http.stop()
-        let all = clients.withLock { Array($0.values) }
+        let all = clients.withLock { Array($0.values) } + retiredClients.withLock { $0 }
         await withTaskGroup(of: Void.self) { stopping in
             for client in all { stopping.addTask { await client.shutdown() } }
         }
@@ -150,18 +155,40 @@ package final class RelayServer: Sendable {
         return drained
     }
 
+    /// What a reload did.
+    package struct ReloadOutcome: Sendable {
+        /// The settings that differ from the running ones and apply only after a restart.
+        package var needRestart: [String]
+        /// The default app's key (or certificate) changed and is in use now.
+        package var credentialsChanged: Bool
+    }
+
     /// Applies what a freshly loaded configuration (SIGHUP) may change while the relay runs:
     /// the default app's `.p8` key, key id and team (the next push sends a token they signed) or
     /// its push certificate (every connection drains while a replacement presents the new one),
-    /// and the apps of `APPS_FILE` (new apps get their clients, removed ones' clients drain).
-    /// Nothing changes when any of it cannot be used.
+    /// each only when it changed (a new token for an unchanged key would count against Apple's
+    /// limit of one per 20 minutes); the HTTPS files; and the apps of `APPS_FILE` (new apps get
+    /// their clients; removed ones' clients take no new push and stop once the pushes they hold
+    /// have their answer or their deadline). Everything that can fail is tried first, so a
+    /// reload that throws has changed nothing.
     ///
-    /// - Returns: the other settings that differ from the running ones; they need a restart.
     /// - Throws: `ConfigurationError` naming the setting at fault; everything running stays.
-    package func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> [String] {
-        var needRestart: [String] = []
-        switch (configuration.credentials, new.credentials) {
-        case (.token, .token), (.certificate, .certificate): break
+    package func reload(_ new: RelayConfiguration) throws(ConfigurationError) -> ReloadOutcome {
+        let running = defaultCredentials.withLock { $0 }
+        var keyChange: (TokenKey, ES256PrivateKey)?
+        var certificateChange: PushCertificate?
+        switch (running, new.credentials) {
+        case (.token(let old), .token(let key)):
+            if old.keyID != key.keyID || old.teamID != key.teamID || old.authKey != key.authKey {
+                let signer = try Self.signingKey(key)
+                // Signed once here, so the swap below cannot fail on the key.
+                do { _ = try ProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: WallTime.unixSecondsNow, signer: signer) } catch {
+                    throw ConfigurationError(.invalid, key.variable, "\(key.variable) cannot sign a provider token: \(error.message)")
+                }
+                keyChange = (key, signer)
+            }
+        case (.certificate(let old), .certificate(let certificate)):
+            if old.identity.fingerprint != certificate.identity.fingerprint { certificateChange = certificate }
         default:
             throw ConfigurationError(
                 .invalid, new.credentials.variable,
@@ -169,41 +196,28 @@ package final class RelayServer: Sendable {
         }
         let table = try appTable(new.apps, configured: new.appsFile != nil, configuration: new,
                                  defaultKey: new.credentials.sharingKey)
-        switch (configuration.credentials, new.credentials) {
-        case (.token, .token(let key)):
-            do throws(ConfigurationError) {
-                let signer = try Self.signingKey(key)
-                do {
-                    try client.configuration.credentials?.replace(with: .init(keyID: key.keyID, teamID: key.teamID, signer: signer))
-                } catch {
-                    throw ConfigurationError(.invalid, key.variable, "\(key.variable) cannot sign a provider token: \(error.message)")
-                }
-            } catch {
+        if let tls = http.tls, let files = new.httpsCertificate, files.certificateFile == tls.certificatePath, files.keyFile == tls.keyPath {
+            do { try tls.reload() } catch {
                 discard(table)
-                throw error
+                throw ConfigurationError(.invalid, files.variable, "\(files.variable): \(error.message)")
             }
-        case (.certificate, .certificate(let certificate)):
-            // The same certificate again (a SIGHUP for another file) leaves the connections alone.
-            guard case .certificate(let running) = client.configuration.authentication,
-                  running.identity.fingerprint != certificate.identity.fingerprint else { break }
+        }
+        if let (key, signer) = keyChange {
+            // Signed above with the same key: cannot fail but for memory.
+            try? client.configuration.credentials?.replace(with: .init(keyID: key.keyID, teamID: key.teamID, signer: signer))
+        }
+        if let certificate = certificateChange {
             do { try client.replaceCertificate(with: certificate.identity) } catch {
                 discard(table)
                 throw ConfigurationError(.invalid, certificate.variable, "\(certificate.variable): \(error.message)")
             }
-        default:
-            break
         }
-        if let tls = http.tls, new.httpsCertificate?.certificateFile == tls.certificatePath, new.httpsCertificate?.keyFile == tls.keyPath {
-            do { try tls.reload() } catch {
-                discard(table)
-                throw ConfigurationError(.invalid, new.httpsCertificate!.variable, "\(new.httpsCertificate!.variable): \(error.message)")
-            }
-        }
-        install(table, defaultKey: new.credentials.sharingKey)
+        defaultCredentials.withLock { $0 = new.credentials }
+        install(table, defaultKey: new.credentials.sharingKey, drain: new.pushTimeout)
         let reloaded: Set<String> = ["apns.key_id", "apns.team_id", "apns.certificate", "apns.certificate_expires", "apps_file", "config.names"]
-        let running = configuration.loggableSummary
-        needRestart += new.loggableSummary.filter { !reloaded.contains($0.key) && running[$0.key] != $0.value }.map(\.key)
-        return needRestart.sorted()
+        let old = configuration.loggableSummary, now = new.loggableSummary
+        let changed = Set(old.keys).union(now.keys).filter { !reloaded.contains($0) && old[$0] != now[$0] }
+        return ReloadOutcome(needRestart: changed.sorted(), credentialsChanged: keyChange != nil || certificateChange != nil)
     }
 
     /// The HTTPS listener's certificate and key, loaded. - Throws: one line naming the variable and the file.

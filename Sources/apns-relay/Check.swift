@@ -89,22 +89,29 @@ enum Check {
 /// `healthcheck`: Docker's HEALTHCHECK, which has no curl in a slim image.
 enum Healthcheck {
     static func run(_ arguments: inout Arguments) -> Never {
-        var port = 3000
+        var givenPort: Int?
         var https = false
-        if let text = ProcessEnvironment.variables["PORT"], let p = Int(text) { port = p }
+        var envFile: String?
         while let flag = arguments.next() {
             switch flag {
             case "--https": https = true
+            case "--env-file": envFile = arguments.value(for: flag)
             case "--port":
                 let text = arguments.value(for: flag)
                 guard let p = Int(text), (1...65535).contains(p) else { fail("--port must be 1 to 65535, got \"\(text)\"", code: 2) }
-                port = p
+                givenPort = p
             default: fail("healthcheck: unknown option \(flag) (see --help)", code: 2)
             }
         }
-        // The relay serves HTTPS when a certificate is named (ours or toot-relay's name), or --https.
-        let variables = ProcessEnvironment.variables
-        if let file = variables["TLS_CERT_FILE"] ?? variables["CRT_FILENAME"], !file.isEmpty { https = true }
+        // The port and HTTPS exactly as serve reads them (the same rules, the same settings).
+        let listener: (port: Int, https: HTTPSFiles?)
+        do {
+            listener = try RelayConfiguration.listener(environment: ProcessEnvironment.variables, envFile: envFile)
+        } catch {
+            fail(error.message)
+        }
+        let port = givenPort ?? listener.port
+        if listener.https != nil { https = true }
         do {
             // Any certificate: this asks whether the relay on 127.0.0.1 answers, not who it is.
             let tls = https ? try TLSContext.client(alpn: [], trustSystemStore: false, verifyPeer: false) : nil

@@ -131,21 +131,24 @@ struct Shutdown {
 /// new connections, and `APPS_FILE` to the routes: a rotation without a restart. A configuration that does not load is logged, naming its variable, and the running
 /// one stays. The process never exits on SIGHUP.
 enum Reload {
-    /// - Parameter reload: loads the settings again and applies them; returns them with the names
-    ///   of the changed settings that only a restart applies.
-    static func run(logger: Logger, _ reload: () throws(ConfigurationError) -> (RelayConfiguration, [String])) {
+    /// - Parameter reload: loads the settings again and applies them; returns them with what the
+    ///   reload did.
+    static func run(logger: Logger, _ reload: () throws(ConfigurationError) -> (RelayConfiguration, RelayServer.ReloadOutcome)) {
         do throws(ConfigurationError) {
-            let (new, needRestart) = try reload()
-            switch new.credentials {
-            case .token(let key):
+            let (new, outcome) = try reload()
+            switch (new.credentials, outcome.credentialsChanged) {
+            case (.token(let key), true):
                 logger.notice("SIGHUP: reloaded the provider key; its token is signed and every connection sends it from its next push",
                               ["apns.key_id": .string(key.keyID), "apns.team_id": .string(key.teamID), "apps": .int(new.apps.count)])
-            case .certificate(let certificate):
+            case (.certificate(let certificate), true):
                 logger.notice("SIGHUP: reloaded the push certificate; every connection drains while its replacement presents it",
                               ["apns.certificate_expires": .string(certificate.expiryDay), "apps": .int(new.apps.count)])
+            case (_, false):
+                logger.notice("SIGHUP: reloaded; the default app's key or certificate is unchanged and its connections stay",
+                              ["apps": .int(new.apps.count)])
             }
-            if !needRestart.isEmpty {
-                logger.warning("SIGHUP: these settings changed but apply only after a restart: \(needRestart.joined(separator: ", "))")
+            if !outcome.needRestart.isEmpty {
+                logger.warning("SIGHUP: these settings changed but apply only after a restart: \(outcome.needRestart.joined(separator: ", "))")
             }
         } catch {
             logger.error("SIGHUP: reload refused, the running configuration stays: \(error.message)",

@@ -27,9 +27,9 @@ let usage = """
                                   connects to APNS_HOST and proves the token (or push certificate)
                                   with a push to the all-zero device token (400 BadDeviceToken:
                                   good; 403: exit 1)
-      healthcheck [--port N] [--https]
-                                  GET /health on 127.0.0.1:$PORT, over HTTPS when TLS_CERT_FILE or
-                                  CRT_FILENAME is set; exit 0 when alive (Docker HEALTHCHECK)
+      healthcheck [--port N] [--env-file FILE] [--https]
+                                  GET /health on 127.0.0.1:$PORT, over HTTPS when serve would serve
+                                  it (TLS_CERT_FILE, CRT_FILENAME); exit 0 when alive (HEALTHCHECK)
       token                       print a provider token (JWT) made from APNS_KEY[_FILE], APNS_KEY_ID,
                                   APNS_TEAM_ID (or the relay's APNS_AUTH_KEY[_FILE], APPLE_TEAM_ID)
       send --token HEX [options]  send one push with the APNs library, print the result JSON; exit 0

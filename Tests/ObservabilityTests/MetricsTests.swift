@@ -18,6 +18,17 @@ struct MetricsRegistryTests {
         #expect(c.value == 0)
     }
 
+    @Test("a removed series is no longer rendered; the others of its family are")
+    func removeSeries() {
+        let registry = MetricsRegistry()
+        registry.gauge("expiry_seconds", help: "h", labels: ["app": "beta"]).set(5)
+        registry.gauge("expiry_seconds", help: "h", labels: ["app": "other"]).set(7)
+        registry.remove("expiry_seconds", labels: ["app": "beta"])
+        let text = registry.prometheusText()
+        #expect(!text.contains(#"app="beta""#))
+        #expect(text.contains(#"expiry_seconds{app="other"} 7"#))
+    }
+
     @Test("counters ignore negative increments; gauges go both ways")
     func counterAndGauge() {
         let registry = MetricsRegistry()

@@ -60,10 +60,13 @@ struct AppRoutesTests {
         #expect(await s.responder.respond(to: Sample.aesgcm(path: "/beta/push/nothex/sub-1")).status == 400)
     }
 
-    @Test("without APPS_FILE a prefixed path is no route (404), as before apps existed")
+    @Test("without APPS_FILE a push to an app is still the relay's misconfiguration (502): the file unset by mistake must not unsubscribe anyone; a path that is no push stays 404")
     func notConfigured() async {
         let s = make(configured: false)
-        #expect(await s.responder.respond(to: Sample.aesgcm(path: "/beta/push/\(Sample.token)/sub-1")).status == 404)
+        let response = await s.responder.respond(to: Sample.aesgcm(path: "/beta/push/\(Sample.token)/sub-1"))
+        #expect(response.status == 502)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("APPS_FILE is not set"))
+        #expect(await s.responder.respond(to: Sample.aesgcm(path: "/wp-admin/push/x")).status == 404)
         #expect(s.main.all.isEmpty)
     }
 }

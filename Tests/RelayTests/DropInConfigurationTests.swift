@@ -104,6 +104,18 @@ struct DropInConfigurationTests {
         #expect(c.topic == "cx.c3.toot")
     }
 
+    @Test("a .p12 with an empty password loads; one exported without its key says so")
+    func p12Shapes() throws {
+        let files = try PushCertificateFiles(uid: "cx.c3.toot", password: "")
+        defer { files.remove() }
+        let c = try RelayConfiguration.load(environment: ["P12_FILENAME": files.p12])
+        #expect(c.topic == "cx.c3.toot")
+        let certificateOnly = files.directory + "/nokey.p12"
+        try PushCertificateFiles.openssl(["pkcs12", "-export", "-nokeys", "-in", files.certificate, "-out", certificateOnly, "-passout", "pass:pw"])
+        let e = failure(["P12_FILENAME": certificateOnly, "P12_PASSWORD": "pw"])
+        #expect(e?.message.contains("holds no private key: export the push certificate together with its private key") == true, "\(e?.message ?? "")")
+    }
+
     @Test("a key and a certificate together, two certificate forms together, half an HTTPS pair: refused with one line")
     func conflicts() throws {
         let files = try PushCertificateFiles(uid: "cx.c3.toot")

@@ -111,9 +111,9 @@ struct DropInServeTests {
         #expect(delivered.map(\.topic) == [Self.tootTopic, Self.tootTopic])
         #expect(delivered.allSatisfy { $0.auth == .certificate(topic: Self.tootTopic, teamID: Self.team) && $0.header("authorization") == nil })
         // Docker's HEALTHCHECK speaks TLS when the env names a certificate; plain HTTP there is refused.
-        let healthy = try await run(["healthcheck"], environment: ["PORT": String(port), "CRT_FILENAME": "toot-relay.crt"])
+        let healthy = try await run(["healthcheck", "--env-file", files.envFile.path], environment: [:])
         #expect(healthy.status == 0, "\(healthy.stdout) \(healthy.stderr)")
-        let plain = try await run(["healthcheck"], environment: ["PORT": String(port)])
+        let plain = try await run(["healthcheck", "--port", String(port)], environment: [:])
         #expect(plain.status == 1 && plain.stderr.contains("answered 503"), "\(plain.stderr)")
         let metrics = try await Self.curl("GET", port: port, path: "/metrics", ca: httpsCA, body: false)
         #expect(metrics.1.contains(#"relay_apns_certificate_expiry_seconds{app="default"}"#))
@@ -220,10 +220,13 @@ struct DropInServeTests {
         // The file loses "other": SIGHUP, and its pushes are the relay's misconfiguration (502), never a 4xx.
         try #"{"apps": [\#(beta)]}"#.write(toFile: appsFile, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
-        try await relay.waitForLog("SIGHUP: reloaded the provider key")
+        try await relay.waitForLog("SIGHUP: reloaded; the default app's key or certificate is unchanged")
         let dropped = try await post(routes[2])
         #expect(dropped.status == 502 && dropped.reason?.contains(#"no app named "other""#) == true)
         #expect(try await post(routes[1]).status == 201)
+        // The unchanged key signed no second token (Apple allows one new token per key every 20 minutes).
+        #expect(try await post(routes[0]).status == 201)
+        #expect(apple.rules.newTokensAccepted[RelayHarness.keyID] == 1)
         #expect(try await relay.stop() == 0)
     }
 

@@ -18,7 +18,7 @@ struct ReloadTests {
             new.authKey = newKey.pemPKCS8
             new.keyID = "RELOADED01"
             new.maxBodyBytes = 8192
-            let needRestart = try h.relay.reload(new)
+            let needRestart = try h.relay.reload(new).needRestart
             #expect(needRestart == ["max_body_bytes"])
             // The old key revoked right after the reload: nothing sends its token any more.
             h.apple.rules.keys[RelayHarness.keyID] = nil
