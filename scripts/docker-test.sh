@@ -2,7 +2,9 @@
 # Builds the project's Dockerfile, unchanged, with a real Docker engine, and runs the image:
 #   `demo --once` in the container, then `serve` against the APNs emulator (on the host, over
 #   loopback): the HEALTHCHECK goes healthy, a push is delivered, the process runs as uid 10001,
-#   and SIGTERM ends it with status 0 within 10 s; then a relay crashed with SIGSEGV logs a
+#   and SIGTERM ends it with status 0 within 10 s; then toot-relay's env file (a .p12, HTTPS from
+#   CRT_FILENAME/KEY_FILENAME): the HEALTHCHECK goes healthy over HTTPS and pushes over HTTPS
+#   reach the emulator with the certificate; then a relay crashed with SIGSEGV logs a
 #   backtrace that names its functions (the image carries the Swift backtracer). Prints the
 #   image's layer sizes.
 #
@@ -156,7 +158,10 @@ ok "demo --once in the container: 201 and the payload decrypts"
 # ---- serve against the emulator --------------------------------------------------------------
 "$SWIFT" build --product apns-mock >/dev/null
 mock_bin="$("$SWIFT" build --show-bin-path)/apns-mock"
-"$mock_bin" --port 0 --log --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
+# It also issues a push certificate (.p12) for the toot-relay run below.
+mkdir -p "$work/push"
+"$mock_bin" --port 0 --log --ca-out "$work/ca.pem" --client-cert-out "$work/push" --client-cert-topic cx.c3.toot \
+    --client-cert-password hunter2 >"$work/mock.out" 2>&1 &
 mock_pid=$!
 emulator_wait "$work"
 # The container's user (10001) reads the key and the CA from a read-only mount.
@@ -215,8 +220,57 @@ elapsed=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 [ "$code" = 0 ] || fail "the relay exited $code after SIGTERM: $(docker logs "$container" 2>&1 | tail -5)"
 ok "SIGTERM: exit 0 after ${elapsed} s"
 
-# ---- a crash names its functions -------------------------------------------------------------
+# ---- toot-relay's env file, HTTPS served by the relay ----------------------------------------
+# A toot-relay operator swaps the image and keeps the env file: the .p12 (no TOPIC, its UID is the
+# topic), CA_FILENAME, and HTTPS from CRT_FILENAME/KEY_FILENAME with no proxy in front. The image's
+# HEALTHCHECK must speak HTTPS there, and a push over HTTPS must reach Apple with the certificate.
 docker rm "$container" >/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost -days 30 -keyout "$work/relay.key" -out "$work/relay.crt" 2>/dev/null \
+    || fail "openssl could not make the relay's HTTPS certificate"
+chmod 0644 "$work/relay.key" "$work/push/push.p12"
+chmod 0755 "$work/push"
+cat >"$work/toot.env" <<ENV
+P12_FILENAME=/ci/push/push.p12
+P12_PASSWORD=hunter2
+CA_FILENAME=/ci/ca.pem
+CRT_FILENAME=/ci/relay.crt
+KEY_FILENAME=/ci/relay.key
+PORT=$relay_port
+APNS_HOST=localhost:$mock_port
+BIND_ADDRESS=127.0.0.1
+ENV
+say "docker run -d $IMAGE with toot-relay's env file (HTTPS on 127.0.0.1:$relay_port)"
+docker run -d --name "$container" --network host --env-file "$work/toot.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
+    || fail "docker run failed"
+health=
+for _ in $(seq 90); do
+    health=$(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null || echo gone)
+    [ "$health" = healthy ] || [ "$health" = unhealthy ] || [ "$health" = gone ] && break
+    sleep 1
+done
+[ "$health" = healthy ] || fail "with HTTPS the HEALTHCHECK says $health: $(docker logs "$container" 2>&1 | tail -5)"
+ok "toot-relay's env file: the HEALTHCHECK went healthy over HTTPS"
+python3 - "$relay_port" "$work/relay.crt" <<'PY' || fail "the push over HTTPS was not answered 201"
+import base64, http.client, os, ssl, sys
+b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+context = ssl.create_default_context(cafile=sys.argv[2])
+c = http.client.HTTPSConnection("localhost", int(sys.argv[1]), timeout=10, context=context)
+for path in ["/push/" + "cd" * 32 + "/docker-2", "/relay-to/production/" + "cd" * 32]:
+    c.request("POST", path, body=os.urandom(300),
+              headers={"Content-Encoding": "aesgcm", "Encryption": "salt=" + b64(os.urandom(16)),
+                       "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64))})
+    r = c.getresponse(); r.read()
+    print(f"  POST {path[:20]}… over HTTPS -> {r.status}")
+    if r.status != 201: sys.exit(1)
+PY
+for _ in $(seq 50); do [ "$(grep -cE '^200 .*cx\.c3\.toot' "$work/mock.out")" -ge 2 ] && break; sleep 0.1; done
+[ "$(grep -cE '^200 .*cx\.c3\.toot' "$work/mock.out")" -ge 2 ] \
+    || fail "the emulator recorded no push for cx.c3.toot: $(tail -5 "$work/mock.out")"
+ok "two pushes over HTTPS (both routes) reach the emulator with the .p12's certificate and topic"
+docker rm -f "$container" >/dev/null
+
+# ---- a crash names its functions -------------------------------------------------------------
 say "docker run -d $IMAGE, then SIGSEGV to its event loop"
 docker run -d --name "$container" --network host --env-file "$work/relay.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
     || fail "docker run failed"
