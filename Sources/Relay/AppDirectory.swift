@@ -34,7 +34,8 @@ package final class AppDirectory: Sendable {
         /// `APPS_FILE` is set and names no such app: the relay is misconfigured (502), the
         /// subscription is not dead.
         case unknown
-        /// No `APPS_FILE`.
+        /// No `APPS_FILE` (a push there is still the relay's misconfiguration, 502: the file may
+        /// have been dropped by mistake).
         case notConfigured
     }
 
@@ -46,7 +47,7 @@ package final class AppDirectory: Sendable {
         }
     }
 
-    /// Serves `apps` from now on; `configured` false turns the prefixed routes off.
+    /// Serves `apps` from now on; `configured`: whether `APPS_FILE` is set, for the 502's reason.
     package func replace(with apps: [App], configured: Bool) {
         var byName: [String: App] = [:]
         for app in apps { byName[app.name] = app }

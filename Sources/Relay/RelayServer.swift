@@ -9,8 +9,9 @@ import Observability
 import OpenSSLSupport
 import Synchronization
 
-/// The whole relay in one process: the HTTP/1.1 server and the APNs client on one set of event
-/// loops, wired to one responder, stopped in reverse order of start.
+/// The whole relay in one process: the HTTP/1.1 server (plain or HTTPS) and the APNs clients (the
+/// default app's, and one per other credentials of `APPS_FILE`) on one set of event loops, wired
+/// to one responder, stopped in reverse order of start.
 ///
 /// `serve`, `demo` and the end-to-end tests all start the relay through this type, so the
 /// tests exercise exactly the wiring that runs in production.
@@ -48,11 +49,13 @@ package final class RelayServer: Sendable {
         package init(extraCAPEM: String? = nil) { self.extraCAPEM = extraCAPEM }
     }
 
-    /// Parses the key, starts the APNs client (its production connections open at once) and
-    /// then the HTTP server, so the first request finds a client.
+    /// Parses the key (or loads the certificate), starts the default app's APNs client (its
+    /// production connections open at once), then the HTTP server, then the apps' clients, so the
+    /// first request finds a client.
     ///
-    /// - Throws: `ConfigurationError` naming `APNS_AUTH_KEY` when the key is not an ES256 key,
-    ///   `APNS_CA_FILE` when the CA cannot be loaded; the server's bind error otherwise.
+    /// - Throws: `ConfigurationError` naming the setting at fault (the key's variable when it is not
+    ///   an ES256 key, the CA's, the HTTPS files', `APPS_FILE` and its app); the server's bind error
+    ///   otherwise.
     package static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
         let loopCount = max(1, options.loopCount ?? configuration.eventLoopCount)
