@@ -5,13 +5,15 @@ import APNs
 /// settings, and the APNs client that sends for it. Replaced whole on SIGHUP; a push reads it
 /// once, so it sees the old table or the new one, never half of each.
 package final class AppDirectory: Sendable {
-    /// One app as a push needs it.
-    package struct App: Sendable {
-        package var name: String
-        package var settings: RelayResponder.Settings
-        package var sender: any APNsSending
+    /// One app as a push needs it. A class, so a push holds it with one reference, not a copy of
+    /// its strings.
+    package final class App: Sendable {
+        /// nil for the default app, whose pushes' lines and metrics carry no `app`.
+        package let name: String?
+        package let settings: RelayResponder.Settings
+        package let sender: any APNsSending
 
-        package init(name: String, settings: RelayResponder.Settings, sender: any APNsSending) {
+        package init(name: String?, settings: RelayResponder.Settings, sender: any APNsSending) {
             self.name = name
             self.settings = settings
             self.sender = sender
@@ -50,7 +52,7 @@ package final class AppDirectory: Sendable {
     /// Serves `apps` from now on; `configured`: whether `APPS_FILE` is set, for the 502's reason.
     package func replace(with apps: [App], configured: Bool) {
         var byName: [String: App] = [:]
-        for app in apps { byName[app.name] = app }
+        for app in apps { if let name = app.name { byName[name] = app } }
         table.withLock { $0 = Table(configured: configured, apps: byName) }
     }
 

@@ -51,7 +51,8 @@ package final class RelayResponder: HTTPResponder {
 
     package let settings: Settings
     package let metrics: RelayMetrics
-    private let sender: any APNsSending
+    /// The default app: `settings` and the sender given, at the unprefixed routes.
+    private let defaultApp: AppDirectory.App
     /// The apps of `APPS_FILE`, at `/{name}/push/…` and `/{name}/relay-to/…`.
     package let apps: AppDirectory
     private let logger: Logger
@@ -67,7 +68,7 @@ package final class RelayResponder: HTTPResponder {
                 metrics: RelayMetrics = RelayMetrics(), readiness: @escaping ReadinessCheck = { nil },
                 now: @escaping @Sendable () -> WallTime = { .now }) {
         self.settings = settings
-        self.sender = sender
+        self.defaultApp = AppDirectory.App(name: nil, settings: settings, sender: sender)
         self.apps = apps
         self.logger = logger
         self.metrics = metrics
@@ -108,8 +109,8 @@ package final class RelayResponder: HTTPResponder {
     /// What routing decided: an answer now (with the route's label), or a push to relay.
     private enum Routed {
         case answer(String, HTTPResponse)
-        /// A push for an app of `APPS_FILE`, or (nil) for the default app.
-        case push(PushTarget, AppDirectory.App?)
+        /// A push for the default app or an app of `APPS_FILE`.
+        case push(PushTarget, AppDirectory.App)
     }
 
     private func route(_ request: HTTPRequest) -> Routed {
@@ -128,7 +129,7 @@ package final class RelayResponder: HTTPResponder {
             break
         }
         var path = request.path
-        var app: AppDirectory.App?
+        var app = defaultApp
         if !PushRoute.hasBytePrefix(path, PushRoute.prefix), !PushRoute.hasBytePrefix(path, RelayToRoute.prefix),
            let (name, rest) = Self.appPrefix(path) {
             let lookup = apps.lookup(name)
@@ -156,8 +157,8 @@ package final class RelayResponder: HTTPResponder {
         case .badRequest(let reason):
             if let refused = Self.refusal(request.method, allow: Self.pushMethods) { return done(label, refused) }
             // Counted per app for the apps the file names only: a name from the path is the sender's.
-            if let app { metrics.countAppRequest(app: app.name, route: label, status: 400) }
-            return done(label, refusedPush(request, route: label, status: 400, reason: reason, app: app?.name))
+            if let name = app.name { metrics.countAppRequest(app: name, route: label, status: 400) }
+            return done(label, refusedPush(request, route: label, status: 400, reason: reason, app: app.name))
         case .push(let push): target = .push(push)
         case .relayTo(let route): target = .relayTo(route)
         }
@@ -267,20 +268,19 @@ package final class RelayResponder: HTTPResponder {
 
     /// One push, from request to answer. Every path out of here writes exactly one log line
     /// and calls `completion` exactly once.
-    private func push(_ request: HTTPRequest, target: PushTarget, app: AppDirectory.App?,
+    private func push(_ request: HTTPRequest, target: PushTarget, app: AppDirectory.App,
                       completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let started = ContinuousClock.now
         metrics.pushesInFlight.increment()
         let label = target.label
-        let settings = app?.settings ?? self.settings
-        let appName = app?.name
+        let appName = app.name
         func reply(_ response: HTTPResponse) { deliver(response, route: label, app: appName, to: completion) }
         var log = PushLog(requestID: Self.requestID(request), route: target.label, sandbox: target.sandbox,
                           peer: request.forwardedFor ?? request.peerAddress, app: appName)
 
         let message: WebPushMessage
         do {
-            message = try WebPushParser.parse(request, maxBodyBytes: settings.maxBodyBytes)
+            message = try WebPushParser.parse(request, maxBodyBytes: app.settings.maxBodyBytes)
         } catch {
             return reply(finish(log, status: error.status, reason: error.reason, started: started))
         }
@@ -301,11 +301,11 @@ package final class RelayResponder: HTTPResponder {
         let topic: String
         switch target {
         case .push(let route):
-            plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: settings.alertLocKey, now: seconds)
-            topic = settings.topic
+            plan = PayloadMapper.plan(message: message, id: route.id, alertLocKey: app.settings.alertLocKey, now: seconds)
+            topic = app.settings.topic
         case .relayTo(let route):
-            plan = PayloadMapper.relayToPlan(message: message, extra: route.extra, alert: settings.relayToAlert, now: seconds)
-            topic = settings.relayToTopic
+            plan = PayloadMapper.relayToPlan(message: message, extra: route.extra, alert: app.settings.relayToAlert, now: seconds)
+            topic = app.settings.relayToTopic
         }
         if plan.degraded {
             metrics.degradedPayloads.increment()
@@ -325,7 +325,7 @@ package final class RelayResponder: HTTPResponder {
         log.apnsID = notification.apnsID
 
         let pending = log
-        (app?.sender ?? sender).send(notification, environment: target.sandbox ? .sandbox : .production) { result in
+        app.sender.send(notification, environment: target.sandbox ? .sandbox : .production) { result in
             self.deliver(self.answered(result, log: pending, started: started), route: label, app: appName, to: completion)
         }
     }
