@@ -61,7 +61,7 @@ package final class HTTPServerTLS: Sendable {
         try checkKeyPEM(key, path: keyPath)
         do {
             let context = try TLSContext.server(certificateChainPEM: certificate, privateKeyPEM: key, alpn: ["http/1.1"])
-            return Loaded(context: context, notAfter: CertificateExpiry.notAfter(pem: certificate))
+            return Loaded(context: context, notAfter: context.certificateNotAfter)
         } catch let error as TLSError where error.message.contains("does not match") {
             throw HTTPServerTLSError(.keyMismatch, "the TLS key file \(keyPath) does not match the certificate in \(certificatePath) (the file's first certificate must be the one the key was made for)")
         } catch {

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import Basics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,13 +34,12 @@ package final class TLSClientIdentity: @unchecked Sendable {
         let subject = X509_get_subject_name(certificate)
         subjectUID = Self.entry(subject, nid: NID_userId)
         commonName = Self.entry(subject, nid: NID_commonName)
-        notBefore = Self.unixTime(X509_get0_notBefore(certificate)) ?? 0
-        notAfter = Self.unixTime(X509_get0_notAfter(certificate)) ?? 0
+        notBefore = X509Validity.notBefore(certificate) ?? 0
+        notAfter = X509Validity.notAfter(certificate) ?? 0
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         _ = X509_digest(certificate, EVP_sha256(), &digest, &length)
-        let hex: [Character] = Array("0123456789abcdef")
-        fingerprint = String(digest.prefix(Int(length)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] })
+        fingerprint = Hex.encode(digest.prefix(Int(length)))
     }
 
     deinit {
@@ -181,12 +181,5 @@ package final class TLSClientIdentity: @unchecked Sendable {
         guard length >= 0, let utf8 else { return nil }
         defer { copenssl_OPENSSL_free(utf8) }
         return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
-    }
-
-    private static func unixTime(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
-        guard let time else { return nil }
-        var parts = tm()
-        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
-        return Int64(timegm(&parts))
     }
 }

@@ -14,6 +14,9 @@ package final class TLSContext: @unchecked Sendable {
     /// Protocols the client requires one of; empty when a missing ALPN is acceptable.
     let requiredALPN: [String]
     let isServer: Bool
+    /// A server context's certificate's notAfter, in Unix seconds (for an expiry gauge); nil for
+    /// a client context, or when OpenSSL cannot read it.
+    package private(set) var certificateNotAfter: Int64?
     /// The server's ALPN list in wire format; the select callback points into it, so it
     /// lives exactly as long as the `SSL_CTX`.
     private let alpnWire: UnsafeMutableBufferPointer<UInt8>?
@@ -163,7 +166,9 @@ package final class TLSContext: @unchecked Sendable {
             list = entry
         }
         owned = false
-        return TLSContext(ctx: ctx, requiredALPN: [], isServer: true, alpnWire: wireBuffer, alpnList: list)
+        let context = TLSContext(ctx: ctx, requiredALPN: [], isServer: true, alpnWire: wireBuffer, alpnList: list)
+        context.certificateNotAfter = X509Validity.notAfter(certificates[0])
+        return context
     }
 
     /// The system's roots as its hashed directory: OpenSSL reads the one root a handshake needs
