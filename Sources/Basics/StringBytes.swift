@@ -12,4 +12,12 @@ package enum StringBytes {
         var text = text
         text.withUTF8(body)
     }
+
+    /// Whether `text`'s bytes hold `needle`'s, compared byte by byte: for the few checks of a file
+    /// or a message read at start-up. `String.contains(String)` links the standard library's
+    /// regex engine (_StringProcessing): 2.2 MB more binary and 0.45 MiB more resident when idle.
+    package static func contains(_ text: String, _ needle: String) -> Bool {
+        let bytes = text.utf8, wanted = needle.utf8
+        return bytes.indices.contains { bytes[$0...].starts(with: wanted) }
+    }
 }

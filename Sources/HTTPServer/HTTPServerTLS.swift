@@ -62,7 +62,7 @@ package final class HTTPServerTLS: Sendable {
         do {
             let context = try TLSContext.server(certificateChainPEM: certificate, privateKeyPEM: key, alpn: ["http/1.1"])
             return Loaded(context: context, notAfter: context.certificateNotAfter)
-        } catch let error as TLSError where error.message.contains("does not match") {
+        } catch let error as TLSError where StringBytes.contains(error.message, "does not match") {
             throw HTTPServerTLSError(.keyMismatch, "the TLS key file \(keyPath) does not match the certificate in \(certificatePath) (the file's first certificate must be the one the key was made for)")
         } catch {
             let reason = (error as? TLSError)?.message ?? "\(error)"
@@ -81,19 +81,19 @@ package final class HTTPServerTLS: Sendable {
     }
 
     private static func checkCertificatePEM(_ text: String, path: String) throws(HTTPServerTLSError) {
-        guard text.contains("-----BEGIN CERTIFICATE-----") else {
-            let hint = text.contains("PRIVATE KEY-----") ? "it holds a private key; are the certificate and key files swapped?"
+        guard StringBytes.contains(text, "-----BEGIN CERTIFICATE-----") else {
+            let hint = StringBytes.contains(text, "PRIVATE KEY-----") ? "it holds a private key; are the certificate and key files swapped?"
                 : "it holds no -----BEGIN CERTIFICATE----- block"
             throw HTTPServerTLSError(.notPEM, "the TLS certificate file \(path) is not a PEM certificate: \(hint)")
         }
     }
 
     private static func checkKeyPEM(_ text: String, path: String) throws(HTTPServerTLSError) {
-        if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED") {
+        if StringBytes.contains(text, "-----BEGIN ENCRYPTED PRIVATE KEY-----") || StringBytes.contains(text, "Proc-Type: 4,ENCRYPTED") {
             throw HTTPServerTLSError(.notPEM, "the TLS key file \(path) is encrypted; the server needs it unencrypted (openssl pkey -in it -out a new file)")
         }
-        guard text.contains("-----BEGIN "), text.contains("PRIVATE KEY-----") else {
-            let hint = text.contains("-----BEGIN CERTIFICATE-----") ? "it holds a certificate; are the certificate and key files swapped?"
+        guard StringBytes.contains(text, "-----BEGIN "), StringBytes.contains(text, "PRIVATE KEY-----") else {
+            let hint = StringBytes.contains(text, "-----BEGIN CERTIFICATE-----") ? "it holds a certificate; are the certificate and key files swapped?"
                 : "it holds no -----BEGIN PRIVATE KEY----- block"
             throw HTTPServerTLSError(.notPEM, "the TLS key file \(path) is not a PEM private key: \(hint)")
         }

@@ -103,7 +103,7 @@ private struct AppReader {
         case "key_file":
             let path = try string("key_file")!
             guard let text = LocalFile.text(atPath: path) else { throw fail("key_file", "could not read \(quoted(path))", .unreadableFile) }
-            guard text.hasPrefix("-----BEGIN "), text.utf8.indices.contains(where: { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }) else {
+            guard Reader.isPEMPrivateKey(text.trimmingWhitespace) else {
                 throw fail("key_file", "must name Apple's .p8 key (-----BEGIN PRIVATE KEY----- …), \(quoted(path)) is not a PEM key")
             }
             guard let keyID = try string("key_id") else { throw fail("key_id", "must be set to the 10-character key ID of key_file", .missing) }

@@ -83,9 +83,7 @@ extension Reader {
         text = text.unescapingLineFeeds.split(separator: "\r\n", omittingEmptySubsequences: false).joined(separator: "\n")
             .trimmingWhitespace
         // The message never repeats the key: it is a secret and would land in logs.
-        // Byte by byte, with the standard library: contains(_:) with a string would link _StringProcessing.
-        let namesPrivateKey = text.utf8.indices.contains { text.utf8[$0...].starts(with: "PRIVATE KEY-----".utf8) }
-        guard text.hasPrefix("-----BEGIN "), namesPrivateKey, text.hasSuffix("-----") else {
+        guard Self.isPEMPrivateKey(text) else {
             let what = inline != nil ? "the text of" : "a path to"
             throw ConfigurationError(
                 .invalid, source,

@@ -155,6 +155,12 @@ struct Reader {
         return text
     }
 
+    /// Text framed as a PEM private key (`-----BEGIN PRIVATE KEY-----` … `-----`), what a `.p8`
+    /// file holds; the APNs module parses the key itself.
+    static func isPEMPrivateKey(_ text: String) -> Bool {
+        text.hasPrefix("-----BEGIN ") && StringBytes.contains(text, "PRIVATE KEY-----") && text.hasSuffix("-----")
+    }
+
     /// A team or key id as Apple writes them: 10 characters, capital letters and digits.
     static func isAppleID(_ text: String) -> Bool {
         text.unicodeScalars.count == 10 && text.unicodeScalars.allSatisfy { ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") }
