@@ -184,12 +184,16 @@ say "docker run -d $IMAGE (serve on 127.0.0.1:$relay_port, emulator on 127.0.0.1
 docker run -d --name "$container" --network host --env-file "$work/relay.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
     || fail "docker run failed"
 # The image's own HEALTHCHECK (30 s interval): the first check runs 30 s after the start.
-health=
-for _ in $(seq 90); do
-    health=$(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null || echo gone)
-    [ "$health" = healthy ] || [ "$health" = unhealthy ] || [ "$health" = gone ] && break
-    sleep 1
-done
+# wait_health: waits up to 90 s for the container's health to settle; leaves it in $health.
+wait_health() {
+    health=
+    for _ in $(seq 90); do
+        health=$(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null || echo gone)
+        [ "$health" = healthy ] || [ "$health" = unhealthy ] || [ "$health" = gone ] && break
+        sleep 1
+    done
+}
+wait_health
 [ "$health" = healthy ] || fail "the HEALTHCHECK says $health: $(docker logs "$container" 2>&1 | tail -5)"
 ok "the HEALTHCHECK went healthy after $(docker inspect -f '{{len .State.Health.Log}}' "$container") check(s)"
 
@@ -243,12 +247,7 @@ ENV
 say "docker run -d $IMAGE with toot-relay's env file (HTTPS on 127.0.0.1:$relay_port)"
 docker run -d --name "$container" --network host --env-file "$work/toot.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
     || fail "docker run failed"
-health=
-for _ in $(seq 90); do
-    health=$(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null || echo gone)
-    [ "$health" = healthy ] || [ "$health" = unhealthy ] || [ "$health" = gone ] && break
-    sleep 1
-done
+wait_health
 [ "$health" = healthy ] || fail "with HTTPS the HEALTHCHECK says $health: $(docker logs "$container" 2>&1 | tail -5)"
 ok "toot-relay's env file: the HEALTHCHECK went healthy over HTTPS"
 python3 - "$relay_port" "$work/relay.crt" <<'PY' || fail "the push over HTTPS was not answered 201"

@@ -12,24 +12,8 @@ struct MockExecutableTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let recordFile = directory.appendingPathComponent("requests.jsonl")
-        let mock = Process()
-        mock.executableURL = BuiltProducts.executable("apns-mock")!
-        mock.arguments = ["--port", "0", "--record", recordFile.path]
-        let out = Pipe()
-        mock.standardOutput = out
-        try mock.run()
+        let (mock, banner) = try await startMock(["--port", "0", "--record", recordFile.path])
         defer { if mock.isRunning { mock.terminate() } }
-
-        // The banner: "apns-mock listening on 127.0.0.1:PORT ca=… team=… key=… private-key=…".
-        let output = out.fileHandleForReading
-        let banner = try await onOwnThread {
-            var banner = ""
-            let started = ContinuousClock.now + .seconds(10)
-            while !banner.contains("\n"), ContinuousClock.now < started {
-                banner += String(decoding: output.availableData, as: UTF8.self)
-            }
-            return banner
-        }
         func field(_ name: String) -> String? {
             banner.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespacesAndNewlines) }
         }
@@ -76,23 +60,10 @@ struct MockExecutableTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let recordFile = directory.appendingPathComponent("requests.jsonl")
-        let mock = Process()
-        mock.executableURL = BuiltProducts.executable("apns-mock")!
-        mock.arguments = ["--port", "0", "--team-id", "CERTTEAM01", "--record", recordFile.path, "--ca-out", directory.path + "/ca.pem",
-                          "--client-cert-out", directory.path, "--client-cert-topic", "com.example.certapp", "--client-cert-password", "pw"]
-        let out = Pipe()
-        mock.standardOutput = out
-        try mock.run()
+        let (mock, banner) = try await startMock(
+            ["--port", "0", "--team-id", "CERTTEAM01", "--record", recordFile.path, "--ca-out", directory.path + "/ca.pem",
+             "--client-cert-out", directory.path, "--client-cert-topic", "com.example.certapp", "--client-cert-password", "pw"])
         defer { if mock.isRunning { mock.terminate() } }
-        let output = out.fileHandleForReading
-        let banner = try await onOwnThread {
-            var banner = ""
-            let started = ContinuousClock.now + .seconds(10)
-            while !banner.contains("\n"), ContinuousClock.now < started {
-                banner += String(decoding: output.availableData, as: UTF8.self)
-            }
-            return banner
-        }
         let port = try #require(banner.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map { $0.dropFirst("127.0.0.1:".count) })
         let (cert, key, p12) = (directory.path + "/push-cert.pem", directory.path + "/push-key.pem", directory.path + "/push.p12")
         #expect(banner.contains("client-cert=\(cert)") && banner.contains("client-p12=\(p12)"), "\(banner)")
@@ -118,5 +89,26 @@ struct MockExecutableTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["topic"] as? String == "com.example.certapp")
         #expect(object["auth"] as? [String: String] == ["kind": "certificate", "topic": "com.example.certapp", "team": "CERTTEAM01"])
+    }
+
+    /// apns-mock started with `arguments`, and its banner ("apns-mock listening on
+    /// 127.0.0.1:PORT ca=… team=… key=… private-key=…"), read within 10 s.
+    private func startMock(_ arguments: [String]) async throws -> (Process, String) {
+        let mock = Process()
+        mock.executableURL = BuiltProducts.executable("apns-mock")!
+        mock.arguments = arguments
+        let out = Pipe()
+        mock.standardOutput = out
+        try mock.run()
+        let output = out.fileHandleForReading
+        let banner = try await onOwnThread {
+            var banner = ""
+            let started = ContinuousClock.now + .seconds(10)
+            while !banner.contains("\n"), ContinuousClock.now < started {
+                banner += String(decoding: output.availableData, as: UTF8.self)
+            }
+            return banner
+        }
+        return (mock, banner)
     }
 }
