@@ -108,14 +108,15 @@ final class HTTPConnection: TCPStreamHandler {
         }
     }
 
-    init(stream: TCPStream, tls: TLSLayer?, core: HTTPServerCore, context: LoopContext) {
+    /// `acceptedAt` is the server's time when the connection was accepted, read before it was counted.
+    init(stream: TCPStream, tls: TLSLayer?, core: HTTPServerCore, context: LoopContext, acceptedAt: Int64) {
         wire = ConnectionWire(stream: stream, tls: tls)
         self.core = core
         self.context = context
         peer = stream.peerAddress?.description
         answerSlot = AnswerSlot(loop: stream.loop)
         parser = HTTPParser(limits: core.configuration.limits, peerAddress: peer)
-        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: core.clock.now())
+        timeouts = ConnectionTimeouts(limits: core.timeoutLimits, now: acceptedAt)
     }
 
     private var phase: ConnectionPhase {
@@ -151,10 +152,11 @@ final class HTTPConnection: TCPStreamHandler {
     }
 
     func streamDidDrainWrites(_ stream: TCPStream) {
-        timeouts.noteWriteBuffer(0, now: core.clock.now())
+        let now = core.clock.now()
+        timeouts.noteWriteBuffer(0, now: now)
         guard state == .waitingForDrain else { return }
         state = .reading
-        resumeAfterResponse()
+        resumeAfterResponse(now: now)
         settle()
     }
 
@@ -306,6 +308,8 @@ final class HTTPConnection: TCPStreamHandler {
         var response = answer
         if request.isHead { response.body = [] }
         let close = !request.keepAlive || context.isDraining || (input == .ended && !hasMoreToAnswer())
+        // Read before the answer goes out: a peer that has read it finds the connection idle since then.
+        let answeredAt = core.clock.now()
         write(response, close: close)
         if close {
             closeWhenFlushed()
@@ -315,11 +319,10 @@ final class HTTPConnection: TCPStreamHandler {
             state = .waitingForDrain  // the peer reads slowly: answer the next one after this is out
             return
         }
-        resumeAfterResponse()
+        resumeAfterResponse(now: answeredAt)
     }
 
-    private func resumeAfterResponse() {
-        let now = core.clock.now()
+    private func resumeAfterResponse(now: Int64) {
         timeouts.idleSince = now
         if !parser.isIdle { timeouts.headStart = now }
         processInput()

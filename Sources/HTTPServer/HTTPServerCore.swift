@@ -62,6 +62,9 @@ final class HTTPServerCore: Sendable {
             stream.close()
             return
         }
+        // Read before the connection is counted: whoever sees it counted (drain, a test moving the
+        // server's clock) sees a connection whose idle time already runs from this reading.
+        let now = clock.now()
         let open = counters.open.wrappingAdd(1, ordering: .relaxed).newValue
         guard let index = contextIndex[ObjectIdentifier(stream.loop)] else {
             counters.open.wrappingSubtract(1, ordering: .relaxed)
@@ -70,7 +73,6 @@ final class HTTPServerCore: Sendable {
         }
         let context = contexts[index]
         var evictElsewhere: (LoopContext, IdleKind, Int64)?
-        let now = clock.now()
         let decision = open > cap.maxConnections
             ? cap.decide(open: open, oldestIdle: contexts.map { c in IdleKind.allCases.map { c.oldestIdle($0) } },
                          local: index, now: now)
@@ -116,7 +118,7 @@ final class HTTPServerCore: Sendable {
                 return
             }
         }
-        let connection = HTTPConnection(stream: stream, tls: layer, core: self, context: context)
+        let connection = HTTPConnection(stream: stream, tls: layer, core: self, context: context, acceptedAt: now)
         context.add(connection)
         if let layer {
             layer.connection = connection

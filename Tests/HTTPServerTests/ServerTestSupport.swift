@@ -227,11 +227,24 @@ func testConfiguration(
 }
 
 /// A clock the test moves by hand, for the server's deadlines: it starts at the loops' time and
-/// stands still until `advance`.
+/// stands still until `advance`. With a `readDelay` each reading waits that long before it reads,
+/// as a loop thread preempted between two steps would: what the server does around a reading
+/// then happens in a window the test can hit every time instead of once in a few runs.
 final class ManualClock: Sendable {
     private let nanoseconds = Atomic<Int64>(LoopClock.now())
+    private let readDelay: Duration
 
-    var serverClock: ServerClock { ServerClock { [self] in nanoseconds.load(ordering: .acquiring) } }
+    init(readDelay: Duration = .zero) {
+        self.readDelay = readDelay
+    }
+
+    var serverClock: ServerClock {
+        let delay = readDelay == .zero ? 0 : useconds_t(readDelay / .microseconds(1))
+        return ServerClock { [self] in
+            if delay > 0 { usleep(delay) }
+            return nanoseconds.load(ordering: .acquiring)
+        }
+    }
 
     func advance(_ duration: Duration) {
         nanoseconds.wrappingAdd(LoopClock.nanoseconds(duration), ordering: .releasing)

@@ -62,7 +62,9 @@ struct ServerTimeoutTests {
 
     @Test("an idle keep-alive connection is closed without a word after idleTimeout")
     func idleClose() async throws {
-        let clock = ManualClock()
+        // Each reading of the server's clock takes 20 ms: a connection the test sees counted, or an
+        // answer it has read, must already have its idle time running from a reading made before.
+        let clock = ManualClock(readDelay: .milliseconds(20))
         try await withServer(testConfiguration(idle: .milliseconds(40), clock: clock.serverClock)) { server in
             let port = server.port
             let (client, first, never) = try await blocking {
