@@ -134,10 +134,12 @@ public struct APNsResponse: Sendable, Hashable {
         }
     }
 
-    /// The JSON the relay and the `send` command print:
+    /// The JSON `send` prints, and each of `send-many`'s results:
     /// `{"ok":true,"status":200,"apns_id":…,"unique_id":…,"device":…}` (`unique_id` only when known) or
-    /// `{"ok":false,"status":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…}`
-    /// (`gone_since_ms` only when Apple gave it, like `unique_id`).
+    /// `{"ok":false,"status":…,"apns_id":…,"reason":…,"meaning":…,"remove_token":…,"gone_since_ms":…,"device":…}`
+    /// (`apns_id` only when one was sent or answered, `gone_since_ms` only when Apple gave it).
+    /// Every result names its device, a failure above all: a caller filters for failures, and a
+    /// filtered list has lost the positions.
     public var json: String {
         var w = JSONWriter(capacity: 160)
         if ok {
@@ -148,11 +150,13 @@ public struct APNsResponse: Sendable, Hashable {
             w.raw("}")
         } else {
             w.raw("{\"ok\":false,\"status\":"); w.int(status)
+            if !apnsID.isEmpty { w.raw(",\"apns_id\":"); w.string(apnsID) }
             w.raw(",\"reason\":")
             if let reason { w.string(reason.rawValue) } else { w.raw("null") }
             w.raw(",\"meaning\":"); w.string(meaning)
             w.raw(",\"remove_token\":"); removeToken ? w.raw("true") : w.raw("false")
             if let goneSinceMs { w.raw(",\"gone_since_ms\":"); w.int(goneSinceMs) }
+            w.raw(",\"device\":"); w.string(device)
             w.raw("}")
         }
         return String(decoding: w.bytes, as: UTF8.self)

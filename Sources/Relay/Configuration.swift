@@ -178,34 +178,38 @@ package struct RelayConfiguration: Sendable {
         Variable.certFile, Variable.certKeyFile, Variable.tlsCertFile, Variable.tlsKeyFile, Variable.appsFile,
     ] + ForeignVariable.all
 
-    /// The settings without secrets, for the start-up log line.
-    package var loggableSummary: [String: String] {
-        var summary = [
-            "apns.topic": topic,
-            "apns.host": apnsHost.description, "apns.sandbox_host": apnsSandboxHost.description,
-            "apns.pool_size": String(connectionPoolSize), "apns.ca_file": caFile ?? "",
-            "event_loops": String(eventLoopCount),
-            "listen": APNsEndpoint(host: bindAddress, port: port).description,  // host:port, [v6]:port
-            "push_timeout_ms": String(Int((pushTimeout / .milliseconds(1)).rounded())),
-            "max_body_bytes": String(maxBodyBytes), "max_queued_pushes": String(maxQueuedPushes),
-            "max_connections": String(maxConnections), "alert_loc_key": alertLocKey,
-            "apns.max_streams_per_connection": String(apnsMaxStreamsPerConnection),
-            "request_timeout_ms": String(Int((requestTimeout / .milliseconds(1)).rounded())),
-            "max_buffered_request_bytes": String(maxBufferedRequestBytes),
-            "log_level": logLevel.rawValue, "log_format": logFormat.rawValue,
-            "relay_to.topic": relayToTopic, "relay_to.alert": relayToAlert,
+    /// The settings without secrets, for the start-up log line: numbers as numbers, so a log
+    /// pipeline that types a field once (Elastic, Loki's JSON, jq) reads every line alike.
+    /// `apns.max_streams_per_connection` is there only when set: otherwise Apple's own limit holds.
+    package var loggableSummary: [String: LogValue] {
+        var summary: [String: LogValue] = [
+            "apns.topic": .string(topic),
+            "apns.host": .string(apnsHost.description), "apns.sandbox_host": .string(apnsSandboxHost.description),
+            "apns.pool_size": .int(connectionPoolSize), "apns.ca_file": .string(caFile ?? ""),
+            "event_loops": .int(eventLoopCount),
+            "listen": .string(APNsEndpoint(host: bindAddress, port: port).description),  // host:port, [v6]:port
+            "push_timeout_ms": .int(Int((pushTimeout / .milliseconds(1)).rounded())),
+            "max_body_bytes": .int(maxBodyBytes), "max_queued_pushes": .int(maxQueuedPushes),
+            "max_connections": .int(maxConnections), "alert_loc_key": .string(alertLocKey),
+            "request_timeout_ms": .int(Int((requestTimeout / .milliseconds(1)).rounded())),
+            "max_buffered_request_bytes": .int(maxBufferedRequestBytes),
+            "log_level": .string(logLevel.rawValue), "log_format": .string(logFormat.rawValue),
+            "relay_to.topic": .string(relayToTopic), "relay_to.alert": .string(relayToAlert),
         ]
+        if apnsMaxStreamsPerConnection != Defaults.apnsMaxStreamsPerConnection {
+            summary["apns.max_streams_per_connection"] = .int(apnsMaxStreamsPerConnection)
+        }
         switch credentials {
         case .token(let key):
-            summary["apns.key_id"] = key.keyID
-            summary["apns.team_id"] = key.teamID
+            summary["apns.key_id"] = .string(key.keyID)
+            summary["apns.team_id"] = .string(key.teamID)
         case .certificate(let certificate):
-            summary["apns.certificate"] = certificate.identity.commonName ?? ""
-            summary["apns.certificate_expires"] = certificate.expiryDay
+            summary["apns.certificate"] = .string(certificate.identity.commonName ?? "")
+            summary["apns.certificate_expires"] = .string(certificate.expiryDay)
         }
-        if let httpsCertificate { summary["https.certificate_file"] = httpsCertificate.certificateFile }
-        if let appsFile { summary["apps_file"] = appsFile }
-        if let foreignNames { summary["config.names"] = foreignNames }
+        if let httpsCertificate { summary["https.certificate_file"] = .string(httpsCertificate.certificateFile) }
+        if let appsFile { summary["apps_file"] = .string(appsFile) }
+        if let foreignNames { summary["config.names"] = .string(foreignNames) }
         return summary
     }
 }

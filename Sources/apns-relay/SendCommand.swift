@@ -174,7 +174,7 @@ enum SendCommand {
             print(response.json)
             return response.ok ? 0 : 1
         case .failure(let error):
-            print(#"{"ok":false,"error":"\#(error.code)","message":\#(JSONString.quoted(error.message))}"#)
+            print(#"{"ok":false,"error":"\#(error.code)","message":\#(JSONString.quoted(error.message)),"device":\#(JSONString.quoted(token))}"#)
             return 2
         }
     }

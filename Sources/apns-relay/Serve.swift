@@ -29,8 +29,7 @@ enum Serve {
         } catch {
             fail("cannot listen on \(configuration.bindAddress):\(configuration.port): \(error)")
         }
-        var summary: [String: LogValue] = [:]
-        for (key, value) in configuration.loggableSummary { summary[key] = .string(value) }
+        var summary = configuration.loggableSummary
         summary["port"] = .int(relay.port)
         // Why that many loops (`event_loops`): EVENT_LOOPS, or the CPUs the process may use.
         summary["event_loops.reason"] = .string(configuration.eventLoops != nil ? "EVENT_LOOPS" : CPUBudget.current.reason)

@@ -107,7 +107,7 @@ struct ResponseTests {
         let r = APNsResponse.parse(status: 410, headers: [("apns-id", "x")],
                                    body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8), device: token)
         #expect(!r.ok && r.reason == .unregistered && r.goneSinceMs == 1_700_000_000_123 && r.removeToken)
-        #expect(r.json == #"{"ok":false,"status":410,"reason":"Unregistered","meaning":"The device token is no longer active for the topic.","remove_token":true,"gone_since_ms":1700000000123}"#)
+        #expect(r.json == #"{"ok":false,"status":410,"apns_id":"x","reason":"Unregistered","meaning":"The device token is no longer active for the topic.","remove_token":true,"gone_since_ms":1700000000123,"device":"\#(token.hex)"}"#)
     }
 
     @Test("a 400 BadTopic keeps the token and leaves gone_since_ms out")
@@ -116,7 +116,7 @@ struct ResponseTests {
                                    device: try DeviceToken(token64), sentID: "sent")
         #expect(r.apnsID == "sent")
         #expect(r.category == .configurationError && !r.removeToken)
-        #expect(r.json.hasSuffix(#""remove_token":false}"#))
+        #expect(r.json.hasSuffix(#""remove_token":false,"device":"\#(token64)"}"#))
     }
 
     @Test("a garbled error body still yields a response decided by its status")
@@ -139,7 +139,8 @@ struct ResponseTests {
         ]
         let summary = SendManyResult(results: results)
         #expect(summary.sent == 1 && summary.failed == 5 && summary.remove == ["b", "d", "e"])
-        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false}"#)
+        #expect(results[5].json == #"{"ok":false,"status":0,"reason":"NotSent","meaning":"timeout: no answer","remove_token":false,"device":"f"}"#)
+        #expect(results[1].json.contains(#""device":"b""#) && results[2].json.contains(#""device":"c""#))
     }
 
     @Test("errors compare by code and carry a message")

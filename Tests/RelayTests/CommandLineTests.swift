@@ -175,12 +175,28 @@ struct CommandLineTests {
     func loopsFollowTheAffinity() async throws {
         try await withIdleServe(wrapper: ["/usr/bin/taskset", "-c", "0"]) { relay in
             let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
-            #expect(line.contains(#""event_loops":"1""#), "\(line)")
+            #expect(line.contains(#""event_loops":1"#), "\(line)")
             // One CPU by its affinity, unless the machine itself has one CPU (then nothing was cut).
             let machine = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
             #expect(line.contains(machine > 1 ? #""event_loops.reason":"CPU affinity""# : #""event_loops.reason":"online CPUs""#), "\(line)")
             let loops = relay.threadNames.filter { $0.hasPrefix("eventloop-") }
             #expect(loops.count == 1, "\(loops)")
+            #expect(try await relay.stop() == 0)
+        }
+    }
+
+    @Test("the JSON start-up line writes numeric settings as JSON numbers, as push lines do")
+    func startupLineTypes() async throws {
+        try await withIdleServe { relay in
+            let line = try #require(relay.logText.split(separator: "\n").first { $0.contains("apns-relay listening") })
+            let fields = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            for key in ["event_loops", "apns.pool_size", "max_body_bytes", "max_queued_pushes", "max_connections",
+                        "push_timeout_ms", "request_timeout_ms", "max_buffered_request_bytes", "port"] {
+                #expect(fields[key] is Int, "\(key) in \(line)")
+            }
+            #expect(fields["apns.topic"] is String, "\(line)")
+            // Not set: Apple's own limit holds, and no made-up number stands for it.
+            #expect(fields["apns.max_streams_per_connection"] == nil, "\(line)")
             #expect(try await relay.stop() == 0)
         }
     }

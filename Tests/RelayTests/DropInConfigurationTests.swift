@@ -178,7 +178,7 @@ struct DropInConfigurationTests {
         #expect(good.apps[2].relayToTopic == "org.example.toot")
         #expect(good.apps[1].credentials.sharingKey == "token DEF123GHIJ ABC123DEFG")
         #expect(good.apps[0].credentials.sharingKey == good.apps[2].credentials.sharingKey)
-        #expect(good.loggableSummary["apps_file"] == dir + "/apps.json")
+        #expect(good.loggableSummary["apps_file"] == .string(dir + "/apps.json"))
 
         #expect(message(#"{"apps": [{"name": "beta", "p12_file": "\#(files.p12)", "p12_password": "wrong"}]}"#)?
             .hasPrefix(#"APPS_FILE: app "beta": p12_file is not a usable push certificate: "#) == true)
