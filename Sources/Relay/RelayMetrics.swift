@@ -60,6 +60,11 @@ package final class RelayMetrics: Sendable {
         residentBytes = registry.gauge("process_resident_memory_bytes", help: "Resident memory size in bytes.")
         openFileDescriptors = registry.gauge("process_open_fds", help: "Number of open file descriptors.")
         maxFileDescriptors = registry.gauge("process_max_fds", help: "Maximum number of open file descriptors.")
+        unknownAppPushes = registry.counter(
+            "relay_unknown_app_pushes_total",
+            help: "Pushes to /{app}/... for an app the relay does not serve (502): APPS_FILE lost the app, or a sender guessed a name.")
+        registry.gauge("relay_build_info", help: "The relay's version, as apns-relay --version prints it; always 1.",
+                       labels: ["version": RelayVersion.current]).set(1)
     }
 
     /// The pushes of an `APPS_FILE` app, by app, route and status (the default app's are the
@@ -135,6 +140,12 @@ package final class RelayMetrics: Sendable {
         registry.counter("relay_misconfiguration_total", help: "Pushes refused because of the relay's own configuration (502).",
                          labels: ["reason": reason]).increment()
     }
+
+    /// A push to `/{name}/…` for an app the relay does not serve (502). Apart from
+    /// `relay_misconfiguration_total` because anyone can send one: a request alone must not page
+    /// the on-call. No label: the name comes from the request, and an outsider must not grow the
+    /// series.
+    package let unknownAppPushes: Counter
 }
 
 /// The client reports connection events from its loops; the relay turns them into metrics

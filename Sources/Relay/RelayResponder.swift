@@ -143,7 +143,7 @@ package final class RelayResponder: HTTPResponder {
                 var missing = "(APPS_FILE is not set)"
                 if case .unknown = lookup { missing = "in APPS_FILE" }
                 let reason = "The relay is misconfigured: no app named \(quoted(String(name))) \(missing), so its pushes cannot be sent"
-                metrics.countMisconfiguration(reason: "UnknownApp")
+                metrics.unknownAppPushes.increment()
                 return done("app", refusedPush(request, route: "app", status: 502, reason: reason, app: String(name)))
             }
         }

@@ -44,7 +44,7 @@ struct AppRoutesTests {
         #expect(page.contains(#"relay_app_requests_total{app="beta",route="relay-to",status="201"} 1"#))
     }
 
-    @Test("an app APPS_FILE does not name is a misconfiguration: 502, logged as an error, never a 4xx")
+    @Test("an app APPS_FILE does not name answers 502 (never a 4xx), logged as an error, counted in relay_unknown_app_pushes_total and not as a misconfiguration (an outsider can send it)")
     func unknownApp() async throws {
         let s = make()
         let response = await s.responder.respond(to: Sample.aesgcm(path: "/gone/push/\(Sample.token)/sub-1"))
@@ -54,6 +54,12 @@ struct AppRoutesTests {
         let line = try #require(s.logs.records.last)
         #expect(line.level == .error && line.metadata["app"] == .string("gone"))
         #expect(s.main.all.isEmpty && s.beta.all.isEmpty)
+        // Counted apart from the misconfigurations, which page: anyone can send this, and the
+        // name from the path is no label.
+        let page = s.responder.metrics.registry.prometheusText()
+        #expect(page.contains("relay_unknown_app_pushes_total 1"), "\(page)")
+        #expect(!page.contains("relay_misconfiguration_total"), "\(page)")
+        #expect(!page.contains(#""gone""#))
         // A GET there is still refused as a method, not as a missing app.
         #expect(await s.responder.respond(to: HTTPRequest(method: "GET", target: "/gone/push/\(Sample.token)/x")).status == 405)
         // A bad token under a known app is the sender's 400, as on the default routes.
@@ -66,6 +72,9 @@ struct AppRoutesTests {
         let response = await s.responder.respond(to: Sample.aesgcm(path: "/beta/push/\(Sample.token)/sub-1"))
         #expect(response.status == 502)
         #expect(String(decoding: response.body, as: UTF8.self).contains("APPS_FILE is not set"))
+        for name in ["beta", "gamma"] { _ = await s.responder.respond(to: Sample.aesgcm(path: "/\(name)/push/\(Sample.token)/sub-1")) }
+        let page = s.responder.metrics.registry.prometheusText()
+        #expect(page.contains("relay_unknown_app_pushes_total 3") && !page.contains("relay_misconfiguration_total"), "\(page)")
         #expect(await s.responder.respond(to: Sample.aesgcm(path: "/wp-admin/push/x")).status == 404)
         #expect(s.main.all.isEmpty)
     }

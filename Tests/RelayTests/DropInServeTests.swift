@@ -217,7 +217,7 @@ struct DropInServeTests {
         // Three credentials, three clients: each has connections of its own.
         #expect(Set(delivered.map(\.connectionID)).count == 3)
 
-        // The file loses "other": SIGHUP, and its pushes are the relay's misconfiguration (502), never a 4xx.
+        // The file loses "other": SIGHUP, and its pushes answer 502 (never a 4xx: the subscription is not dead).
         try #"{"apps": [\#(beta)]}"#.write(toFile: appsFile, atomically: true, encoding: .utf8)
         relay.signal(SIGHUP)
         try await relay.waitForLog("SIGHUP: reloaded; the default app's key or certificate is unchanged")

@@ -176,6 +176,7 @@ struct RelayResponderTests {
         #expect(text.contains(#"relay_apns_responses_total{reason="none",status="200"} 1"#))
         #expect(text.contains("relay_push_duration_seconds_count 1"))
         #expect(text.contains("relay_pushes_in_flight 0"))
+        #expect(text.contains(#"relay_build_info{version="\#(RelayVersion.current)"} 1"#))
     }
 
     @Test("unknown paths answer 404, wrong methods 405 with Allow, all with a JSON reason")
