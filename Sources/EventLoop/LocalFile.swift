@@ -13,7 +13,9 @@ package enum LocalFile {
         package let path: String
         package let errno: Int32
 
-        package var description: String { "cannot read \(path): \(String(cString: strerror(errno)))" }
+        package var description: String { "cannot read \(path): \(reason)" }
+        /// errno's text alone: `Permission denied`.
+        package var reason: String { String(cString: strerror(errno)) }
     }
 
     /// The most a file is read to, 64 MiB: far above any key, env file, CA bundle or token list,
@@ -53,7 +55,13 @@ package enum LocalFile {
     /// first variable); nil when it cannot be read or is not valid UTF-8. As
     /// `String(contentsOfFile:encoding: .utf8)` read it.
     package static func text(atPath path: String) -> String? {
-        guard let bytes = try? bytes(atPath: path) else { return nil }
+        (try? readText(atPath: path)) ?? nil
+    }
+
+    /// The same, for a caller that says why a file could not be read: throws the failure (its
+    /// errno), nil only for text that is not UTF-8.
+    package static func readText(atPath path: String) throws(Failure) -> String? {
+        let bytes = try bytes(atPath: path)
         let hasBOM = bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF
         return String(validating: bytes[(hasBOM ? 3 : 0)...], as: UTF8.self)
     }

@@ -78,7 +78,7 @@ package struct PushCertificate: Sendable {
             case .p12File(let path, let password):
                 let bytes: [UInt8]
                 do { bytes = try LocalFile.bytes(atPath: path) } catch {
-                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable .p12 file: \(error)")
+                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable .p12 file, \(couldNotRead(error))")
                 }
                 identity = try TLSClientIdentity.pkcs12(bytes, password: password)
             case .p12Base64(let text, let password):
@@ -88,11 +88,12 @@ package struct PushCertificate: Sendable {
                 }
                 identity = try TLSClientIdentity.pkcs12(bytes, password: password)
             case .pem(let certificateFile, let keyFile):
-                guard let certificate = LocalFile.text(atPath: certificateFile) else {
-                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable PEM certificate, could not read \(quoted(certificateFile))")
+                let certificate: String, key: String
+                do { certificate = try LocalFile.readText(atPath: certificateFile) ?? "" } catch {
+                    throw ConfigurationError(.unreadableFile, variable, "\(variable) must name a readable PEM certificate, \(couldNotRead(error))")
                 }
-                guard let key = LocalFile.text(atPath: keyFile) else {
-                    throw ConfigurationError(.unreadableFile, variable, "the key file of \(variable) must be a readable PEM private key, could not read \(quoted(keyFile))")
+                do { key = try LocalFile.readText(atPath: keyFile) ?? "" } catch {
+                    throw ConfigurationError(.unreadableFile, variable, "the key file of \(variable) must be a readable PEM private key, \(couldNotRead(error))")
                 }
                 identity = try TLSClientIdentity.pem(certificate: certificate, key: key)
             }

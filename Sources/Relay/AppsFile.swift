@@ -102,7 +102,8 @@ private struct AppReader {
         switch forms[0] {
         case "key_file":
             let path = try string("key_file")!
-            guard let text = LocalFile.text(atPath: path) else { throw fail("key_file", "could not read \(quoted(path))", .unreadableFile) }
+            let text: String
+            do { text = try LocalFile.readText(atPath: path) ?? "" } catch { throw fail("key_file", couldNotRead(error), .unreadableFile) }
             guard Reader.isPEMPrivateKey(text.trimmingWhitespace) else {
                 throw fail("key_file", "must name Apple's .p8 key (-----BEGIN PRIVATE KEY----- …), \(quoted(path)) is not a PEM key")
             }

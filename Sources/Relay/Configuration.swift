@@ -71,6 +71,11 @@ package struct RelayConfiguration: Sendable {
     /// Which relay's variable names the settings were read with, and the foreign ones read
     /// (`toot-relay: P12_FILENAME, P12_PASSWORD`); nil when only this relay's own names were used.
     package var foreignNames: String?
+    /// Another relay's defaults, taken for variables its env file left unset; nil when none was.
+    package var foreignDefaults: ForeignDefaults?
+    /// What start-up (and SIGHUP) logs as warnings: settings read as leniently as the other relays
+    /// read them (a `CA_FILENAME` ignored).
+    package var warnings: [String] = []
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
     package var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
@@ -233,7 +238,7 @@ extension RelayConfiguration {
     /// which must ask where and how the relay serves without loading its credentials.
     package static func listener(environment: [String: String], envFile: String? = nil) throws(ConfigurationError) -> (port: Int, https: HTTPSFiles?) {
         let reader = Reader(values: try merged(environment, envFile: envFile), now: WallTime.unixSecondsNow)
-        return (try reader.integer(Variable.port, default: Defaults.port, in: 1...65535, ""), try reader.httpsFiles())
+        return (try reader.port(), try reader.httpsFiles())
     }
 
     private static func merged(_ environment: [String: String], envFile: String?) throws(ConfigurationError) -> [String: String] {
@@ -244,6 +249,16 @@ extension RelayConfiguration {
         for (key, value) in environment { merged[key] = value }
         return merged
     }
+}
+
+/// The defaults of toot-relay or webpush-apn-relay that start-up took (`Reader.foreignFamily`).
+package struct ForeignDefaults: Sendable, Equatable {
+    /// `webpush-apn-relay` or `toot-relay`.
+    package var family: String
+    /// Why its defaults apply: `the credentials are read from TOKEN_AUTH_KEY_FILENAME`.
+    package var reason: String
+    /// The values taken, as `PORT=42069`.
+    package var taken: [String]
 }
 
 /// Shows a value inside a message so an empty or space-padded one is visible, its backslashes,

@@ -20,11 +20,16 @@ extension Reader {
         return found
     }
 
+    /// The first name set of each kind of credential, as `credentials()` weighs them.
+    private var credentialNames: (ownKey: String?, theirKey: String?, ownCertificate: String?, theirCertificate: String?) {
+        ([Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias].first { value($0) != nil },
+         value(ForeignVariable.tokenKeyFile) != nil ? ForeignVariable.tokenKeyFile : nil,
+         [Variable.p12File, Variable.p12Base64, Variable.certFile].first { value($0) != nil },
+         [ForeignVariable.p12Base64, ForeignVariable.p12File].first { value($0) != nil })
+    }
+
     func credentials() throws(ConfigurationError) -> AppCredentials {
-        let ownKey = [Variable.authKey, Variable.authKeyFile, Variable.authKeyAlias, Variable.authKeyFileAlias].first { value($0) != nil }
-        let theirKey = value(ForeignVariable.tokenKeyFile) != nil ? ForeignVariable.tokenKeyFile : nil
-        let ownCertificate = [Variable.p12File, Variable.p12Base64, Variable.certFile].first { value($0) != nil }
-        let theirCertificate = [ForeignVariable.p12Base64, ForeignVariable.p12File].first { value($0) != nil }
+        let (ownKey, theirKey, ownCertificate, theirCertificate) = credentialNames
         if let key = ownKey ?? theirKey, let certificate = ownCertificate ?? (ownKey != nil ? theirCertificate : nil) {
             throw ConfigurationError(
                 .conflict, key, "\(key) and \(certificate) must not both be set: the relay authenticates to Apple with a .p8 key or with a push certificate, not both")
@@ -70,11 +75,12 @@ extension Reader {
             text = t.value
             source = t.name
         case (nil, let p?):
-            guard let read = LocalFile.text(atPath: p.value) else {
-                throw ConfigurationError(
-                    .unreadableFile, p.name, "\(p.name) must name a readable .p8 file, could not read \(quoted(p.value))")
+            do {
+                // Not UTF-8: not a PEM key either, which the check below says.
+                text = try LocalFile.readText(atPath: p.value) ?? ""
+            } catch {
+                throw ConfigurationError(.unreadableFile, p.name, "\(p.name) must name a readable .p8 file, \(couldNotRead(error))")
             }
-            text = read
             source = p.name
         }
         // Env files and Docker cannot hold multi-line values, so metatext-apns deployments
@@ -133,32 +139,79 @@ extension Reader {
         return !credentials.contains { value($0) != nil } && LocalFile.isReadable(atPath: ForeignVariable.defaultP12File)
     }
 
-    /// `TOPIC`; with a push certificate and no `TOPIC`, the certificate's `UID` (its bundle id).
-    func topic(for credentials: AppCredentials) throws(ConfigurationError) -> String {
-        if let given = try agreeing([Variable.topic, Variable.topicAlias]) { return try bundleID(given.name, given.value) }
+    /// `TOPIC`; with a push certificate and no `TOPIC`, the certificate's `UID` (its bundle id);
+    /// else, where the other relays' defaults apply, theirs. `defaulted`: that default was taken.
+    func topic(for credentials: AppCredentials) throws(ConfigurationError) -> (topic: String, defaulted: Bool) {
+        if let given = try agreeing([Variable.topic, Variable.topicAlias]) { return (try bundleID(given.name, given.value), false) }
+        if case .certificate(let certificate) = credentials, let uid = certificate.identity.subjectUID {
+            return (try bundleID(certificate.variable, uid), false)
+        }
+        if foreignFamily() != nil { return (ForeignVariable.defaultTopic, true) }
         if case .certificate(let certificate) = credentials {
-            guard let uid = certificate.identity.subjectUID else {
-                throw ConfigurationError(
-                    .missing, Variable.topic, "\(Variable.topic) must be set to the app's bundle ID: the certificate of \(certificate.variable) names none (no UID in its subject)")
-            }
-            return try bundleID(certificate.variable, uid)
+            throw ConfigurationError(
+                .missing, Variable.topic, "\(Variable.topic) must be set to the app's bundle ID: the certificate of \(certificate.variable) names none (no UID in its subject)")
         }
         throw ConfigurationError(.missing, Variable.topic, "\(Variable.topic) (or \(Variable.topicAlias)) must be set to the app's bundle ID (e.g. com.example.app)")
     }
 
-    /// `APNS_CA_FILE` adds roots to the system store; toot-relay's `CA_FILENAME` replaces it.
-    func caFile() throws(ConfigurationError) -> (path: String?, replacesSystemStore: Bool) {
-        let extra = value(Variable.caFile), only = value(ForeignVariable.caFile)
+    /// `PORT`; unset, 3000, or 42069 where the other relays' defaults apply.
+    func port() throws(ConfigurationError) -> Int {
+        let unset = foreignFamily() != nil ? ForeignVariable.defaultPort : RelayConfiguration.Defaults.port
+        return try integer(Variable.port, default: unset, in: 1...65535, "")
+    }
+
+    /// The other relay whose defaults fill unset variables, and why: the default app's credentials
+    /// are read under its names (no key or certificate name of this relay's is set), so its env
+    /// file means here what it meant there. From names alone, so `healthcheck` finds the port
+    /// `serve` listens on without reading a key.
+    func foreignFamily() -> (family: String, reason: String)? {
+        let names = credentialNames
+        guard names.ownKey == nil, names.ownCertificate == nil else { return nil }
+        if let credential = names.theirKey ?? names.theirCertificate {
+            return (familyName, "the credentials are read from \(credential)")
+        }
+        return usesDefaultP12 ? (familyName, "\(ForeignVariable.defaultP12File) is in the working directory and no credential is set") : nil
+    }
+
+    /// Which of the two relays the foreign names read are from: webpush-apn-relay's token names
+    /// are its own; the rest toot-relay had first.
+    private var familyName: String {
+        ForeignVariable.webpushAPNRelay.contains { value($0) != nil } ? "webpush-apn-relay" : "toot-relay"
+    }
+
+    /// `APNS_CA_FILE` adds roots to the system store and must be readable. toot-relay's
+    /// `CA_FILENAME` replaces the store, but only where and as leniently as the other relays read
+    /// it: both read it with `ReadFile` and went on with the system store on an error
+    /// (webpush-apn-relay's image sets `CA_FILENAME=/cas.crt` itself), and webpush-apn-relay gave
+    /// its roots to certificate clients only (apns2's token client has no TLS settings to hold
+    /// them). So an unreadable one, or one beside a `.p8` key, is a warning, and Apple is
+    /// verified against the system store.
+    func caFile(for credentials: AppCredentials) throws(ConfigurationError) -> (path: String?, replacesSystemStore: Bool, warning: String?) {
+        var only = value(ForeignVariable.caFile)
+        var warning: String?
+        if let path = only {
+            let store = "Apple's certificate is verified against the system trust store (a pinned CA is what broke relays at Apple's 2025 CA change)"
+            if case .token = credentials {
+                warning = "\(ForeignVariable.caFile) (\(quoted(path))) is ignored with a .p8 key, as webpush-apn-relay ignored it: \(store)"
+                only = nil
+            } else {
+                do { _ = try LocalFile.bytes(atPath: path) } catch {
+                    warning = "\(ForeignVariable.caFile) is ignored, as toot-relay and webpush-apn-relay ignored it, \(couldNotRead(error)): \(store)"
+                    only = nil
+                }
+            }
+        }
+        let extra = value(Variable.caFile)
         if extra != nil, only != nil {
             throw ConfigurationError(
                 .conflict, Variable.caFile, "\(Variable.caFile) and \(ForeignVariable.caFile) must not both be set: the first adds roots to the system's, the second replaces them")
         }
-        guard let path = extra ?? only else { return (nil, false) }
+        guard let path = extra ?? only else { return (nil, false, warning) }
         let name = extra != nil ? Variable.caFile : ForeignVariable.caFile
         guard LocalFile.isReadable(atPath: path) else {
             throw ConfigurationError(.unreadableFile, name, "\(name) must name a readable PEM file of CA certificates, could not read \(quoted(path))")
         }
-        return (path, only != nil)
+        return (path, only != nil, warning)
     }
 
     /// `TLS_CERT_FILE` and `TLS_KEY_FILE` (or `CRT_FILENAME` and `KEY_FILENAME`): both or neither.
@@ -191,7 +244,6 @@ extension Reader {
     func foreignNames() -> String? {
         let read = ForeignVariable.all.filter { value($0) != nil }
         guard !read.isEmpty else { return nil }
-        let family = read.contains(where: ForeignVariable.webpushAPNRelay.contains) ? "webpush-apn-relay" : "toot-relay"
-        return "\(family): \(read.joined(separator: ", "))"
+        return "\(familyName): \(read.joined(separator: ", "))"
     }
 }

@@ -69,7 +69,7 @@ struct Reader {
 
     func configuration() throws(ConfigurationError) -> RelayConfiguration {
         let credentials = try credentials()
-        let topic = try topic(for: credentials)
+        let (topic, topicDefaulted) = try topic(for: credentials)
         var relayToTopic = topic
         if let text = value(Variable.relayToTopic) { relayToTopic = try bundleID(Variable.relayToTopic, text) }
         let relayToAlert = try relayToAlert()
@@ -78,7 +78,7 @@ struct Reader {
         // Unset: at least one connection per loop, so a push never has to cross to another loop's.
         let poolDefault = min(64, max(RelayConfiguration.Defaults.connectionPoolSize, loops ?? CPUBudget.current.cpus))
         let pool = try integer(Variable.connectionPoolSize, default: poolDefault, in: 1...64, "")
-        let port = try integer(Variable.port, default: RelayConfiguration.Defaults.port, in: 1...65535, "")
+        let port = try port()
         let bindAddress = value(Variable.bindAddress) ?? RelayConfiguration.Defaults.bindAddress
         guard Self.isIPAddress(bindAddress) else {
             throw ConfigurationError(
@@ -88,7 +88,7 @@ struct Reader {
         let apnsHost = try endpoint(Variable.apnsHost, default: RelayConfiguration.defaultAPNsHost)
         let sandboxHost = try endpoint(Variable.apnsSandboxHost, default: RelayConfiguration.defaultAPNsSandboxHost)
 
-        let (caFile, caReplacesSystemStore) = try caFile()
+        let (caFile, caReplacesSystemStore, caWarning) = try caFile(for: credentials)
         let timeoutMS = try integer(Variable.pushTimeout, default: RelayConfiguration.Defaults.pushTimeoutMilliseconds, in: 100...60_000, " milliseconds (keep it below the sender's timeout, 10000 for Mastodon)")
         let maxBody = try integer(Variable.maxBodyBytes, default: RelayConfiguration.Defaults.maxBodyBytes, in: 4096...16_777_216, " bytes")
         let locKey = value(Variable.alertLocKey) ?? RelayConfiguration.Defaults.alertLocKey
@@ -126,6 +126,11 @@ struct Reader {
         configuration.caReplacesSystemStore = caReplacesSystemStore
         configuration.httpsCertificate = try httpsFiles()
         configuration.foreignNames = foreignNames()
+        if let (family, reason) = foreignFamily() {
+            let taken = (value(Variable.port) == nil ? ["\(Variable.port)=\(port)"] : []) + (topicDefaulted ? ["\(Variable.topic)=\(topic)"] : [])
+            if !taken.isEmpty { configuration.foreignDefaults = ForeignDefaults(family: family, reason: reason, taken: taken) }
+        }
+        configuration.warnings = caWarning.map { [$0] } ?? []
         if let appsFile = value(Variable.appsFile) {
             configuration.appsFile = appsFile
             configuration.apps = try AppsFile.read(path: appsFile, variable: Variable.appsFile, now: now)

@@ -119,7 +119,8 @@ package final class RelayResponder: HTTPResponder {
         case "/":
             // metatext-apns's health check, kept so existing probes keep working.
             return done("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
-        case "/health":
+        case "/health", "/relay-to/_health":
+            // The second is webpush-apn-relay's (2026), where its probes point.
             return done("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
         case "/ready":
             return done("ready", get(request) { self.ready() })

@@ -64,6 +64,13 @@ enum ForeignVariable {
     static let webpushAPNRelay: [String] = [tokenKeyFile, tokenKeyID, tokenTeamID]
     static let all = tootRelay + webpushAPNRelay
 
+    /// What both relays did when their own variables were unset, applied here when the default
+    /// app's credentials are read under their names (`Reader.foreignDefaults`): `PORT` 42069
+    /// (`env("PORT", "42069")` in both), and the topic `cx.c3.toot` (webpush-apn-relay's
+    /// `env("TOPIC", "cx.c3.toot")`; toot-relay sent it always).
+    static let defaultPort = 42069
+    static let defaultTopic = "cx.c3.toot"
+
     /// toot-relay's defaults, in the working directory: the certificate when no credential is
     /// set, and HTTPS when both files exist.
     static let defaultP12File = "toot-relay.p12"

@@ -49,6 +49,10 @@ enum Check {
         }
         if let https = configuration.httpsCertificate { say("HTTPS with \(https.certificateFile) (\(https.variable))") }
         if let names = configuration.foreignNames { say("read the names of \(names)") }
+        if let defaults = configuration.foreignDefaults {
+            say("took \(defaults.family)'s defaults \(defaults.taken.joined(separator: ", ")): \(defaults.reason)")
+        }
+        for warning in configuration.warnings { say("warning: \(warning)") }
         say("APNs hosts: production \(configuration.apnsHost), sandbox \(configuration.apnsSandboxHost)")
         guard connect else { exit(0) }
 

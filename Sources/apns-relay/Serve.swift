@@ -9,10 +9,13 @@ import Basics
 enum Serve {
     static func run(_ arguments: inout Arguments) -> Never {
         var envFile: String?
+        var ignored: [String] = []
         while let flag = arguments.next() {
             switch flag {
             case "--env-file": envFile = arguments.value(for: flag)
-            default: fail("serve: unknown option \(flag) (see --help)", code: 2)
+            default:
+                guard let given = ForeignFlags.take(flag, &arguments) else { fail("serve: unknown option \(flag) (see --help)", code: 2) }
+                ignored.append(given)
             }
         }
         MainThread.block([SIGTERM, SIGINT, SIGHUP])
@@ -38,6 +41,8 @@ enum Serve {
         if let names = configuration.foreignNames {
             logger.notice("read the variable names of \(names); this relay's own names are in README's migration sections")
         }
+        if !ignored.isEmpty { logger.notice(ForeignFlags.ignoredLine(ignored)) }
+        for warning in configuration.warnings { logger.warning(warning) }
         warnOfExpiry(relay, logger: logger)
         park(relay, logger: logger, envFile: envFile)
     }
@@ -146,6 +151,7 @@ enum Reload {
                 logger.notice("SIGHUP: reloaded; the default app's key or certificate is unchanged and its connections stay",
                               ["apps": .int(new.apps.count)])
             }
+            for warning in new.warnings { logger.warning("SIGHUP: \(warning)") }
             if !outcome.needRestart.isEmpty {
                 logger.warning("SIGHUP: these settings changed but apply only after a restart: \(outcome.needRestart.joined(separator: ", "))")
             }

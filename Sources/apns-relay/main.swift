@@ -4,6 +4,7 @@
 import Glibc
 #endif
 import Dispatch
+import Relay
 
 let usage = """
     usage: apns-relay [command] [options]
@@ -51,6 +52,10 @@ let usage = """
       clean-token TOKEN           print the token with spaces, tabs, < and > removed and letters in lower
                                   case, not checked (send checks it)
       --help                      this text
+      --version                   the version, one line
+
+    serve also takes webpush-apn-relay's flags -max-queue-size N and -max-workers N, and
+    ignores them (one log line says so).
 
     settings (environment): APNS_AUTH_KEY or APNS_AUTH_KEY_FILE, APNS_KEY_ID, APPLE_TEAM_ID,
     TOPIC, and optionally PORT, BIND_ADDRESS, CONNECTION_POOL_SIZE, APNS_HOST, APNS_SANDBOX_HOST,
@@ -60,6 +65,11 @@ let usage = """
     """
 
 signal(SIGPIPE, SIG_IGN)
+
+if CommandLine.arguments.dropFirst().first == "--version" {
+    say("apns-relay \(RelayVersion.current)")
+    exit(0)
+}
 
 var arguments = Arguments(rest: CommandLine.arguments.dropFirst())
 var command = "serve"

@@ -4,6 +4,7 @@ import MockAPNs
 import OpenSSLSupport
 import BuiltProducts
 import TestWaits
+import Relay
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,6 +60,56 @@ struct CommandLineTests {
         let result = try await run(["--help"], environment: [:])
         #expect(result.status == 0)
         for command in ["serve", "demo", "check", "healthcheck"] { #expect(result.stdout.contains(command)) }
+    }
+
+    @Test("--version prints the version on one line, exit 0")
+    func version() async throws {
+        let result = try await run(["--version"], environment: [:])
+        #expect(result.status == 0 && result.stdout == "apns-relay \(RelayVersion.current)\n" && result.stderr.isEmpty, "\(result)")
+    }
+
+    @Test("serve refuses webpush-apn-relay's flags without a whole number, exit 2, as Go's flag package did")
+    func foreignFlagsNeedNumbers() async throws {
+        for arguments in [["-max-workers", "lots"], ["serve", "--max-queue-size="], ["-max-queue-size"]] {
+            let result = try await run(arguments, environment: [:])
+            #expect(result.status == 2 && result.stderr.contains("webpush-apn-relay's flag, ignored here) needs a whole number"), "\(arguments): \(result)")
+        }
+        #expect(try await run(["-max-everything", "1"], environment: [:]).stderr.contains("unknown option -max-everything"))
+    }
+
+    @Test("a .p8 or .p12 the relay's user may not read: errno's words and the fix (chown, or a mode) in the one line; a missing one reads differently")
+    func secretFilePermissions() async throws {
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        try RelayHarness.key.pemPKCS8.write(to: files.keyFile, atomically: true, encoding: .utf8)
+        let p12 = files.directory.appendingPathComponent("push.p12")
+        try Data("not read".utf8).write(to: p12)
+        for file in [files.keyFile, p12] { chmod(file.path, 0o600) }
+        // As the image runs: uid 10001, the files root's with mode 0600 (as root, by setpriv;
+        // another user meets its own mode 0000 file the same way).
+        let asImage = getuid() == 0
+        let uid = asImage ? 10001 : Int(getuid())
+        if !asImage { for file in [files.keyFile, p12] { chmod(file.path, 0) } }
+        let wrapper = asImage ? ["/usr/bin/setpriv", "--reuid=10001", "--regid=10001", "--clear-groups"] : []
+        let key = ["APNS_KEY_ID": RelayHarness.keyID, "APPLE_TEAM_ID": RelayHarness.teamID, "TOPIC": RelayHarness.topic]
+        let cases: [([String: String], String)] = [
+            (key.merging(["APNS_AUTH_KEY_FILE": files.keyFile.path]) { $1 }, "APNS_AUTH_KEY_FILE must name a readable .p8 file"),
+            (["TOKEN_AUTH_KEY_FILENAME": files.keyFile.path, "TOKEN_KEY_ID": RelayHarness.keyID, "TOKEN_TEAM_ID": RelayHarness.teamID],
+             "TOKEN_AUTH_KEY_FILENAME must name a readable .p8 file"),
+            (["P12_FILENAME": p12.path], "P12_FILENAME must name a readable .p12 file"),
+        ]
+        for (environment, start) in cases {
+            let path = environment["P12_FILENAME"] ?? files.keyFile.path
+            let result = try await run(["check"], environment: environment, wrapper: wrapper)
+            #expect(result.status == 1, "\(result)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(result.stderr)")
+            #expect(result.stderr.contains(#"\#(start), could not read "\#(path)": Permission denied; the relay runs as "#), "\(result.stderr)")
+            #expect(result.stderr.contains("chown \(uid) the file (mode 0600 stays), or make it group-readable (chmod 0640)"), "\(result.stderr)")
+            if asImage { #expect(result.stderr.contains("uid 10001 (the image's user)")) }
+        }
+        let missing = try await run(["check"], environment: key.merging(["APNS_AUTH_KEY_FILE": files.directory.path + "/gone.p8"]) { $1 })
+        #expect(missing.status == 1 && missing.stderr.contains(#"gone.p8": No such file or directory"#) && !missing.stderr.contains("chown"), "\(missing)")
     }
 
     @Test("healthcheck exits 0 against a running relay")

@@ -133,6 +133,74 @@ struct DropInConfigurationTests {
         #expect(ca?.code == .conflict)
     }
 
+    @Test("webpush-apn-relay's env without PORT and TOPIC takes its defaults (42069, cx.c3.toot), and says so; healthcheck finds that port; this relay's names keep 3000")
+    func foreignDefaults() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.key.write(toFile: dir + "/AuthKey.p8", atomically: true, encoding: .utf8)
+        let theirs = ["TOKEN_AUTH_KEY_FILENAME": dir + "/AuthKey.p8", "TOKEN_KEY_ID": "ABC123DEFG", "TOKEN_TEAM_ID": "DEF123GHIJ"]
+        let c = try RelayConfiguration.load(environment: theirs)
+        #expect(c.port == 42069 && c.topic == "cx.c3.toot" && c.relayToTopic == "cx.c3.toot")
+        #expect(c.foreignDefaults == ForeignDefaults(family: "webpush-apn-relay", reason: "the credentials are read from TOKEN_AUTH_KEY_FILENAME",
+                                                     taken: ["PORT=42069", "TOPIC=cx.c3.toot"]))
+        #expect(try RelayConfiguration.listener(environment: theirs).port == 42069)
+        // What the env file sets wins, and only what was taken is listed.
+        let set = try RelayConfiguration.load(environment: theirs.merging(["PORT": "8080"]) { $1 })
+        #expect(set.port == 8080 && set.foreignDefaults?.taken == ["TOPIC=cx.c3.toot"])
+        #expect(try RelayConfiguration.load(environment: theirs.merging(["PORT": "8080", "TOPIC": "a.b"]) { $1 }).foreignDefaults == nil)
+        // toot-relay's certificate env: PORT 42069; the topic is the certificate's.
+        let files = try PushCertificateFiles(uid: "org.example.toot")
+        defer { files.remove() }
+        let toot = try RelayConfiguration.load(environment: ["P12_FILENAME": files.p12, "P12_PASSWORD": "secret"])
+        #expect(toot.port == 42069 && toot.topic == "org.example.toot")
+        #expect(toot.foreignDefaults == ForeignDefaults(family: "toot-relay", reason: "the credentials are read from P12_FILENAME", taken: ["PORT=42069"]))
+        // This relay's own key names keep this relay's defaults, whatever foreign names are beside them.
+        let ours = try RelayConfiguration.load(environment: [
+            "APNS_AUTH_KEY_FILE": dir + "/AuthKey.p8", "APNS_KEY_ID": "ABC123DEFG", "APPLE_TEAM_ID": "DEF123GHIJ", "TOPIC": "a.b",
+            "CA_FILENAME": dir + "/cas.crt",
+        ])
+        #expect(ours.port == 3000 && ours.foreignDefaults == nil)
+        #expect(failure(["APNS_AUTH_KEY_FILE": dir + "/AuthKey.p8", "APNS_KEY_ID": "ABC123DEFG", "APPLE_TEAM_ID": "DEF123GHIJ"])?.variable == "TOPIC")
+    }
+
+    @Test("CA_FILENAME that cannot be read, or beside a .p8 key, is a warning and the system store is used, as the other relays did; APNS_CA_FILE still must be readable")
+    func caFilenameLenient() throws {
+        let files = try PushCertificateFiles(uid: "cx.c3.toot")
+        defer { files.remove() }
+        let missing = try RelayConfiguration.load(environment: ["P12_FILENAME": files.p12, "P12_PASSWORD": "secret", "CA_FILENAME": "/nonexistent/cas.crt"])
+        #expect(missing.caFile == nil && !missing.caReplacesSystemStore)
+        #expect(missing.warnings.count == 1)
+        #expect(missing.warnings.first?.contains(#"CA_FILENAME is ignored, as toot-relay and webpush-apn-relay ignored it, could not read "/nonexistent/cas.crt": No such file or directory"#) == true,
+                "\(missing.warnings)")
+        #expect(missing.warnings.first?.contains("system trust store (a pinned CA is what broke relays at Apple's 2025 CA change)") == true)
+        // Ignored, it does not conflict with this relay's own extra CA.
+        let beside = try RelayConfiguration.load(environment: ["P12_FILENAME": files.p12, "P12_PASSWORD": "secret", "CA_FILENAME": "/nonexistent/cas.crt",
+                                                               "APNS_CA_FILE": files.certificate])
+        #expect(beside.caFile == files.certificate && !beside.caReplacesSystemStore)
+        // webpush-apn-relay gave CA_FILENAME to certificate clients only.
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.key.write(toFile: dir + "/AuthKey.p8", atomically: true, encoding: .utf8)
+        let token = try RelayConfiguration.load(environment: [
+            "TOKEN_AUTH_KEY_FILENAME": dir + "/AuthKey.p8", "TOKEN_KEY_ID": "ABC123DEFG", "TOKEN_TEAM_ID": "DEF123GHIJ", "CA_FILENAME": files.certificate,
+        ])
+        #expect(token.caFile == nil && !token.caReplacesSystemStore)
+        #expect(token.warnings.first?.contains("CA_FILENAME (\"\(files.certificate)\") is ignored with a .p8 key") == true, "\(token.warnings)")
+        let ours = failure(["P12_FILENAME": files.p12, "P12_PASSWORD": "secret", "APNS_CA_FILE": "/nonexistent/cas.crt"])
+        #expect(ours?.code == .unreadableFile && ours?.variable == "APNS_CA_FILE")
+    }
+
+    @Test("a key or certificate file that is missing says so in errno's words")
+    func missingSecretFiles() throws {
+        let p8 = failure(["TOKEN_AUTH_KEY_FILENAME": "/nonexistent/AuthKey.p8", "TOKEN_KEY_ID": "ABC123DEFG", "TOKEN_TEAM_ID": "DEF123GHIJ"])
+        #expect(p8?.code == .unreadableFile && p8?.variable == "TOKEN_AUTH_KEY_FILENAME")
+        #expect(p8?.message == #"TOKEN_AUTH_KEY_FILENAME must name a readable .p8 file, could not read "/nonexistent/AuthKey.p8": No such file or directory"#)
+        let p12 = failure(["P12_FILENAME": "/nonexistent/push.p12"])
+        #expect(p12?.message == #"P12_FILENAME must name a readable .p12 file, could not read "/nonexistent/push.p12": No such file or directory"#)
+        let pem = failure(["APNS_CERT_FILE": "/nonexistent/push.pem", "APNS_CERT_KEY_FILE": "/nonexistent/push.key"])
+        #expect(pem?.message.hasSuffix(#"could not read "/nonexistent/push.pem": No such file or directory"#) == true)
+    }
+
     @Test("CA_FILENAME replaces the system store; CRT_FILENAME and KEY_FILENAME serve HTTPS")
     func tootRelayFiles() throws {
         let files = try PushCertificateFiles(uid: "cx.c3.toot")

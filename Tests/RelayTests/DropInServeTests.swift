@@ -161,10 +161,14 @@ struct DropInServeTests {
             APNS_HOST=localhost:\(apple.port)
             BIND_ADDRESS=127.0.0.1
             """.write(to: files.envFile, atomically: true, encoding: .utf8)
-        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        // CA_FILENAME is not used with a key, as webpush-apn-relay did not use it: the emulator's
+        // CA reaches the system store through OpenSSL's SSL_CERT_FILE.
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log,
+                                     environment: ["SSL_CERT_FILE": try Self.write(files, "system-store.pem", RelayHarness.certificates.caPEM)])
         defer { relay.forceStop() }
         try await relay.waitUntilReady(port: port)
         #expect(relay.logText.contains("read the variable names of webpush-apn-relay: CA_FILENAME, TOKEN_AUTH_KEY_FILENAME, TOKEN_KEY_ID, TOKEN_TEAM_ID"))
+        #expect(relay.logText.contains("CA_FILENAME") && relay.logText.contains("is ignored with a .p8 key"), "\(relay.logText)")
         let response = try await TestHTTP.post(
             port: port, target: "/relay-to/production/\(Sample.token)",
             headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"), ("Crypto-Key", "dh=\(Sample.dh)")], body: Sample.body)

@@ -151,12 +151,17 @@ struct RelayResponderTests {
         #expect(sink.records.last?.metadata["request.id"] == .string(plain))
     }
 
-    @Test("GET / and /health answer 200; /ready follows the readiness check")
+    @Test("GET /, /health and webpush-apn-relay's /relay-to/_health answer 200; /ready follows the readiness check")
     func probes() async {
         let ready = Atomic<Bool>(false)
         let (responder, _) = make(readiness: { ready.load(ordering: .relaxed) ? nil : "not connected" })
         #expect(await responder.respond(to: HTTPRequest(method: "GET", target: "/")).status == 200)
         #expect(await responder.respond(to: HTTPRequest(method: "GET", target: "/health")).status == 200)
+        // webpush-apn-relay's probe path answers as /health does.
+        let theirs = await responder.respond(to: HTTPRequest(method: "GET", target: "/relay-to/_health"))
+        let ours = await responder.respond(to: HTTPRequest(method: "GET", target: "/health"))
+        #expect(theirs.status == 200 && theirs.body == ours.body)
+        #expect(await responder.respond(to: HTTPRequest(method: "HEAD", target: "/relay-to/_health")).status == 200)
         let notReady = await responder.respond(to: HTTPRequest(method: "GET", target: "/ready"))
         #expect(notReady.status == 503)
         #expect(json(notReady)["reason"] as? String == "not connected")
@@ -190,6 +195,7 @@ struct RelayResponderTests {
             ("PUT", "/push/\(Sample.token)/a", 405, "POST, OPTIONS"),
             ("HEAD", "/push/xyz/a", 405, "POST, OPTIONS"),
             ("POST", "/health", 405, "GET, HEAD, OPTIONS"),
+            ("POST", "/relay-to/_health", 405, "GET, HEAD, OPTIONS"),
             ("DELETE", "/metrics", 405, "GET, HEAD, OPTIONS"),
             ("POST", "/", 405, "GET, HEAD, OPTIONS"),
         ]

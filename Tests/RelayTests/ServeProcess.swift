@@ -16,14 +16,20 @@ struct Run {
 }
 
 /// Runs `apns-relay` (`BuiltProducts.relay`: the debug build's, or the one in APNS_RELAY_BIN_DIR)
-/// with exactly `environment` (nothing inherited), bounded in time.
-func run(_ arguments: [String], environment: [String: String]) async throws -> Run {
+/// with exactly `environment` (nothing inherited), bounded in time; through `wrapper` (a
+/// command that execs it: `setpriv --reuid 10001 …`) when given.
+func run(_ arguments: [String], environment: [String: String], wrapper: [String] = []) async throws -> Run {
     let binary = try BuiltProducts.relayExecutable()
     return try await withCheckedThrowingContinuation { (c: CheckedContinuation<Run, Error>) in
         Thread {
             let process = Process()
-            process.executableURL = binary
-            process.arguments = arguments
+            if let command = wrapper.first {
+                process.executableURL = URL(fileURLWithPath: command)
+                process.arguments = wrapper.dropFirst() + [binary.path] + arguments
+            } else {
+                process.executableURL = binary
+                process.arguments = arguments
+            }
             process.environment = environment
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
@@ -92,8 +98,10 @@ final class ServeProcess: @unchecked Sendable {
     private let process = Process()
     private let log: URL
 
-    /// - Parameter wrapper: a command that execs the relay (`taskset -c 0`), so it keeps the pid.
-    init(arguments: [String], log: URL, wrapper: [String] = []) throws {
+    /// - Parameters:
+    ///   - wrapper: a command that execs the relay (`taskset -c 0`), so it keeps the pid.
+    ///   - environment: the process's whole environment.
+    init(arguments: [String], log: URL, wrapper: [String] = [], environment: [String: String] = [:]) throws {
         let binary = try BuiltProducts.relayExecutable()
         self.log = log
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -104,7 +112,7 @@ final class ServeProcess: @unchecked Sendable {
             process.executableURL = binary
             process.arguments = arguments
         }
-        process.environment = [:]
+        process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
