@@ -37,6 +37,13 @@ enum Serve {
         // Why that many loops (`event_loops`): EVENT_LOOPS, or the CPUs the process may use.
         summary["event_loops.reason"] = .string(configuration.eventLoops != nil ? "EVENT_LOOPS" : CPUBudget.current.reason)
         if !relay.responder.apps.names.isEmpty { summary["apps"] = .string(relay.responder.apps.names.joined(separator: ", ")) }
+        summary["version"] = .string(RelayVersion.current)
+        // Another relay's defaults taken for what its env file leaves unset, and why.
+        if let defaults = configuration.foreignDefaults {
+            summary["defaults_from"] = .string(defaults.family)
+            summary["defaults_from.reason"] = .string(defaults.reason)
+            summary["defaults"] = .string(defaults.taken.joined(separator: ", "))
+        }
         logger.notice("apns-relay listening", summary)
         if let names = configuration.foreignNames {
             logger.notice("read the variable names of \(names); this relay's own names are in README's migration sections")

@@ -5,6 +5,7 @@ import OpenSSLSupport
 import CertificateSupport
 import TestWaits
 import BuiltProducts
+import Relay
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -175,6 +176,56 @@ struct DropInServeTests {
         #expect(response.status == 201, "\(response.status) \(relay.logText)")
         #expect(apple.records.last?.auth == .token(teamID: Self.team, keyID: RelayHarness.keyID))
         #expect(apple.records.last?.topic == "org.joinmastodon.app")
+        #expect(try await relay.stop() == 0)
+    }
+
+    @Test("webpush-apn-relay as run in 2026: its env (no PORT, no TOPIC, the image's CA_FILENAME=/cas.crt unreadable here), its flags and its probe path; pushes reach Apple on 42069 with cx.c3.toot")
+    func webpushAPNRelay2026() async throws {
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [Self.tootTopic], teamID: Self.team,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        // Their default port, which this test cannot choose: a clear failure if something holds it.
+        let port = 42069
+        #expect(try portIsFree(port), "port \(port) on 127.0.0.1 is taken on this machine; this test needs it")
+        let key = try Self.write(files, "AuthKey.p8", RelayHarness.key.pemPKCS8)
+        // As their manifests run it: the variables in the environment, no command, their flags.
+        // APNS_HOST, BIND_ADDRESS and SSL_CERT_FILE (the emulator's CA as the system store) only
+        // point it at the emulator on loopback.
+        let environment = [
+            "TOKEN_AUTH_KEY_FILENAME": key, "TOKEN_KEY_ID": RelayHarness.keyID, "TOKEN_TEAM_ID": Self.team,
+            "CA_FILENAME": files.directory.path + "/cas.crt",
+            "APNS_HOST": "localhost:\(apple.port)", "BIND_ADDRESS": "127.0.0.1",
+            "SSL_CERT_FILE": try Self.write(files, "system-store.pem", RelayHarness.certificates.caPEM),
+        ]
+        let relay = try ServeProcess(arguments: ["-max-queue-size", "4096", "--max-workers=16"], log: files.log, environment: environment)
+        defer { relay.forceStop() }
+        let up = try await eventually(within: .seconds(15)) {
+            guard relay.isRunning else { throw TestHTTP.Failure(description: "the relay exited: \(relay.logText)") }
+            return (try? await TestHTTP.get(port: port, target: "/relay-to/_health"))?.status == 200
+        }
+        #expect(up, "\(relay.logText)")
+        let log = relay.logText
+        #expect(log.contains("ignored webpush-apn-relay's flags -max-queue-size 4096, -max-workers 16"), "\(log)")
+        #expect(log.contains(#""defaults_from":"webpush-apn-relay""#) && log.contains(#""defaults":"PORT=42069, TOPIC=cx.c3.toot""#), "\(log)")
+        #expect(log.contains("the credentials are read from TOKEN_AUTH_KEY_FILENAME"), "\(log)")
+        #expect(log.contains(#""listen":"127.0.0.1:42069""#) && log.contains(#""version":"\#(RelayVersion.current)""#), "\(log)")
+        #expect(log.contains("CA_FILENAME") && log.contains("system trust store"), "\(log)")
+        let delivered = try await eventually(within: .seconds(10)) {
+            let response = try await TestHTTP.post(
+                port: port, target: "/relay-to/production/\(Sample.token)/extra",
+                headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"), ("Crypto-Key", "dh=\(Sample.dh)")], body: Sample.body)
+            return response.status == 201
+        }
+        #expect(delivered, "\(relay.logText)")
+        #expect(apple.records.last { $0.status == 200 }?.topic == Self.tootTopic)
+        #expect(apple.records.last { $0.status == 200 }?.auth == .token(teamID: Self.team, keyID: RelayHarness.keyID))
+        // Docker's HEALTHCHECK, given the same environment, finds the same port.
+        let healthy = try await run(["healthcheck"], environment: environment)
+        #expect(healthy.status == 0, "\(healthy)")
         #expect(try await relay.stop() == 0)
     }
 
