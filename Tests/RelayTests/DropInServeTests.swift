@@ -188,8 +188,11 @@ struct DropInServeTests {
         defer { apple.stop() }
         let files = try TemporaryFiles()
         defer { files.remove() }
-        // Their default port, which this test cannot choose: a clear failure if something holds it.
+        // Their default port, which this test cannot choose: taken in turns with any other test run
+        // on this machine, and a clear failure if something else holds it.
         let port = 42069
+        let portLock = try await lockPort(port)
+        defer { releasePortLock(portLock) }
         #expect(try portIsFree(port), "port \(port) on 127.0.0.1 is taken on this machine; this test needs it")
         let key = try Self.write(files, "AuthKey.p8", RelayHarness.key.pemPKCS8)
         // As their manifests run it: the variables in the environment, no command, their flags.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TestWaits
 
 /// A port on 127.0.0.1 that was free a moment ago.
 func freePort() throws -> Int {
@@ -31,4 +32,21 @@ func portIsFree(_ port: Int) throws -> Bool {
     return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
+}
+
+/// Holds a lock on `port` shared by every test process on this machine (a file under /tmp, locked
+/// with flock), for a test that must use a program's fixed default port: two `make test` runs side
+/// by side take turns instead of one finding the port taken. The lock goes with the returned
+/// descriptor (`releasePortLock`) or with the process.
+func lockPort(_ port: Int) async throws -> Int32 {
+    let fd = open("/tmp/apns-relay-tests-port-\(port).lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o666)
+    guard fd >= 0 else { throw TestHTTP.Failure(description: "cannot open the lock file for port \(port)") }
+    // Blocking: on a thread of its own, never on the tests' cooperative pool.
+    _ = try await onOwnThread { flock(fd, LOCK_EX) }
+    return fd
+}
+
+func releasePortLock(_ fd: Int32) {
+    flock(fd, LOCK_UN)
+    close(fd)
 }
