@@ -131,8 +131,9 @@ deploy-check:
 image-smoke: deps
 	bash scripts/image-smoke.sh
 
-# Debian's nginx (installed when missing) in front of the relay and the emulator on 127.0.0.1:
-# `nginx -t` on deploy/nginx/nginx.conf and README's snippet, then pushes through it.
+# Debian's nginx and Caddy (installed when missing) in front of the relay and the emulator on 127.0.0.1:
+# deploy/nginx/nginx.conf, README's nginx block and README's Caddy block, each loaded and pushed through to
+# every push route (the default app, /relay-to, an APPS_FILE app): none may answer 404.
 nginx-test: deps
 	bash scripts/nginx-test.sh
 

@@ -181,8 +181,45 @@ def check_kubernetes(variables):
         check(sel == selector, f"the {kind} selects the Deployment's pods")
     annotations = by_kind["Ingress"][0]["metadata"].get("annotations", {})
     check("nginx.ingress.kubernetes.io/proxy-body-size" in annotations, "the Ingress caps the body size")
+    check_ingress_routes(by_kind["Ingress"][0])
     read_timeout = int(annotations.get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60"))
     check(read_timeout > PUSH_DEADLINE_S, "the Ingress read timeout exceeds the push deadline")
+
+
+# Paths a proxy in front must pass to the relay (Mastodon deletes a subscription on the proxy's
+# 404), and paths it must keep inside.
+TOKEN = "ab" * 32
+PUBLIC_PATHS = [f"/push/{TOKEN}/1", f"/relay-to/production/{TOKEN}", f"/relay-to/development/{TOKEN}/a/b",
+                f"/beta/push/{TOKEN}/1", f"/beta/relay-to/production/{TOKEN}/x", f"/my.app_2-x/push/{TOKEN}/1",
+                "/relay-to/_health", "/health"]
+PRIVATE_PATHS = ["/metrics", "/ready"]
+
+
+def check_ingress_routes(ingress):
+    """Matches sample paths as ingress-nginx does: with use-regex, a path of type Prefix or
+    ImplementationSpecific is a case-insensitive regular expression anchored at the start; Exact
+    is equality; otherwise Prefix matches whole segments."""
+    regex = ingress["metadata"].get("annotations", {}).get("nginx.ingress.kubernetes.io/use-regex") == "true"
+    paths = [p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+
+    def routed(path):
+        for p in paths:
+            kind, pattern = p.get("pathType"), p["path"]
+            if kind == "Exact":
+                if path == pattern:
+                    return True
+            elif regex:
+                if re.match(pattern, path, re.I):
+                    return True
+            elif path == pattern or path.startswith(pattern.rstrip("/") + "/"):
+                return True
+        return False
+
+    missing = [p for p in PUBLIC_PATHS if not routed(p)]
+    check(not missing, "the Ingress routes every push route (/push, /relay-to, /{app}/push, /{app}/relay-to) and /health",
+          ", ".join(missing))
+    exposed = [p for p in PRIVATE_PATHS if routed(p)]
+    check(not exposed, "the Ingress keeps /metrics and /ready inside the cluster", ", ".join(exposed))
 
 
 # --- docker compose and nginx -----------------------------------------------------------------
