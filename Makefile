@@ -31,7 +31,7 @@ ship: deps
 # The suites that run the product as a user does, spawning the apns-relay executable or building
 # a package against the APNs library (the relay over sockets against the emulator, serve and
 # SIGHUP, the other relays' env files, HTTPS and APPS_FILE, the demo, check, send, send-many and
-# clean-token, the README's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
+# clean-token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
 E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
@@ -40,7 +40,7 @@ E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|CrashBacktraceTes
 # pool, which has 2 threads on a 2-core machine: beside the other suites their reads time out).
 # On 2 cores the split run took 40 s where one after another took 74 s.
 # Then E2E_SUITES again against the binary users run, the one make ship leaves in .build/ship (-O,
-# static PIE; only apns-relay: no suite spawns apns-mock), with the README's block
+# static PIE; only apns-relay: no suite spawns apns-mock), with docs/LIBRARY.md's block
 # built -c release: an -O build can break where the debug build works (Swift 6.3 miscompiled
 # sendMany's child tasks in -O builds only; the debug pass passed). APNS_RELAY_BIN_DIR
 # and APNS_PRODUCT_CONFIGURATION point the suites there (Tests/BuiltProducts). From a clean
