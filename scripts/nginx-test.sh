@@ -60,7 +60,7 @@ nginx_port6=$(free_port)
 # The shipped file with its ports, addresses and paths pointed here; every directive stays.
 sed -e "s|listen 443 |listen 127.0.0.1:$nginx_port |" \
     -e "s|listen \[::\]:443 |listen [::1]:$nginx_port6 |" \
-    -e "s|server relay:3000;|server 127.0.0.1:$relay_port;|" \
+    -e "s|set \$relay relay:3000;|set \$relay 127.0.0.1:$relay_port;|" \
     -e "s|/var/run/nginx.pid|$work/nginx.pid|" \
     -e "s|/etc/nginx/certs/|$work/|g" \
     -e "s|/var/cache/nginx/|$work/cache/|g" \
