@@ -137,15 +137,20 @@ image-smoke: deps
 nginx-test: deps
 	bash scripts/nginx-test.sh
 
-# Debian's Prometheus (installed when missing) scraping the relay under load against the emulator
-# on 127.0.0.1, with deploy/prometheus/alerts.yml loaded: every panel of deploy/grafana/apns-relay.json
-# returns data, the 502 and reconnect alerts fire, the others stay quiet (~40 s, bounded).
+# Debian's Prometheus (installed when missing) with deploy/prometheus/prometheus-static.yml scraping
+# the relay under load against the emulator on 127.0.0.1, with deploy/prometheus/alerts.yml loaded:
+# every panel of deploy/grafana/apns-relay.json returns data, the 502 (not for DeviceTokenNotForTopic)
+# and reconnect alerts fire, the others stay quiet, and ApnsRelayDown's expression holds once the
+# relay is stopped and for a job with no target (~45 s, bounded).
 prometheus-test: deps
 	bash scripts/prometheus-test.sh
 
 # Builds the Dockerfile with a real Docker engine (Debian's docker.io, started here when none runs)
-# from base images made locally (debootstrap + this machine's Swift toolchain, cached in Docker's
-# image store), then runs the image: demo --once, serve + HEALTHCHECK, uid, SIGTERM.
+# and its default classic builder, from base images made locally (debootstrap + this machine's
+# Swift toolchain, cached in Docker's image store), then runs the image: demo --once, serve +
+# HEALTHCHECK, uid, SIGTERM, toot-relay's env file over HTTPS, a crash's backtrace; then
+# deploy/docker-compose.yml (Debian's docker-compose) with the three relays' env files, and whole
+# with its relay recreated behind its nginx.
 docker-test: deps
 	bash scripts/docker-test.sh
 

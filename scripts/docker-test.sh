@@ -5,8 +5,11 @@
 #   and SIGTERM ends it with status 0 within 10 s; then toot-relay's env file (a .p12, HTTPS from
 #   CRT_FILENAME/KEY_FILENAME): the HEALTHCHECK goes healthy over HTTPS and pushes over HTTPS
 #   reach the emulator with the certificate; then a relay crashed with SIGSEGV logs a
-#   backtrace that names its functions (the image carries the Swift backtracer). Prints the
-#   image's layer sizes.
+#   backtrace that names its functions (the image carries the Swift backtracer); then
+#   deploy/docker-compose.yml, unchanged, with metatext-apns's, toot-relay's and
+#   webpush-apn-relay's env files (each healthy, pushes on both routes delivered), and whole
+#   (nginx in front) with the relay recreated at a new address: nginx finds it again. Prints the
+#   image's layer sizes. The build uses the classic builder (DOCKER_BUILDKIT=0), Debian 12's default.
 #
 # No registry is reachable, so the base images the Dockerfile names are made here and kept in
 # Docker's own image store, labelled with a key of what they were made from (a later run with
@@ -17,7 +20,7 @@
 # Uses a running Docker engine when there is one; otherwise starts Debian's dockerd without
 # bridge or iptables (containers use --network host, so every address stays on loopback) and
 # stops it by its PID at the end. Skips (exit 0) when no engine can be started.
-# Installs docker.io and debootstrap from Debian when missing (as root).
+# Installs docker.io, docker-compose and debootstrap from Debian when missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/emulator.sh
@@ -314,7 +317,7 @@ mkdir -p "$work/compose-push"
     --topic com.example.app --topic cx.c3.toot --client-cert-out "$work/compose-push" --client-cert-topic cx.c3.toot \
     --client-cert-password hunter2 >"$work/compose-mock.out" 2>&1 &
 compose_mock_pid=$!
-for _ in $(seq 100); do grep -q 'listening on' "$work/compose-mock.out" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs 'listening on' "$work/compose-mock.out" && break; sleep 0.1; done
 banner=$(grep 'listening on' "$work/compose-mock.out") || fail "the second emulator did not start"
 c_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
 c_key=$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")
@@ -350,10 +353,14 @@ services:
 YML
 compose() { as_root env "$@"; }
 compose_project=
+compose_override=test.override.yml
+placeholders=()
 compose_down() {
+    [ "${#placeholders[@]}" = 0 ] || docker rm -f "${placeholders[@]}" >/dev/null 2>&1 || true
+    placeholders=()
     [ -n "$compose_project" ] || return 0
     compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
-        -f "$compose_dir/test.override.yml" down -t 10 >/dev/null 2>&1 || true
+        -f "$compose_dir/$compose_override" down -t 10 >/dev/null 2>&1 || true
     compose_project=
     container=
 }
@@ -411,6 +418,80 @@ PY
     compose_down
 done
 kill -TERM "$compose_mock_pid" 2>/dev/null || true
+
+# ---- compose's nginx finds a recreated relay ---------------------------------------------------
+# The whole compose file on its own network: nginx in front, the relay behind it. The relay is
+# then recreated at another address (the old one taken by a placeholder container, as a busy
+# network would), as `docker compose up -d --build` does: nginx must find it again by name.
+# No registry, so nginx's image is a stand-in made here from Debian 12's nginx (1.22; the
+# directories its build expects made writable, as the official image's are). The relay needs no
+# Apple here: /health answers whatever APNs does.
+say "the whole compose file: nginx in front of a relay that is recreated at a new address"
+mkdir -p "$work/nginx-image"
+cat >"$work/nginx-image/Dockerfile" <<'DOCKERFILE'
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light \
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /var/lib/nginx/body /var/lib/nginx/fastcgi /var/lib/nginx/proxy /var/lib/nginx/scgi /var/lib/nginx/uwsgi \
+ && chown nobody /var/lib/nginx/*
+CMD ["nginx", "-g", "daemon off;"]
+DOCKERFILE
+docker build --network host -q -t apns-relay-ci-nginx "$work/nginx-image" >"$work/nginx-image.log" 2>&1 \
+    || fail "could not make the stand-in nginx image: $(tail -5 "$work/nginx-image.log")"
+cp -r deploy/nginx "$compose_dir/"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+    -days 1 -keyout "$compose_dir/certs/privkey.pem" -out "$compose_dir/certs/fullchain.pem" 2>/dev/null
+{ echo "APNS_KEY_ID=$c_kid"; echo "APNS_AUTH_KEY=$one_line_key"; echo "APPLE_TEAM_ID=$c_team"; echo "TOPIC=com.example.app"; } \
+    >"$compose_dir/apns-relay.env"
+cat >"$compose_dir/network.override.yml" <<YML
+services:
+  nginx:
+    image: apns-relay-ci-nginx
+  relay:
+    ulimits:
+      nofile:
+        soft: $nofile
+        hard: $nofile
+YML
+https_port=$(free_port)
+compose_env=(HTTPS_PORT="127.0.0.1:$https_port")
+compose_project=apns-relay-ci-$$-net
+compose_override=network.override.yml
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" up -d --no-build >"$work/compose-up.log" 2>&1 \
+    || fail "docker-compose up (relay and nginx) failed: $(tail -5 "$work/compose-up.log")"
+through_nginx() { # PATH: the status nginx answers for it over HTTPS
+    curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$compose_dir/certs/fullchain.pem" \
+        --resolve "localhost:$https_port:127.0.0.1" "https://localhost:$https_port$1" || true
+}
+for _ in $(seq 60); do [ "$(through_nginx /health)" = 200 ] && break; sleep 0.5; done
+[ "$(through_nginx /health)" = 200 ] || fail "GET /health through compose's nginx: $(through_nginx /health)"
+[ "$(through_nginx /metrics)" = 404 ] || fail "GET /metrics through compose's nginx is not 404"
+ok "compose's nginx passes /health to the relay (200) and keeps /metrics in (404)"
+ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+relay_container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" ps -q relay)
+old_ip=$(ip_of "$relay_container")
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" rm -sf relay >/dev/null 2>&1
+for _ in $(seq 8); do
+    placeholders+=("$(docker run -d --rm --network "${compose_project}_default" "debian:$DEBIAN_RELEASE-slim" sleep 300)")
+    [ "$(ip_of "${placeholders[-1]}")" = "$old_ip" ] && break
+done
+[ "$(ip_of "${placeholders[-1]}")" = "$old_ip" ] || fail "no placeholder took the relay's old address $old_ip"
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" up -d --no-build --no-deps relay >"$work/compose-up.log" 2>&1 \
+    || fail "recreating the relay failed: $(tail -5 "$work/compose-up.log")"
+relay_container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" ps -q relay)
+new_ip=$(ip_of "$relay_container")
+t0=$SECONDS
+for _ in $(seq 60); do [ "$(through_nginx /health)" = 200 ] && break; sleep 0.5; done
+[ "$(through_nginx /health)" = 200 ] \
+    || fail "after the relay was recreated ($old_ip -> $new_ip), compose's nginx answers $(through_nginx /health), not the relay's 200"
+ok "the relay recreated at a new address ($old_ip -> $new_ip, the old one taken): nginx found it by name, 200 within $((SECONDS - t0)) s"
+compose_down
 
 say "done"
 echo "docker-test: $passed passed, 0 failed"
