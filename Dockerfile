@@ -26,12 +26,12 @@ COPY Tests ./Tests
 # OpenSSL, nghttp2 and libstdc++ in it (only the objects the relay uses; the relay imports no
 # Foundation), relocations packed (DT_RELR, glibc 2.36+), the symbol table kept. The result loads
 # no shared library at all (measured with Swift 6.3 on Debian 12).
-# The build cache lives in a cache mount, so the binary is copied out in the same step, with the
-# toolchain's crash backtracer, swift-backtrace-static (the Swift runtime linked in; it loads
-# glibc and libstdc++, which the slim image has for apt): a crash prints the crashing thread's
-# functions by name on stderr, where the container's log is.
-RUN --mount=type=cache,target=/src/.build \
-    bash scripts/ship-build.sh apns-relay \
+# The binary is copied out with the toolchain's crash backtracer, swift-backtrace-static (the Swift
+# runtime linked in; it loads glibc and libstdc++, which the slim image has for apt): a crash
+# prints the crashing thread's functions by name on stderr, where the container's log is.
+# No `RUN --mount=type=cache`: that needs BuildKit, and Debian 12's docker.io (20.10) builds with
+# the classic builder by default. The build directory stays in this stage, never in the image.
+RUN bash scripts/ship-build.sh apns-relay \
  && install -D -m 0755 .build/ship/apns-relay /out/apns-relay \
  && install -D -m 0755 "$(dirname "$(readlink -f "$(command -v swift)")")/../libexec/swift/linux/swift-backtrace-static" \
       /out/swift-backtrace
@@ -61,9 +61,9 @@ USER 10001:10001
 # SWIFT_BACKTRACE: the runtime looks for its backtracer beside a shared runtime library, which a
 # static binary has none of, so the image names it; the backtrace goes to stderr (the log), as
 # plain text, the crashing thread only.
-ENV PORT=3000 \
-    BIND_ADDRESS=0.0.0.0 \
-    LOG_FORMAT=json \
+# No PORT here: the relay's default is 3000, but 42069 when toot-relay's or webpush-apn-relay's
+# variable names are in use (their port), which an image-wide PORT would override.
+ENV LOG_FORMAT=json \
     SWIFT_BACKTRACE=enable=yes,interactive=no,color=no,threads=crashed,output-to=stderr,swift-backtrace=/usr/local/libexec/swift-backtrace
 EXPOSE 3000
 # The relay drains in-flight pushes on SIGTERM before exiting (Docker's default stop

@@ -31,7 +31,7 @@ ship: deps
 # The suites that run the product as a user does, spawning the apns-relay executable or building
 # a package against the APNs library (the relay over sockets against the emulator, serve and
 # SIGHUP, the other relays' env files, HTTPS and APPS_FILE, the demo, check, send, send-many and
-# clean-token, the README's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
+# clean-token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
 E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
@@ -40,7 +40,7 @@ E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|CrashBacktraceTes
 # pool, which has 2 threads on a 2-core machine: beside the other suites their reads time out).
 # On 2 cores the split run took 40 s where one after another took 74 s.
 # Then E2E_SUITES again against the binary users run, the one make ship leaves in .build/ship (-O,
-# static PIE; only apns-relay: no suite spawns apns-mock), with the README's block
+# static PIE; only apns-relay: no suite spawns apns-mock), with docs/LIBRARY.md's block
 # built -c release: an -O build can break where the debug build works (Swift 6.3 miscompiled
 # sendMany's child tasks in -O builds only; the debug pass passed). APNS_RELAY_BIN_DIR
 # and APNS_PRODUCT_CONFIGURATION point the suites there (Tests/BuiltProducts). From a clean
@@ -131,20 +131,26 @@ deploy-check:
 image-smoke: deps
 	bash scripts/image-smoke.sh
 
-# Debian's nginx (installed when missing) in front of the relay and the emulator on 127.0.0.1:
-# `nginx -t` on deploy/nginx/nginx.conf and README's snippet, then pushes through it.
+# Debian's nginx and Caddy (installed when missing) in front of the relay and the emulator on 127.0.0.1:
+# deploy/nginx/nginx.conf, README's nginx block and README's Caddy block, each loaded and pushed through to
+# every push route (the default app, /relay-to, an APPS_FILE app): none may answer 404.
 nginx-test: deps
 	bash scripts/nginx-test.sh
 
-# Debian's Prometheus (installed when missing) scraping the relay under load against the emulator
-# on 127.0.0.1, with deploy/prometheus/alerts.yml loaded: every panel of deploy/grafana/apns-relay.json
-# returns data, the 502 and reconnect alerts fire, the others stay quiet (~40 s, bounded).
+# Debian's Prometheus (installed when missing) with deploy/prometheus/prometheus-static.yml scraping
+# the relay under load against the emulator on 127.0.0.1, with deploy/prometheus/alerts.yml loaded:
+# every panel of deploy/grafana/apns-relay.json returns data, the 502 (not for DeviceTokenNotForTopic)
+# and reconnect alerts fire, the others stay quiet, and ApnsRelayDown's expression holds once the
+# relay is stopped and for a job with no target (~45 s, bounded).
 prometheus-test: deps
 	bash scripts/prometheus-test.sh
 
 # Builds the Dockerfile with a real Docker engine (Debian's docker.io, started here when none runs)
-# from base images made locally (debootstrap + this machine's Swift toolchain, cached in Docker's
-# image store), then runs the image: demo --once, serve + HEALTHCHECK, uid, SIGTERM.
+# and its default classic builder, from base images made locally (debootstrap + this machine's
+# Swift toolchain, cached in Docker's image store), then runs the image: demo --once, serve +
+# HEALTHCHECK, uid, SIGTERM, toot-relay's env file over HTTPS, a crash's backtrace; then
+# deploy/docker-compose.yml (Debian's docker-compose) with the three relays' env files, and whole
+# with its relay recreated behind its nginx.
 docker-test: deps
 	bash scripts/docker-test.sh
 

@@ -108,9 +108,19 @@ def check_env_example(variables):
 
 # --- Kubernetes -----------------------------------------------------------------------------
 
+KUSTOMIZATION = os.path.join(K8S_DIR, "kustomization.yaml")
+# Variables that hold or name a credential: only the operator's env file sets them, so any of the
+# three relays' env files works unchanged under every shipped deployment.
+CREDENTIAL = re.compile(r"^(APNS_AUTH_KEY|APNS_KEY|APNS_P12|APNS_CERT|P12_|TOKEN_|APNS_KEY_ID|APPLE_TEAM_ID|APNS_TEAM_ID|TOPIC|APNS_TOPIC)")
+
+
+def k8s_manifests():
+    return [p for p in sorted(glob.glob(os.path.join(K8S_DIR, "*.yaml"))) if p != KUSTOMIZATION]
+
+
 def k8s_documents():
     docs = []
-    for path in sorted(glob.glob(os.path.join(K8S_DIR, "*.yaml"))):
+    for path in k8s_manifests():
         for doc in yaml.safe_load_all(open(path, encoding="utf-8")):
             if doc:
                 docs.append((path, doc))
@@ -118,8 +128,8 @@ def k8s_documents():
 
 
 def check_kubernetes(variables):
-    files = sorted(glob.glob(os.path.join(K8S_DIR, "*.yaml")))
-    check(len(files) >= 8, "the Kubernetes manifests are present", f"{len(files)} files")
+    files = k8s_manifests()
+    check(len(files) >= 7, "the Kubernetes manifests are present", f"{len(files)} files")
     validator = shutil.which("kubernetes-validate")
     for version in K8S_VERSIONS:
         result = subprocess.run(
@@ -131,15 +141,16 @@ def check_kubernetes(variables):
     by_kind = {}
     for path, doc in docs:
         by_kind.setdefault(doc.get("kind"), []).append(doc)
-    for kind in ["Namespace", "Secret", "ConfigMap", "Deployment", "Service",
+    for kind in ["Namespace", "ConfigMap", "Deployment", "Service",
                  "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress"]:
         check(kind in by_kind, f"a {kind} is defined")
+    check("Secret" not in by_kind, "no Secret manifest (a placeholder applied over the real one would replace it)")
     if not all(k in by_kind for k in ["ConfigMap", "Deployment", "HorizontalPodAutoscaler"]):
         return
 
     config = by_kind["ConfigMap"][0].get("data", {})
-    secrets = [k for k in config if any(s in k for s in ["AUTH_KEY", "P12_BASE64", "P12_PASSWORD"])]
-    check(not secrets, "the signing key and push certificate are not in the ConfigMap", ", ".join(secrets))
+    secrets = [k for k in config if CREDENTIAL.match(k)]
+    check(not secrets, "the ConfigMap sets no credential variable (the env file's Secret does)", ", ".join(secrets))
     unknown = [k for k in config if k not in variables]
     check(not unknown, "every ConfigMap key is a variable the relay reads", ", ".join(unknown))
 
@@ -147,7 +158,9 @@ def check_kubernetes(variables):
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     container = pod["containers"][0]
-    check(spec.get("replicas", 1) >= 2, "the Deployment runs 2 or more replicas")
+    check("replicas" not in spec, "the Deployment leaves replicas to the HPA (a replicas field resets it at every apply)")
+    check(not deployment["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/scrape"),
+          "the pods carry no prometheus.io/scrape annotation (prometheus-kubernetes.yml scrapes them as job apns-relay)")
     check(pod.get("securityContext", {}).get("runAsNonRoot") is True, "the pod runs as non-root")
     check(container.get("securityContext", {}).get("readOnlyRootFilesystem") is True,
           "the container's root filesystem is read-only")
@@ -165,9 +178,16 @@ def check_kubernetes(variables):
     env_names = [e["name"] for e in container.get("env", [])]
     check(all(n in variables for n in env_names), "every container env name is a variable the relay reads",
           ", ".join(env_names))
-    secret_names = {d["metadata"]["name"] for d in by_kind["Secret"]}
-    mounted = [v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v]
-    check(bool(mounted) and all(s in secret_names for s in mounted), "the key comes from the Secret, mounted as a file")
+    check(not [n for n in env_names if CREDENTIAL.match(n)], "the Deployment sets no credential variable", ", ".join(env_names))
+    sources = container.get("envFrom", [])
+    check([list(x) for x in sources] == [["secretRef"], ["configMapRef"]] and sources[-1]["configMapRef"]["name"] == by_kind["ConfigMap"][0]["metadata"]["name"],
+          "the container reads the env file's Secret, then the ConfigMap (whose PORT the probes use wins)", str(sources))
+    files = [v for v in pod.get("volumes", []) if "secret" in v]
+    check(bool(files) and all(v["secret"].get("optional") is True for v in files),
+          "the key files come from a Secret volume, optional (an inline key needs none)")
+    image = container.get("image", "")
+    check(":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), "the Deployment's image has a fixed tag", image)
+    check_kustomization(deployment, image)
 
     hpa = by_kind["HorizontalPodAutoscaler"][0]
     check(hpa["apiVersion"] == "autoscaling/v2", "the HPA uses autoscaling/v2")
@@ -181,8 +201,61 @@ def check_kubernetes(variables):
         check(sel == selector, f"the {kind} selects the Deployment's pods")
     annotations = by_kind["Ingress"][0]["metadata"].get("annotations", {})
     check("nginx.ingress.kubernetes.io/proxy-body-size" in annotations, "the Ingress caps the body size")
+    check_ingress_routes(by_kind["Ingress"][0])
     read_timeout = int(annotations.get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60"))
     check(read_timeout > PUSH_DEADLINE_S, "the Ingress read timeout exceeds the push deadline")
+
+
+def check_kustomization(deployment, image):
+    if not check(os.path.exists(KUSTOMIZATION), f"{rel(KUSTOMIZATION)} exists"):
+        return
+    k = yaml.safe_load(open(KUSTOMIZATION, encoding="utf-8"))
+    resources = k.get("resources", [])
+    manifests = [os.path.basename(p) for p in k8s_manifests()]
+    check(sorted(resources) == sorted(manifests), "the kustomization applies every manifest of deploy/kubernetes",
+          f"{resources} vs {manifests}")
+    check(resources[:1] == ["namespace.yaml"], "the kustomization lists the Namespace first")
+    check(k.get("namespace") == deployment["metadata"]["namespace"], "the kustomization's namespace is the Deployment's")
+    images = {i["name"]: i for i in k.get("images", [])}
+    name = image.rsplit(":", 1)[0]
+    tag = str(images.get(name, {}).get("newTag", ""))
+    check(bool(tag) and tag != "latest", "the kustomization pins the Deployment's image to a tag", str(k.get("images")))
+
+
+# Paths a proxy in front must pass to the relay (Mastodon deletes a subscription on the proxy's
+# 404), and paths it must keep inside.
+TOKEN = "ab" * 32
+PUBLIC_PATHS = [f"/push/{TOKEN}/1", f"/relay-to/production/{TOKEN}", f"/relay-to/development/{TOKEN}/a/b",
+                f"/beta/push/{TOKEN}/1", f"/beta/relay-to/production/{TOKEN}/x", f"/my.app_2-x/push/{TOKEN}/1",
+                "/relay-to/_health", "/health"]
+PRIVATE_PATHS = ["/metrics", "/ready"]
+
+
+def check_ingress_routes(ingress):
+    """Matches sample paths as ingress-nginx does: with use-regex, a path of type Prefix or
+    ImplementationSpecific is a case-insensitive regular expression anchored at the start; Exact
+    is equality; otherwise Prefix matches whole segments."""
+    regex = ingress["metadata"].get("annotations", {}).get("nginx.ingress.kubernetes.io/use-regex") == "true"
+    paths = [p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+
+    def routed(path):
+        for p in paths:
+            kind, pattern = p.get("pathType"), p["path"]
+            if kind == "Exact":
+                if path == pattern:
+                    return True
+            elif regex:
+                if re.match(pattern, path, re.I):
+                    return True
+            elif path == pattern or path.startswith(pattern.rstrip("/") + "/"):
+                return True
+        return False
+
+    missing = [p for p in PUBLIC_PATHS if not routed(p)]
+    check(not missing, "the Ingress routes every push route (/push, /relay-to, /{app}/push, /{app}/relay-to) and /health",
+          ", ".join(missing))
+    exposed = [p for p in PRIVATE_PATHS if routed(p)]
+    check(not exposed, "the Ingress keeps /metrics and /ready inside the cluster", ", ".join(exposed))
 
 
 # --- docker compose and nginx -----------------------------------------------------------------
@@ -211,11 +284,14 @@ def check_compose():
         if source.startswith("./nginx"):
             check(os.path.exists(os.path.join(os.path.dirname(COMPOSE), source)), f"{source} exists")
     environment = relay.get("environment", {})
-    check("APNS_AUTH_KEY_FILE" in environment and "APNS_AUTH_KEY" not in environment,
-          "compose passes the key as a file, not as text")
+    check(not [n for n in environment if CREDENTIAL.match(n)], "compose sets no credential variable (the env file does)",
+          ", ".join(environment))
+    check(relay.get("env_file") == ["apns-relay.env"], "compose reads the operator's env file")
+    check(not [k for k in compose if k not in ("services", "volumes", "networks", "secrets", "configs") and not k.startswith("x-")],
+          "compose has only the top-level keys Debian 12's docker-compose 1.29 accepts (no `name:`)", ", ".join(compose))
     grace = str(relay.get("stop_grace_period", "10s"))
     check(grace.endswith("s") and int(grace[:-1]) > PUSH_DEADLINE_S, "the relay's stop grace period exceeds the push deadline")
-    upstream_ref = re.search(r"server\s+(\w+):(\d+)", open(NGINX, encoding="utf-8").read())
+    upstream_ref = re.search(r"set\s+\$relay\s+(\w+):(\d+);", open(NGINX, encoding="utf-8").read())
     check(upstream_ref is not None and upstream_ref.group(1) in services, "nginx's upstream is a compose service")
 
 
@@ -246,8 +322,13 @@ def check_nginx():
         return [args for _, directive, args in directives if directive == name]
 
     check(["1.1"] in find("proxy_http_version"), "nginx speaks HTTP/1.1 to the relay")
-    check(["Connection", ""] in find("proxy_set_header"), "nginx clears the Connection header (upstream keep-alive)")
-    check(any(ctx[-1:] == ["upstream"] for ctx, d, _ in directives if d == "keepalive"), "the upstream keeps connections alive")
+    check(["Connection", ""] in find("proxy_set_header"), "nginx clears the Connection header")
+    # Compose recreates the relay with a new address: nginx must look its name up again (a
+    # resolver and a variable in proxy_pass), not once at start (an upstream block's server).
+    check(bool(find("resolver")) and all(a[0].startswith("http://$") for a in find("proxy_pass")),
+          "nginx re-resolves the relay's name (resolver, and a variable in proxy_pass)", str(find("proxy_pass")))
+    check(not any(ctx[-1:] == ["upstream"] for ctx, d, _ in directives if d == "server"),
+          "nginx names the relay in no upstream block (resolved once at start)")
     headers = [a[0].lower() for a in find("proxy_set_header")]
     check("x-forwarded-for" in headers, "nginx passes X-Forwarded-For")
     check("x-request-id" in headers, "nginx passes X-Request-ID")
@@ -287,13 +368,19 @@ def check_systemd():
             keys.append(m.group(1))
     check(set(sections) == {"Unit", "Service", "Install"}, "the unit has [Unit], [Service] and [Install]")
     service = dict(sections.get("Service", []))
-    for key, expected in [("DynamicUser", "yes"), ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"),
+    for key, expected in [("User", "apns-relay"), ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"),
                           ("ProtectHome", "yes"), ("PrivateTmp", "yes"), ("PrivateDevices", "yes"),
                           ("CapabilityBoundingSet", ""), ("Restart", "on-failure")]:
         check(service.get(key) == expected, f"the unit sets {key}={expected}", f"got {service.get(key)!r}")
     check("RestrictAddressFamilies" in service and "SystemCallFilter" in keys, "the unit restricts address families and system calls")
-    check(service.get("EnvironmentFile") == "/etc/apns-relay/env", "the unit reads /etc/apns-relay/env")
-    check(service.get("ExecStart", "").startswith("/usr/local/bin/apns-relay"), "the unit starts /usr/local/bin/apns-relay")
+    # The relay reads the env file itself: systemd's EnvironmentFile= would turn the unquoted
+    # literal \n of an inline key into n, and a reload would not see an edited file.
+    check(service.get("ExecStart") == "/usr/local/bin/apns-relay serve --env-file /etc/apns-relay/env",
+          "the unit starts /usr/local/bin/apns-relay serve --env-file /etc/apns-relay/env", str(service.get("ExecStart")))
+    check("EnvironmentFile" not in service, "the unit has no EnvironmentFile= (the relay reads the file)")
+    assigned = [v.split("=", 1)[0] for k, v in sections.get("Service", []) if k == "Environment"]
+    check(not [n for n in assigned if CREDENTIAL.match(n)], "the unit sets no credential variable", ", ".join(assigned))
+    check(service.get("ExecReload") == "/bin/kill -HUP $MAINPID", "systemctl reload sends SIGHUP (ExecReload=)")
     stop = seconds(service.get("TimeoutStopSec", "90s").rstrip())
     check(stop is not None and stop > PUSH_DEADLINE_S, "TimeoutStopSec exceeds the push deadline")
 
@@ -341,6 +428,11 @@ def check_dockerfile():
     for package in ["libnghttp2-14", "libssl3", "libstdc++6", "libgcc-s1"]:
         check(package not in installs, f"the runtime image does not install {package}: the binary has it linked in")
     check(os.path.exists(os.path.join(ROOT, ".dockerignore")), ".dockerignore exists")
+    check(not any("--mount" in l for l in instructions if l.upper().startswith("RUN ")),
+          "no RUN --mount: Debian 12's docker.io (20.10) builds with the classic builder")
+    check(not re.match(r"#\s*syntax\s*=", text), "no # syntax= line (BuildKit would fetch a frontend from a registry)")
+    check(not any(l.startswith("ENV ") and re.search(r"\bPORT=", l) for l in instructions),
+          "the image sets no PORT (the foreign relays' env files take their own default)")
 
 
 # --- Prometheus alerting rules ----------------------------------------------------------------
@@ -371,6 +463,39 @@ def check_prometheus_rules():
             named.add(name)
     unknown = sorted(named - exported)
     check(not unknown, "every metric the alerts use is one the relay exports", ", ".join(unknown))
+    # ApnsRelayDown must match the job the shipped scrape configurations make, down and absent.
+    down = next((r for r in alerts if r["alert"] == "ApnsRelayDown"), {"expr": ""})["expr"]
+    jobs = set()
+    for config in ["prometheus-static.yml", "prometheus-kubernetes.yml"]:
+        path = os.path.join(PROMETHEUS_DIR, config)
+        parsed = yaml.safe_load(open(path, encoding="utf-8"))
+        jobs |= {j["job_name"] for j in parsed["scrape_configs"]}
+        note = ""
+        if any("kubernetes_sd_configs" in j for j in parsed["scrape_configs"]):
+            # Debian's Prometheus is built without Kubernetes discovery: promtool checks the rest
+            # (rule files, relabelling) with a static target in its place.
+            for j in parsed["scrape_configs"]:
+                j.pop("kubernetes_sd_configs", None)
+                j["static_configs"] = [{"targets": ["127.0.0.1:3000"]}]
+            parsed["rule_files"] = [os.path.join(PROMETHEUS_DIR, f) for f in parsed.get("rule_files", [])]
+            path = os.path.join(tempfile.mkdtemp(), config)
+            with open(path, "w", encoding="utf-8") as f:
+                yaml.safe_dump(parsed, f)
+            note = " (its kubernetes_sd_configs as a static target: Debian's Prometheus has no Kubernetes discovery)"
+        result = subprocess.run([promtool, "check", "config", path], capture_output=True, text=True)
+        check(result.returncode == 0, f"promtool check config deploy/prometheus/{config}{note}", (result.stdout + result.stderr).strip())
+    check(len(jobs) == 1, "the shipped scrape configurations name one job", str(jobs))
+    for job in jobs:
+        check(f'up{{job="{job}"}} == 0' in down and f'absent(up{{job="{job}"}})' in down,
+              f"ApnsRelayDown fires for a target of job {job} that is down or absent", down)
+    kube = yaml.safe_load(open(os.path.join(PROMETHEUS_DIR, "prometheus-kubernetes.yml"), encoding="utf-8"))["scrape_configs"][0]
+    deployment = next(d for _, d in k8s_documents() if d.get("kind") == "Deployment")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    ports = [p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])]
+    keeps = {tuple(r["source_labels"]): r["regex"] for r in kube["relabel_configs"] if r.get("action") == "keep"}
+    check(keeps.get(("__meta_kubernetes_pod_label_app_kubernetes_io_name",)) == labels.get("app.kubernetes.io/name")
+          and keeps.get(("__meta_kubernetes_pod_container_port_name",)) in ports,
+          "prometheus-kubernetes.yml keeps the Deployment's pods and their named port", str(keeps))
 
 
 def main():

@@ -5,8 +5,11 @@
 #   and SIGTERM ends it with status 0 within 10 s; then toot-relay's env file (a .p12, HTTPS from
 #   CRT_FILENAME/KEY_FILENAME): the HEALTHCHECK goes healthy over HTTPS and pushes over HTTPS
 #   reach the emulator with the certificate; then a relay crashed with SIGSEGV logs a
-#   backtrace that names its functions (the image carries the Swift backtracer). Prints the
-#   image's layer sizes.
+#   backtrace that names its functions (the image carries the Swift backtracer); then
+#   deploy/docker-compose.yml, unchanged, with metatext-apns's, toot-relay's and
+#   webpush-apn-relay's env files (each healthy, pushes on both routes delivered), and whole
+#   (nginx in front) with the relay recreated at a new address: nginx finds it again. Prints the
+#   image's layer sizes. The build uses the classic builder (DOCKER_BUILDKIT=0), Debian 12's default.
 #
 # No registry is reachable, so the base images the Dockerfile names are made here and kept in
 # Docker's own image store, labelled with a key of what they were made from (a later run with
@@ -17,7 +20,7 @@
 # Uses a running Docker engine when there is one; otherwise starts Debian's dockerd without
 # bridge or iptables (containers use --network host, so every address stays on loopback) and
 # stops it by its PID at the end. Skips (exit 0) when no engine can be started.
-# Installs docker.io and debootstrap from Debian when missing (as root).
+# Installs docker.io, docker-compose and debootstrap from Debian when missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/emulator.sh
@@ -40,18 +43,24 @@ missing=()
 [ -x /usr/bin/docker ] && command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 command -v python3 >/dev/null || missing+=(python3)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
 install_packages "${missing[@]}"
-# Debian's client, which matches Debian's engine and builds with the engine's built-in BuildKit
-# (no buildx plugin, no frontend image from a registry).
-docker() { DOCKER_BUILDKIT=1 as_root /usr/bin/docker "$@"; }
+# Debian's client, which matches Debian's engine, with Debian 12's default builder: docker.io 20.10
+# builds with the classic builder unless told otherwise, so the Dockerfile must build there (no
+# `RUN --mount`, no BuildKit-only syntax). DOCKER_BUILDKIT=0 makes that the builder whatever the
+# engine's or the environment's default.
+docker() { DOCKER_BUILDKIT=0 as_root /usr/bin/docker "$@"; }
 
 work=$(mktemp -d)
 chmod 755 "$work"
 dockerd_pid=
 container=
 mock_pid=
+compose_mock_pid=
 cleanup() {
+    declare -F compose_down >/dev/null && compose_down
     [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
+    if [ -n "$compose_mock_pid" ]; then kill -TERM "$compose_mock_pid" 2>/dev/null || true; fi
     if [ -n "$mock_pid" ]; then kill -TERM "$mock_pid" 2>/dev/null || true; fi
     if [ -n "$dockerd_pid" ]; then
         as_root kill -TERM "$dockerd_pid" 2>/dev/null || true
@@ -138,9 +147,9 @@ fi
 
 # ---- the project's image ---------------------------------------------------------------------
 say "docker build (the project's Dockerfile, SWIFT_VERSION=$swift_version)"
-docker build --network host --progress plain --build-arg "SWIFT_VERSION=$swift_version" -t "$IMAGE" . >"$work/build.log" 2>&1 \
+docker build --network host --build-arg "SWIFT_VERSION=$swift_version" -t "$IMAGE" . >"$work/build.log" 2>&1 \
     || fail "docker build failed: $(tail -30 "$work/build.log")"
-ok "the Dockerfile builds with the built-in BuildKit frontend and local base images"
+ok "the Dockerfile builds with the classic builder (DOCKER_BUILDKIT=0) and local base images"
 echo "  layers of $IMAGE (newest first):"
 docker history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | cut -c1-110 \
     | sed -e 's/^\([0-9.]*[kMG]*B\)\t$/\1\t(debian:'"$DEBIAN_RELEASE"'-slim, from debootstrap)/' -e 's/^/    /'
@@ -292,5 +301,197 @@ docker rm -f "$container" >/dev/null
 grep -q 'EventLoop.run(' "$work/crash.out" \
     || fail "the crash's log names no relay function: $(grep -v '^{' "$work/crash.out" | tail -20)"
 ok "a crash logs a backtrace naming its functions: $(grep -m1 -o 'EventLoop.run([a-z:]*)' "$work/crash.out")"
+# ---- the three relays' env files through the shipped compose file ------------------------------
+# deploy/docker-compose.yml, copied unchanged, runs its relay service with each of the other
+# relays' env files as their operators have them: metatext-apns's (the key inline, one line with
+# literal \n), toot-relay's (P12_* and CA_FILENAME, the files under /certs: SECRETS_MOUNT) and
+# webpush-apn-relay's (TOKEN_*, TOPIC, no PORT). Each adds only where Apple is (the emulator).
+# The compose file sets no credential variable, so nothing conflicts with them. An override
+# file puts the relay on the host's network (the emulator and the checks are on 127.0.0.1) at a
+# free port on 127.0.0.1; the healthcheck, env_file, environment and volumes are the shipped ones.
+say "the shipped compose file with each relay's env file (docker-compose $(docker-compose version --short))"
+# Its own emulator (and its own push certificate): three relays one after another sign three
+# first tokens with one key, which Apple (and the emulator, by default) refuses within 20 minutes.
+mkdir -p "$work/compose-push"
+"$mock_bin" --port 0 --log --ca-out "$work/compose-ca.pem" --token-update-interval 0 \
+    --topic com.example.app --topic cx.c3.toot --client-cert-out "$work/compose-push" --client-cert-topic cx.c3.toot \
+    --client-cert-password hunter2 >"$work/compose-mock.out" 2>&1 &
+compose_mock_pid=$!
+for _ in $(seq 100); do grep -qs 'listening on' "$work/compose-mock.out" && break; sleep 0.1; done
+banner=$(grep 'listening on' "$work/compose-mock.out") || fail "the second emulator did not start"
+c_port=$(sed -E 's/.*listening on [^ ]*:([0-9]+) .*/\1/' <<<"$banner")
+c_key=$(sed -E 's/.* private-key=([^ ]+).*/\1/' <<<"$banner")
+c_team=$(sed -E 's/.* team=([^ ]+).*/\1/' <<<"$banner")
+c_kid=$(sed -E 's/.* key=([^ ]+).*/\1/' <<<"$banner")
+docker tag "$IMAGE" apns-relay:latest
+compose_dir="$work/compose"
+mkdir -p "$compose_dir/secrets" "$compose_dir/certs"
+cp deploy/docker-compose.yml "$compose_dir/"
+cmp -s deploy/docker-compose.yml "$compose_dir/docker-compose.yml" || fail "could not copy the compose file"
+# The key and certificate files as an operator leaves them: readable by the image's uid only.
+install -o 10001 -m 0400 "$c_key" "$compose_dir/secrets/AuthKey.p8"
+install -o 10001 -m 0400 "$work/compose-ca.pem" "$compose_dir/secrets/ca.pem"
+install -o 10001 -m 0400 "$work/compose-push/push.p12" "$compose_dir/certs/push.p12"
+install -o 10001 -m 0400 "$work/compose-ca.pem" "$compose_dir/certs/ca.pem"
+chmod 0755 "$compose_dir/secrets" "$compose_dir/certs"
+compose_port=$(free_port)
+# The compose file's nofile limit (65536) is above what this machine may grant (a container's
+# limits cannot exceed the engine's): the override lowers it to the hard limit here when it must.
+nofile=$(ulimit -Hn)
+[ "$nofile" = unlimited ] || [ "$nofile" -ge 65536 ] && nofile=65536
+cat >"$compose_dir/test.override.yml" <<YML
+services:
+  relay:
+    network_mode: host
+    environment:
+      PORT: "$compose_port"
+      BIND_ADDRESS: 127.0.0.1
+    ulimits:
+      nofile:
+        soft: $nofile
+        hard: $nofile
+YML
+compose() { as_root env "$@"; }
+compose_project=
+compose_override=test.override.yml
+placeholders=()
+compose_down() {
+    [ "${#placeholders[@]}" = 0 ] || docker rm -f "${placeholders[@]}" >/dev/null 2>&1 || true
+    placeholders=()
+    [ -n "$compose_project" ] || return 0
+    compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+        -f "$compose_dir/$compose_override" down -t 10 >/dev/null 2>&1 || true
+    compose_project=
+    container=
+}
+one_line_key=$(awk '{printf "%s\\n", $0}' "$c_key")
+declare -A env_files=(
+    [metatext-apns]="APNS_KEY_ID=$c_kid
+APNS_AUTH_KEY=$one_line_key
+APPLE_TEAM_ID=$c_team
+TOPIC=com.example.app
+APNS_CA_FILE=/run/secrets/ca.pem"
+    [toot-relay]="P12_FILENAME=/certs/push.p12
+P12_PASSWORD=hunter2
+CA_FILENAME=/certs/ca.pem
+PORT=42069"
+    [webpush-apn-relay]="TOKEN_AUTH_KEY_FILENAME=/run/secrets/AuthKey.p8
+TOKEN_KEY_ID=$c_kid
+TOKEN_TEAM_ID=$c_team
+TOPIC=cx.c3.toot
+CA_FILENAME=/run/secrets/ca.pem"
+)
+declare -A topics=([metatext-apns]=com.example.app [toot-relay]=cx.c3.toot [webpush-apn-relay]=cx.c3.toot)
+declare -A mounts=([metatext-apns]=/run/secrets [toot-relay]=/certs [webpush-apn-relay]=/run/secrets)
+declare -A dirs=([metatext-apns]=./secrets [toot-relay]=./certs [webpush-apn-relay]=./secrets)
+n=0
+for relay in metatext-apns toot-relay webpush-apn-relay; do
+    n=$((n + 1))
+    { echo "# $relay's env file"; echo "${env_files[$relay]}"; echo "APNS_HOST=localhost:$c_port"
+      echo "APNS_SANDBOX_HOST=localhost:$c_port"; } >"$compose_dir/apns-relay.env"
+    compose_env=(SECRETS_MOUNT="${mounts[$relay]}" SECRETS_DIR="${dirs[$relay]}")
+    compose_project=apns-relay-ci-$$-$n
+    compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+        -f "$compose_dir/test.override.yml" up -d --no-build relay >"$work/compose-up.log" 2>&1 \
+        || fail "$relay's env file: docker-compose up failed: $(tail -5 "$work/compose-up.log")"
+    container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+        -f "$compose_dir/test.override.yml" ps -q relay)
+    wait_health
+    [ "$health" = healthy ] || fail "$relay's env file under compose: the healthcheck says $health: $(docker logs "$container" 2>&1 | tail -5)"
+    token=$(printf 'e%d' "$n"; printf 'ab%.0s' $(seq 31); printf '0%d' "$n")
+    python3 - "$compose_port" "$token" <<'PY' || fail "$relay's env file under compose: a push was not answered 201: $(docker logs "$container" 2>&1 | tail -3)"
+import base64, http.client, os, sys
+b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+for path in [f"/push/{sys.argv[2]}/compose", f"/relay-to/production/{sys.argv[2]}"]:
+    c.request("POST", path, body=os.urandom(200), headers={"Content-Encoding": "aesgcm",
+              "Encryption": "salt=" + b64(os.urandom(16)), "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64))})
+    r = c.getresponse(); body = r.read()
+    print(f"  POST {path.split('/')[1]} -> {r.status}" + ("" if r.status == 201 else f" {body[:160]!r}"))
+    if r.status != 201: sys.exit(1)
+PY
+    for _ in $(seq 50); do [ "$(grep -cE "^200 .*$token.*${topics[$relay]}" "$work/compose-mock.out")" -ge 2 ] && break; sleep 0.1; done
+    [ "$(grep -cE "^200 .*$token.*${topics[$relay]}" "$work/compose-mock.out")" -ge 2 ] \
+        || fail "$relay's env file: the emulator has no 2 pushes for ${topics[$relay]}: $(tail -3 "$work/compose-mock.out")"
+    names=$(docker logs "$container" 2>&1 | grep -o 'read the variable names of [^"]*' | head -1 || true)
+    ok "$relay's env file through deploy/docker-compose.yml unchanged: healthy, both routes 201 at ${topics[$relay]}${names:+ ($names)}"
+    compose_down
+done
+kill -TERM "$compose_mock_pid" 2>/dev/null || true
+
+# ---- compose's nginx finds a recreated relay ---------------------------------------------------
+# The whole compose file on its own network: nginx in front, the relay behind it. The relay is
+# then recreated at another address (the old one taken by a placeholder container, as a busy
+# network would), as `docker compose up -d --build` does: nginx must find it again by name.
+# No registry, so nginx's image is a stand-in made here from Debian 12's nginx (1.22; the
+# directories its build expects made writable, as the official image's are). The relay needs no
+# Apple here: /health answers whatever APNs does.
+say "the whole compose file: nginx in front of a relay that is recreated at a new address"
+mkdir -p "$work/nginx-image"
+cat >"$work/nginx-image/Dockerfile" <<'DOCKERFILE'
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light \
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /var/lib/nginx/body /var/lib/nginx/fastcgi /var/lib/nginx/proxy /var/lib/nginx/scgi /var/lib/nginx/uwsgi \
+ && chown nobody /var/lib/nginx/*
+CMD ["nginx", "-g", "daemon off;"]
+DOCKERFILE
+docker build --network host -q -t apns-relay-ci-nginx "$work/nginx-image" >"$work/nginx-image.log" 2>&1 \
+    || fail "could not make the stand-in nginx image: $(tail -5 "$work/nginx-image.log")"
+cp -r deploy/nginx "$compose_dir/"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+    -days 1 -keyout "$compose_dir/certs/privkey.pem" -out "$compose_dir/certs/fullchain.pem" 2>/dev/null
+{ echo "APNS_KEY_ID=$c_kid"; echo "APNS_AUTH_KEY=$one_line_key"; echo "APPLE_TEAM_ID=$c_team"; echo "TOPIC=com.example.app"; } \
+    >"$compose_dir/apns-relay.env"
+cat >"$compose_dir/network.override.yml" <<YML
+services:
+  nginx:
+    image: apns-relay-ci-nginx
+  relay:
+    ulimits:
+      nofile:
+        soft: $nofile
+        hard: $nofile
+YML
+https_port=$(free_port)
+compose_env=(HTTPS_PORT="127.0.0.1:$https_port")
+compose_project=apns-relay-ci-$$-net
+compose_override=network.override.yml
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" up -d --no-build >"$work/compose-up.log" 2>&1 \
+    || fail "docker-compose up (relay and nginx) failed: $(tail -5 "$work/compose-up.log")"
+through_nginx() { # PATH: the status nginx answers for it over HTTPS
+    curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$compose_dir/certs/fullchain.pem" \
+        --resolve "localhost:$https_port:127.0.0.1" "https://localhost:$https_port$1" || true
+}
+for _ in $(seq 60); do [ "$(through_nginx /health)" = 200 ] && break; sleep 0.5; done
+[ "$(through_nginx /health)" = 200 ] || fail "GET /health through compose's nginx: $(through_nginx /health)"
+[ "$(through_nginx /metrics)" = 404 ] || fail "GET /metrics through compose's nginx is not 404"
+ok "compose's nginx passes /health to the relay (200) and keeps /metrics in (404)"
+ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+relay_container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" ps -q relay)
+old_ip=$(ip_of "$relay_container")
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" rm -sf relay >/dev/null 2>&1
+for _ in $(seq 8); do
+    placeholders+=("$(docker run -d --rm --network "${compose_project}_default" "debian:$DEBIAN_RELEASE-slim" sleep 300)")
+    [ "$(ip_of "${placeholders[-1]}")" = "$old_ip" ] && break
+done
+[ "$(ip_of "${placeholders[-1]}")" = "$old_ip" ] || fail "no placeholder took the relay's old address $old_ip"
+compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" up -d --no-build --no-deps relay >"$work/compose-up.log" 2>&1 \
+    || fail "recreating the relay failed: $(tail -5 "$work/compose-up.log")"
+relay_container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
+    -f "$compose_dir/$compose_override" ps -q relay)
+new_ip=$(ip_of "$relay_container")
+t0=$SECONDS
+for _ in $(seq 60); do [ "$(through_nginx /health)" = 200 ] && break; sleep 0.5; done
+[ "$(through_nginx /health)" = 200 ] \
+    || fail "after the relay was recreated ($old_ip -> $new_ip), compose's nginx answers $(through_nginx /health), not the relay's 200"
+ok "the relay recreated at a new address ($old_ip -> $new_ip, the old one taken): nginx found it by name, 200 within $((SECONDS - t0)) s"
+compose_down
+
 say "done"
 echo "docker-test: $passed passed, 0 failed"

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Debian's Prometheus (installed when missing) scraping a relay under load, on 127.0.0.1, with
-# deploy/prometheus/alerts.yml loaded; then every panel query of deploy/grafana/apns-relay.json
-# and every alert rule is evaluated through Prometheus's HTTP API:
-#   - every panel returns data;
-#   - the 502 alert fires (a RELAY_TO_TOPIC the emulator refuses) and the reconnect-churn alert's
-#     expression holds (the emulator sends GOAWAY after every 10th request on a connection);
+# Debian's Prometheus (installed when missing) scraping a relay under load, on 127.0.0.1, run with
+# the shipped deploy/prometheus/prometheus-static.yml (its target, intervals and TLS settings
+# pointed here) and so with deploy/prometheus/alerts.yml; then every panel query of
+# deploy/grafana/apns-relay.json (its $job and $instance as Grafana fills them in) and every
+# alert rule is evaluated through Prometheus's HTTP API:
+#   - every panel returns data, the certificate panel included (the relay serves HTTPS and an
+#     APPS_FILE app pushes with a certificate); the dashboard's variables find the job;
+#   - the 502 alert fires (a RELAY_TO_TOPIC the emulator refuses), not for DeviceTokenNotForTopic
+#     (tokens of another app, which anyone can send); the reconnect-churn alert's expression holds
+#     (the emulator sends GOAWAY after every 10th request on a connection);
 #   - the alerts of a healthy relay stay quiet (down, no connection, token refused or signed too
-#     often, 503/504 ratio, degraded payloads, latency).
-# Bounded: about 40 s of load and scrapes; every process started here is stopped by its PID.
+#     often, 503/504 ratio, degraded payloads, latency, certificates);
+#   - once the relay is stopped, ApnsRelayDown's expression holds for its target (up == 0), and
+#     for a job with no target at all (absent).
+# Bounded: about 45 s of load and scrapes; every process started here is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -32,42 +38,59 @@ BIN="$("$SWIFT" build --show-bin-path)"
 relay_port=$(free_port)
 prom_port=$(free_port)
 echo "== the emulator (GOAWAY after every 10th request on a connection), the relay, Prometheus"
-"$BIN/apns-mock" --port 0 --goaway-after 10 --ca-out "$work/ca.pem" >"$work/mock.out" 2>&1 &
+# The emulator also issues a push certificate: the APPS_FILE app "beta" pushes with it, so the
+# relay exports relay_apns_certificate_expiry_seconds; the relay serves HTTPS, so it exports
+# relay_https_certificate_expiry_seconds.
+mkdir -p "$work/push"
+"$BIN/apns-mock" --port 0 --goaway-after 10 --ca-out "$work/ca.pem" --topic com.example.app --topic org.example.beta \
+    --client-cert-out "$work/push" --client-cert-topic org.example.beta --client-cert-password pw >"$work/mock.out" 2>&1 &
 pids+=($!)
 emulator_wait "$work"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/https.key" -out "$work/https.crt" 2>/dev/null
+cat >"$work/apps.json" <<JSON
+{"apps": [{"name": "beta", "p12_file": "$work/push/push.p12", "p12_password": "pw"}]}
+JSON
 # RELAY_TO_TOPIC names an app the emulator's key may not push to: /relay-to pushes answer 502.
 env -i PATH="$PATH" HOME="$work" APNS_AUTH_KEY_FILE="$key_file" APNS_KEY_ID="$kid" APPLE_TEAM_ID="$team" \
-    TOPIC=com.example.app RELAY_TO_TOPIC=com.misconfigured.app \
+    TOPIC=com.example.app RELAY_TO_TOPIC=com.misconfigured.app APPS_FILE="$work/apps.json" \
     APNS_HOST="localhost:$mock_port" APNS_SANDBOX_HOST="localhost:$mock_port" APNS_CA_FILE="$work/ca.pem" \
+    TLS_CERT_FILE="$work/https.crt" TLS_KEY_FILE="$work/https.key" \
     BIND_ADDRESS=127.0.0.1 PORT="$relay_port" PUSH_TIMEOUT_MS=2000 LOG_LEVEL=warning \
     "$BIN/apns-relay" serve >"$work/relay.out" 2>&1 &
-pids+=($!)
-cat >"$work/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - $PWD/deploy/prometheus/alerts.yml
-scrape_configs:
-  - job_name: apns-relay
-    static_configs:
-      - targets: ["127.0.0.1:$relay_port"]
-YML
+relay_pid=$!
+pids+=($relay_pid)
+# The shipped configuration: the rules beside it, job "apns-relay", its target pointed at this
+# relay, scraped and evaluated every second, over HTTPS with this relay's certificate.
+python3 - "$PWD/deploy/prometheus/prometheus-static.yml" "$PWD/deploy/prometheus" "127.0.0.1:$relay_port" "$work/https.crt" \
+    >"$work/prometheus.yml" <<'PY' || fail "could not adapt deploy/prometheus/prometheus-static.yml"
+import json, os, sys
+import re
+text = open(sys.argv[1]).read()
+assert text.count('targets: ["127.0.0.1:3000"]') == 1 and "rule_files:\n  - alerts.yml" in text
+text = text.replace('targets: ["127.0.0.1:3000"]', f'targets: ["{sys.argv[3]}"]')
+text = text.replace("rule_files:\n  - alerts.yml", f"rule_files:\n  - {os.path.join(sys.argv[2], 'alerts.yml')}")
+text = re.sub(r"(scrape|evaluation)_interval: 15s", r"\1_interval: 1s", text)
+text = text.replace("    metrics_path: /metrics\n", f"    metrics_path: /metrics\n    scheme: https\n    tls_config:\n      ca_file: {sys.argv[4]}\n")
+print(text)
+PY
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
     --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$prom_port/-/ready" >/dev/null 2>&1 && curl -fsS "http://127.0.0.1:$relay_port/ready" >/dev/null 2>&1 && break
+    curl -fsS "http://127.0.0.1:$prom_port/-/ready" >/dev/null 2>&1 && curl -fsS --cacert "$work/https.crt" "https://127.0.0.1:$relay_port/ready" >/dev/null 2>&1 && break
     sleep 0.2
 done
 curl -fsS "http://127.0.0.1:$prom_port/-/ready" >/dev/null || fail "Prometheus did not start"
-curl -fsS "http://127.0.0.1:$relay_port/ready" >/dev/null || fail "the relay did not become ready"
-echo "  relay 127.0.0.1:$relay_port -> emulator 127.0.0.1:$mock_port; Prometheus 127.0.0.1:$prom_port scrapes it every 1 s"
+curl -fsS --cacert "$work/https.crt" "https://127.0.0.1:$relay_port/ready" >/dev/null || fail "the relay did not become ready"
+echo "  relay https://127.0.0.1:$relay_port -> emulator 127.0.0.1:$mock_port; Prometheus 127.0.0.1:$prom_port scrapes it every 1 s"
 
 echo "== 25 s of pushes, then the panels and the alerts through Prometheus's API"
-python3 - "$relay_port" "$prom_port" "$PWD/deploy/grafana/apns-relay.json" "$PWD/deploy/prometheus/alerts.yml" <<'PY' || fail "see above"
-import base64, http.client, json, os, re, sys, time, urllib.parse, urllib.request
+python3 - "$relay_port" "$prom_port" "$PWD/deploy/grafana/apns-relay.json" "$PWD/deploy/prometheus/alerts.yml" "$work/https.crt" <<'PY' || fail "see above"
+import base64, http.client, json, os, re, socket, ssl, sys, time, urllib.parse, urllib.request
 relay, prom, dashboard_path, rules_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tls = ssl.create_default_context(cafile=sys.argv[5])
+connect = lambda: http.client.HTTPSConnection("127.0.0.1", relay, timeout=10, context=tls)
 b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
 problems = []
 def check(ok, what, detail=""):
@@ -79,7 +102,7 @@ def headers():
             "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64)), "TTL": "60"}
 
 statuses = {}
-c = http.client.HTTPConnection("127.0.0.1", relay, timeout=10)
+c = connect()
 end, n = time.monotonic() + 25, 0
 while time.monotonic() < end:
     n += 1
@@ -87,8 +110,21 @@ while time.monotonic() < end:
         path, body = f"/relay-to/production/{'ab' * 32}", os.urandom(200)      # 502: a topic Apple refuses
     elif n % 7 == 0:
         path, body = f"/push/dead{'ab' * 30}/{n}", os.urandom(200)            # 410: a dead token
+    elif n % 11 == 0:
+        path, body = f"/push/d7f7{'ab' * 30}/{n}", os.urandom(200)            # 502: a token of another app
+    elif n % 13 == 0:
+        path, body = f"/beta/push/{'ab' * 32}/{n}", os.urandom(200)           # 201 with the push certificate
     elif n % 53 == 0:
-        path, body = f"/push/{'ab' * 32}/{n}", os.urandom(70_000)             # 413: over the 64 KiB cap
+        # 413: over the 64 KiB cap. Only the head is sent, with Expect: 100-continue: the relay
+        # answers 413 to it and closes, which over TLS a client still sending the body could
+        # meet before it reads the 413.
+        raw = tls.wrap_socket(socket.create_connection(("127.0.0.1", relay), timeout=10), server_hostname="127.0.0.1")
+        raw.sendall((f"POST /push/{'ab' * 32}/{n} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\n"
+                     "Expect: 100-continue\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers().items()) + "\r\n").encode())
+        status = int(raw.recv(4096).split(b" ")[1])
+        raw.close()
+        statuses[status] = statuses.get(status, 0) + 1
+        continue
     else:
         path, body = f"/push/{'ab' * 32}/{n}", os.urandom(200)
     try:
@@ -96,10 +132,10 @@ while time.monotonic() < end:
         r = c.getresponse(); r.read()
         statuses[r.status] = statuses.get(r.status, 0) + 1
         if r.getheader("connection", "").lower() == "close":
-            c.close(); c = http.client.HTTPConnection("127.0.0.1", relay, timeout=10)
+            c.close(); c = connect()
     except Exception as e:
         statuses[str(type(e).__name__)] = statuses.get(str(type(e).__name__), 0) + 1
-        c.close(); c = http.client.HTTPConnection("127.0.0.1", relay, timeout=10)
+        c.close(); c = connect()
     time.sleep(0.02)
 print(f"  answers: {dict(sorted(statuses.items(), key=str))}")
 check(statuses.get(201, 0) > 100 and statuses.get(502, 0) > 0 and statuses.get(410, 0) > 0 and statuses.get(413, 0) > 0,
@@ -114,9 +150,24 @@ def query(expr):
     return answer["data"]["result"]
 
 dashboard = json.load(open(dashboard_path))
+# The variables as Grafana fills them in: $job from its query (it must find "apns-relay", the
+# shipped scrape job), $instance All (its allValue).
+variables = {v["name"]: v for v in dashboard["templating"]["list"] if v["type"] == "query"}
+check(set(variables) == {"job", "instance"}, "the dashboard has the job and instance variables", str(sorted(variables)))
+def label_values(definition, values):
+    m = re.fullmatch(r"label_values\((.+), (\w+)\)", definition)
+    series = query(m.group(1).replace("$job", values.get("job", ".*")))
+    return sorted({r["metric"].get(m.group(2)) for r in series})
+jobs = label_values(variables["job"]["definition"], {})
+check("apns-relay" in jobs, "the $job variable's query finds job apns-relay", str(jobs))
+instances = label_values(variables["instance"]["definition"], {"job": "apns-relay"})
+check(instances == [f"127.0.0.1:{relay}"], "the $instance variable's query finds the relay", str(instances))
+def fill(expr):
+    return expr.replace("$job", "apns-relay").replace("$instance", variables["instance"]["allValue"])
 for panel in dashboard["panels"]:
     for target in panel["targets"]:
-        result = query(target["expr"])
+        check("$job" in target["expr"] or target["expr"].startswith("vector("), f"panel '{panel['title']}' ({target['refId']}) is scoped by $job and $instance")
+        result = query(fill(target["expr"]))
         check(len(result) > 0, f"panel '{panel['title']}' ({target['refId']}) returns data", target["expr"])
 
 # The rules as Prometheus loaded them: each evaluated healthy, then each expression now.
@@ -136,11 +187,36 @@ for name, rule in sorted(alerts.items()):
               f"{rule['query']} is empty; the counters: {[(r['metric'].get('__name__'), r['value'][1]) for r in query('relay_apns_reconnects_total or relay_misconfiguration_total')]}")
     else:
         check(not holds, f"{name}: quiet for a healthy relay")
-# The 502 alert has no `for`: Prometheus fires it for real.
+# The 502 alert has no `for`: Prometheus fires it for real, for the refused topic only.
 firing = json.load(urllib.request.urlopen(f"http://127.0.0.1:{prom}/api/v1/alerts", timeout=10))["data"]["alerts"]
-check(any(a["labels"]["alertname"] == "ApnsRelayMisconfigured" and a["state"] == "firing" for a in firing),
-      "ApnsRelayMisconfigured is firing in Prometheus", str([(a["labels"]["alertname"], a["state"]) for a in firing]))
+reasons = sorted({a["labels"].get("reason") for a in firing if a["labels"]["alertname"] == "ApnsRelayMisconfigured" and a["state"] == "firing"})
+check(reasons == ["TopicDisallowed"], "ApnsRelayMisconfigured is firing in Prometheus for TopicDisallowed, not for DeviceTokenNotForTopic",
+      str([(a["labels"]["alertname"], a["labels"].get("reason"), a["state"]) for a in firing]))
+check(statuses.get(502, 0) > 0 and len(query('relay_misconfiguration_total{reason="DeviceTokenNotForTopic"}')) > 0,
+      "the relay counted the DeviceTokenNotForTopic 502s (the alert left them out)")
 if problems:
     raise SystemExit(f"{len(problems)} check(s) failed")
+PY
+
+echo "== the relay stopped: ApnsRelayDown's expression"
+kill -TERM "$relay_pid"
+python3 - "$prom_port" "$relay_port" <<'PY' || fail "see above"
+import json, sys, time, urllib.parse, urllib.request
+prom, relay = int(sys.argv[1]), sys.argv[2]
+def query(expr):
+    url = f"http://127.0.0.1:{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    return json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"]
+rules = json.load(urllib.request.urlopen(f"http://127.0.0.1:{prom}/api/v1/rules?type=alert", timeout=10))["data"]["groups"]
+down = next(r for g in rules for r in g["rules"] if r["name"] == "ApnsRelayDown")["query"]
+deadline, held = time.monotonic() + 15, []
+while time.monotonic() < deadline and not held:
+    held = query(down)
+    time.sleep(0.5)
+ok = [r["metric"].get("instance") for r in held] == [f"127.0.0.1:{relay}"]
+print(f"  {'ok' if ok else 'FAIL'}: ApnsRelayDown's expression holds for the stopped relay's target (up == 0): {held}")
+gone = query(down.replace('"apns-relay"', '"apns-relay-nowhere"'))
+absent = [r["metric"] for r in gone] == [{"job": "apns-relay-nowhere"}]
+print(f"  {'ok' if absent else 'FAIL'}: ... and for a job with no target at all (absent): {gone}")
+sys.exit(0 if ok and absent else 1)
 PY
 echo "prometheus-test: every check passed"

@@ -76,7 +76,7 @@ final class Emulator: Sendable {
         try server.caPEM.write(to: caFile, atomically: true, encoding: .utf8)
     }
 
-    /// The variables the README's block and the CLI read; the key with literal `\n`, as env files hold it.
+    /// The variables the library page's block (docs/LIBRARY.md) and the CLI read; the key with literal `\n`, as env files hold it.
     var environment: [String: String] {
         [
             "APNS_KEY": key.pemPKCS8.replacingOccurrences(of: "\n", with: "\\n"),

@@ -16,19 +16,20 @@ let swiftExecutable: URL? = {
     return nil
 }()
 
-/// The first ```swift block after README's "## Use as a library" heading.
+/// The first ```swift block after docs/LIBRARY.md's "## Use as a library" heading (the library's
+/// page, which README links to).
 func readmeLibraryBlock() throws -> String {
-    let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
-    let section = try #require(readme.range(of: "\n## Use as a library\n"), "README has no \"Use as a library\" section")
+    let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/LIBRARY.md"), encoding: .utf8)
+    let section = try #require(readme.range(of: "\n## Use as a library\n"), "docs/LIBRARY.md has no \"Use as a library\" section")
     let rest = readme[section.upperBound...]
     let open = try #require(rest.range(of: "```swift\n"))
     let close = try #require(rest[open.upperBound...].range(of: "\n```"))
     return String(rest[open.upperBound..<close.lowerBound]) + "\n"
 }
 
-@Suite("README: Use as a library", .serialized)
+@Suite("docs/LIBRARY.md: Use as a library", .serialized)
 struct ReadmeExampleTests {
-    @Test("the README's block, in a package that depends only on the APNs product, sends an alert to the emulator",
+    @Test("the library page's block, in a package that depends only on the APNs product, sends an alert to the emulator",
           .enabled(if: swiftExecutable != nil), .timeLimit(.minutes(30)))
     func readmeBlockRuns() async throws {
         let block = try readmeLibraryBlock()
@@ -82,7 +83,7 @@ struct ReadmeExampleTests {
         #expect(manifest.contains(#".library(name: "APNsCore", targets: ["APNsCore"])"#))
     }
 
-    @Test("the README's block is at most 6 lines")
+    @Test("the library page's block is at most 6 lines")
     func short() throws {
         #expect(try readmeLibraryBlock().split(separator: "\n", omittingEmptySubsequences: false).count - 1 <= 6)
     }

@@ -1,5 +1,5 @@
 // The package's import graph, read from the files themselves: Package.swift's targets and the
-// `import` lines of every Swift file, and the README's module table. No SwiftPM, no build: text
+// `import` lines of every Swift file, and docs/DEVELOPMENT.md's module table. No SwiftPM, no build: text
 // in, mismatches out.
 import Foundation
 //
@@ -176,7 +176,7 @@ enum ImportGraph {
         return problems
     }
 
-    /// The README's module table (the one whose header starts `| module | holds | imports`): each
+    /// docs/DEVELOPMENT.md's module table (the one whose header starts `| module | holds | imports`): each
     /// module named in a row's first cell, with the imports its last cell lists (`—` for none).
     static func moduleTable(readme: String) -> [String: Set<String>] {
         var rows: [String: Set<String>] = [:]

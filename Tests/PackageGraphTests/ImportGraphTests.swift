@@ -33,15 +33,15 @@ struct ImportGraphTests {
         #expect(problems.isEmpty, Comment(rawValue: "\n" + problems.joined(separator: "\n")))
     }
 
-    @Test("README's module table lists every source target with exactly the imports Package.swift declares")
+    @Test("docs/DEVELOPMENT.md's module table lists every source target with exactly the imports Package.swift declares")
     func readmeTableMatches() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("docs/DEVELOPMENT.md"), encoding: .utf8)
         let table = ImportGraph.moduleTable(readme: readme)
-        #expect(table.count > 10, "README has its module table")
+        #expect(table.count > 10, "docs/DEVELOPMENT.md has its module table")
         for target in ImportGraph.targets(manifest: manifest) where !target.directory.hasPrefix("Tests/") {
             let row = table[target.name]
-            #expect(row == target.dependencies, "README's row for \(target.name): \(row.map { $0.sorted() } ?? []) vs Package.swift \(target.dependencies.sorted())")
+            #expect(row == target.dependencies, "docs/DEVELOPMENT.md's row for \(target.name): \(row.map { $0.sorted() } ?? []) vs Package.swift \(target.dependencies.sorted())")
         }
     }
 
