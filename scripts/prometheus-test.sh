@@ -114,6 +114,8 @@ while time.monotonic() < end:
         path, body = f"/push/d7f7{'ab' * 30}/{n}", os.urandom(200)            # 502: a token of another app
     elif n % 13 == 0:
         path, body = f"/beta/push/{'ab' * 32}/{n}", os.urandom(200)           # 201 with the push certificate
+    elif n % 17 == 0:
+        path, body = f"/nosuchapp/push/{'ab' * 32}/{n}", os.urandom(200)      # 502: an app it does not serve
     elif n % 53 == 0:
         # 413: over the 64 KiB cap. Only the head is sent, with Expect: 100-continue: the relay
         # answers 413 to it and closes, which over TLS a client still sending the body could
@@ -194,6 +196,10 @@ check(reasons == ["TopicDisallowed"], "ApnsRelayMisconfigured is firing in Prome
       str([(a["labels"]["alertname"], a["labels"].get("reason"), a["state"]) for a in firing]))
 check(statuses.get(502, 0) > 0 and len(query('relay_misconfiguration_total{reason="DeviceTokenNotForTopic"}')) > 0,
       "the relay counted the DeviceTokenNotForTopic 502s (the alert left them out)")
+unknown = query('relay_unknown_app_pushes_total')
+check(len(unknown) == 1 and float(unknown[0]["value"][1]) > 0 and not query('relay_misconfiguration_total{reason="UnknownApp"}'),
+      "the pushes to an app the relay does not serve counted apart (relay_unknown_app_pushes_total), not as a misconfiguration",
+      str(unknown))
 if problems:
     raise SystemExit(f"{len(problems)} check(s) failed")
 PY
