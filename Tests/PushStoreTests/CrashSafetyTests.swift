@@ -30,6 +30,10 @@ struct CrashSafetyTests {
                 return run.acknowledgements().count >= killAfter
             }
             #expect(enough, "seed \(seed) round \(round): \(run.acknowledgements().count) of \(killAfter) acknowledgements")
+            if round == 0 {
+                // While the probe has the file, this process cannot open it.
+                #expect(throws: PushStoreError(.inUse, "")) { try place.openSQLite(.generous) }
+            }
             kill(run.pid, SIGKILL)
             try await run.waitForExit()
             let lines = run.completeLines()

@@ -7,6 +7,9 @@
 //                                       PUTS one-push puts from THREADS threads, each waiting for
 //                                       its answer before its next put (as concurrent senders
 //                                       do): puts/s, commits, puts per commit
+//   push-store-probe footprint PATH PUTS
+//                                       VmRSS before the store opens, once it is open, after
+//                                       PUTS puts (64 threads) and after they are taken and finished
 import Foundation
 import PushStore
 import Synchronization
@@ -58,11 +61,24 @@ final class OutcomeBox: @unchecked Sendable {
     var value: Result<PutReceipt, PushStoreError>?
 }
 
+final class TakenBox: @unchecked Sendable {
+    // Written by the store's writer before the semaphore is signalled, read after the wait.
+    var ids: [HeldPushID] = []
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    FileHandle.standardError.write("usage: push-store-probe put PATH | bench PATH PUTS THREADS\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: push-store-probe put PATH [FIRST] | bench PATH PUTS THREADS | footprint PATH PUTS\n".data(using: .utf8)!)
     exit(2)
 }
+/// This process's resident set, in KiB (VmRSS of /proc/self/status).
+func residentKiB() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+let residentBeforeOpen = residentKiB()
+
 let store: SQLitePushStore
 do {
     store = try SQLitePushStore(path: arguments[2], limits: unbounded)
@@ -110,6 +126,31 @@ case "bench":
     let commits = store.commits
     say(String(format: "puts %d threads %d seconds %.3f puts/s %.0f commits %d puts/commit %.1f",
                puts, threads, seconds, Double(puts) / seconds, commits, Double(puts) / Double(max(commits, 1))))
+    store.close()
+case "footprint":
+    let puts = Int(arguments[3]) ?? 10_000
+    let opened = residentKiB()
+    let counter = Counter(0)
+    let group = DispatchGroup()
+    for _ in 0..<64 {
+        group.enter()
+        Thread {
+            while case let n = counter.next(), n < puts { _ = putAndWait(store, probePush(n)) }
+            group.leave()
+        }.start()
+    }
+    group.wait()
+    let afterPuts = residentKiB()
+    while true {
+        let done = DispatchSemaphore(value: 0)
+        let taken = TakenBox()
+        store.take(max: 1_000, nowMs: 1_700_000_000_000, leaseMs: 60_000) { taken.ids = (try? $0.get())?.map(\.id) ?? []; done.signal() }
+        done.wait()
+        if taken.ids.isEmpty { break }
+        store.finish(taken.ids) { _ in done.signal() }
+        done.wait()
+    }
+    say("VmRSS KiB: before open \(residentBeforeOpen), open \(opened), after \(puts) puts \(afterPuts), drained \(residentKiB())")
     store.close()
 default:
     FileHandle.standardError.write("unknown mode \(arguments[1])\n".data(using: .utf8)!)
