@@ -8,8 +8,9 @@
 //                                       its answer before its next put (as concurrent senders
 //                                       do): puts/s, commits, puts per commit
 //   push-store-probe footprint PATH PUTS
-//                                       VmRSS before the store opens, once it is open, after
-//                                       PUTS puts (64 threads) and after they are taken and finished
+//                                       VmRSS (anonymous + file pages) before the store opens, once
+//                                       it is open, after PUTS puts (64 threads) and after they are
+//                                       taken and finished
 import Foundation
 import PushStore
 import Synchronization
@@ -71,11 +72,14 @@ guard arguments.count >= 3 else {
     FileHandle.standardError.write("usage: push-store-probe put PATH [FIRST] | bench PATH PUTS THREADS | footprint PATH PUTS\n".data(using: .utf8)!)
     exit(2)
 }
-/// This process's resident set, in KiB (VmRSS of /proc/self/status).
-func residentKiB() -> Int {
+/// This process's resident set in KiB, whole and split: "VmRSS (anonymous + file)" from /proc/self/status.
+func residentKiB() -> String {
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    func field(_ name: String) -> Int {
+        let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    return "\(field("VmRSS")) (\(field("RssAnon")) + \(field("RssFile")))"
 }
 let residentBeforeOpen = residentKiB()
 
