@@ -2,9 +2,10 @@
 /// (SQLite on local disk; Redis Streams later: XADD, XREADGROUP, XACK, XAUTOCLAIM map onto
 /// put, take, finish and an expired lease).
 ///
-/// Every call answers through `completion`, once, on a thread of the store's own (never the
-/// caller's: a caller on an event loop hops back itself), and never throws: a failure is a
-/// `PushStoreError` value. Completions must be short; the store's next work waits for them.
+/// Every call answers through `completion`, once, on a thread of the store's own (a caller on
+/// an event loop hops back itself; only a call after `close` is answered at once, `closed`, on
+/// the caller's thread), and never throws: a failure is a `PushStoreError` value. Completions
+/// must be short; the store's next work waits for them.
 ///
 /// Delivery is at-least-once per store, never twice at the same time: a push taken is leased
 /// to its taker until it is finished (delivered, or refused for good), released (put back) or

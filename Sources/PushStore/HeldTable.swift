@@ -12,7 +12,8 @@
 ///   kill -9. NORMAL syncs only at checkpoints: it survives a kill -9 (the pages are in the
 ///   kernel's cache) but a power loss can roll back the last commits, and a put answered 201
 ///   must not be lost to one. FULL costs one fsync per commit, which group commit shares
-///   among every put waiting.
+///   among every put waiting. SQLite's unix VFS also fsyncs the directory the first time a
+///   newly created -wal file is synced, so the log's name survives a power loss as well.
 /// - `locking_mode=EXCLUSIVE`: the first write takes the file's lock and keeps it until the
 ///   store closes, so a second relay on the same file is refused at open (`inUse`) instead of
 ///   delivering the same pushes; the leases (which live in memory) are then the only ones. WAL
@@ -58,6 +59,8 @@ final class HeldTable {
                 PRAGMA user_version = \(Self.schemaVersion);
                 COMMIT;
                 """)
+        } catch where error.code == .cannotOpen {
+            throw error
         } catch {
             // Opening is the first access: a file locked by another process, or one that is not
             // a database, fails here, before the open call itself would have said anything.

@@ -109,6 +109,27 @@ struct SQLitePushStoreTests {
         }
     }
 
+    @Test("a store written by a later schema version is refused at open, not read as this one")
+    func laterSchemaRefused() async throws {
+        let place = try SQLitePlace()
+        defer { place.remove() }
+        let store = try place.openSQLite(.generous)
+        _ = try await store.put([samplePush(0)]).value()
+        store.close()
+        // user_version is the big-endian 4 bytes at offset 60 of the file's header (closed: the log is checkpointed into the file).
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: place.path))
+        try file.seek(toOffset: 60)
+        try file.write(contentsOf: Data([0, 0, 0, 9]))
+        try file.close()
+        do {
+            _ = try place.openSQLite(.generous)
+            Issue.record("a store of schema version 9 was opened")
+        } catch {
+            #expect(error.code == .cannotOpen)
+            #expect(error.message.hasSuffix("has schema version 9; this relay knows 1"), "\(error)")
+        }
+    }
+
     private func limitFile(_ store: SQLitePushStore, extraPages: Int?) async throws {
         let result = await withCheckedContinuation { continuation in
             store.limitFile(extraPages: extraPages) { continuation.resume(returning: $0) }

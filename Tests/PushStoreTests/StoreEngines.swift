@@ -39,7 +39,7 @@ struct SQLitePlace: StorePlace {
         try SQLitePushStore(path: path, limits: limits)
     }
 
-    func openSQLite(_ limits: HoldLimits) throws -> SQLitePushStore {
+    func openSQLite(_ limits: HoldLimits) throws(PushStoreError) -> SQLitePushStore {
         try SQLitePushStore(path: path, limits: limits)
     }
 
