@@ -28,7 +28,7 @@ final class HeldTable {
 
     let database: SQLiteDatabase
     private let begin, commit, rollback: SQLiteStatement
-    private let insert, deviceCount, deviceOldest, deleteByID, deleteExpired, due, oldest, totals: SQLiteStatement
+    private let insert, deviceBeyond, deleteByID, deleteExpired, due, oldest, totals: SQLiteStatement
 
     /// Opens or creates the store at `path`, takes its lock, and checks its schema version.
     init(path: String) throws(PushStoreError) {
@@ -78,8 +78,8 @@ final class HeldTable {
                               arrival_ms, ttl_s, expires_ms, bytes, payload)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
             """)
-        deviceCount = try SQLiteStatement(database, "SELECT count(*) FROM held WHERE device = ?1")
-        deviceOldest = try SQLiteStatement(database, "SELECT id, bytes FROM held WHERE device = ?1 ORDER BY id LIMIT ?2")
+        // Newest first along the (device, id) index: only the kept rows are stepped over.
+        deviceBeyond = try SQLiteStatement(database, "SELECT id, bytes FROM held WHERE device = ?1 ORDER BY id DESC LIMIT -1 OFFSET ?2")
         deleteByID = try SQLiteStatement(database, "DELETE FROM held WHERE id = ?1 RETURNING bytes")
         deleteExpired = try SQLiteStatement(database, "DELETE FROM held WHERE expires_ms <= ?1 RETURNING id, bytes")
         due = try SQLiteStatement(database, """
@@ -128,20 +128,13 @@ final class HeldTable {
 
     /// Deletes `device`'s oldest pushes beyond the newest `keep`: their ids and bytes.
     func trim(device: String, keep: Int) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
-        deviceCount.bind(1, device)
-        let count: Int64
-        do {
-            defer { deviceCount.reset() }
-            count = try deviceCount.step() ? deviceCount.int64(0) : 0
-        }
-        guard count > Int64(keep) else { return [] }
-        deviceOldest.bind(1, device)
-        deviceOldest.bind(2, count - Int64(keep))
+        deviceBeyond.bind(1, device)
+        deviceBeyond.bind(2, Int64(keep))
         var victims: [(id: HeldPushID, bytes: Int)] = []
         do {
-            defer { deviceOldest.reset() }
-            while try deviceOldest.step() {
-                victims.append((HeldPushID(low: UInt64(deviceOldest.int64(0))), Int(deviceOldest.int64(1))))
+            defer { deviceBeyond.reset() }
+            while try deviceBeyond.step() {
+                victims.append((HeldPushID(low: UInt64(deviceBeyond.int64(0))), Int(deviceBeyond.int64(1))))
             }
         }
         for victim in victims { _ = try delete(victim.id) }

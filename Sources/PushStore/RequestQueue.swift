@@ -6,8 +6,8 @@ import Glibc
 /// everything waiting at once (which is what lets one commit serve every put that arrived during
 /// the previous one). A pthread mutex and condition, not Swift concurrency: the writer is a
 /// thread of its own that sleeps until there is work.
-final class RequestQueue<Element>: @unchecked Sendable {
-    // Every member below is read and written under `mutex` only.
+final class RequestQueue<Element: Sendable>: @unchecked Sendable {
+    // @unchecked: every member below is read and written under `mutex` only.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var items: [Element] = []

@@ -12,8 +12,8 @@ import Synchronization
 /// Leases live in this process's memory: the file's exclusive lock means no other process
 /// delivers from it, and after a restart every held push is due again (a push taken and not
 /// finished when the process died is sent again, never lost).
-package final class SQLitePushStore: HeldPushStore, @unchecked Sendable {
-    // `queue` and `stats` are thread-safe; the writer's state is reached through the queue only.
+package final class SQLitePushStore: HeldPushStore {
+    // The writer's state is reached through the queue only.
     private let queue = RequestQueue<StoreRequest>()
     private let stats: StoreStatistics
 
@@ -96,7 +96,7 @@ package final class SQLitePushStore: HeldPushStore, @unchecked Sendable {
 }
 
 /// One call to the store, queued for its writer.
-enum StoreRequest {
+enum StoreRequest: Sendable {
     case put([HeldPush], @Sendable (Result<PutReceipt, PushStoreError>) -> Void)
     case take(max: Int, nowMs: Int64, leaseMs: Int64, @Sendable (Result<[StoredPush], PushStoreError>) -> Void)
     case finish([HeldPushID], @Sendable (Result<Void, PushStoreError>) -> Void)

@@ -129,7 +129,8 @@ final class StoreWriter {
         }
         var dropped = 0
         var devices = Set<String>()
-        for push in pushes where devices.insert(push.deviceToken).inserted {
+        // A device cap at or above the store's own can never bite: no per-device reads then.
+        for push in pushes where limits.maxPerDevice < limits.maxEntries && devices.insert(push.deviceToken).inserted {
             for victim in try table.trim(device: push.deviceToken, keep: limits.maxPerDevice) {
                 change.remove(victim.id, bytes: victim.bytes)
                 dropped += 1

@@ -17,13 +17,15 @@ import Synchronization
 
 /// Push number `n` as the probe makes it; the crash tests rebuild it to compare what they read back.
 func probePush(_ n: Int) -> HeldPush {
-    HeldPush(route: "push", app: "probe", deviceToken: String(format: "%064x", n % 97), topic: "org.example.probe",
+    HeldPush(route: "push", app: "probe", deviceToken: String(format: "%064x", n), topic: "org.example.probe",
              apnsID: "00000000-0000-4000-8000-\(String(format: "%012d", n))", priority: 10, collapseID: n % 2 == 0 ? "c\(n)" : nil,
              pushType: "alert", urgency: "normal", arrivalMs: 1_700_000_000_000 + Int64(n), ttlSeconds: 86_400,
              payload: Array(repeating: UInt8(n % 251), count: 300 + n % 200))
 }
 
-let unbounded = HoldLimits(maxEntries: .max, maxBytes: .max, maxPerDevice: .max)
+/// No cap on the whole, and a device cap as a relay would have one (each push has a device of its own,
+/// so it drops nothing but costs its lookup).
+let limits = HoldLimits(maxEntries: .max, maxBytes: .max, maxPerDevice: 100)
 
 /// One line on stdout in one write(2), so a kill leaves whole lines or none.
 func say(_ line: String) {
@@ -85,7 +87,7 @@ let residentBeforeOpen = residentKiB()
 
 let store: SQLitePushStore
 do {
-    store = try SQLitePushStore(path: arguments[2], limits: unbounded)
+    store = try SQLitePushStore(path: arguments[2], limits: limits)
 } catch {
     FileHandle.standardError.write("\(error)\n".data(using: .utf8)!)
     exit(1)
@@ -134,6 +136,7 @@ case "bench":
 case "footprint":
     let puts = Int(arguments[3]) ?? 10_000
     let opened = residentKiB()
+    let putStart = DispatchTime.now()
     let counter = Counter(0)
     let group = DispatchGroup()
     for _ in 0..<64 {
@@ -145,16 +148,23 @@ case "footprint":
     }
     group.wait()
     let afterPuts = residentKiB()
+    let drainStart = DispatchTime.now()
+    var drained = 0
     while true {
         let done = DispatchSemaphore(value: 0)
         let taken = TakenBox()
         store.take(max: 1_000, nowMs: 1_700_000_000_000, leaseMs: 60_000) { taken.ids = (try? $0.get())?.map(\.id) ?? []; done.signal() }
         done.wait()
         if taken.ids.isEmpty { break }
+        drained += taken.ids.count
         store.finish(taken.ids) { _ in done.signal() }
         done.wait()
     }
+    func perSecond(_ count: Int, since start: DispatchTime, until end: DispatchTime = .now()) -> Int {
+        Int(Double(count) / (Double(end.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9))
+    }
     say("VmRSS KiB: before open \(residentBeforeOpen), open \(opened), after \(puts) puts \(afterPuts), drained \(residentKiB())")
+    say("puts/s \(perSecond(puts, since: putStart, until: drainStart)), drained/s (take 1,000, finish them) \(perSecond(drained, since: drainStart))")
     store.close()
 default:
     FileHandle.standardError.write("unknown mode \(arguments[1])\n".data(using: .utf8)!)
