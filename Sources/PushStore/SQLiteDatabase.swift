@@ -19,6 +19,12 @@ final class SQLiteDatabase {
             if let db { sqlite3_close(db) }
             throw PushStoreError(.cannotOpen, "cannot open the store at \(path): \(text)")
         }
+        // SQLite opens a file it may not write read-only without a word; the first write would
+        // then fail with a vague I/O error.
+        guard sqlite3_db_readonly(db, "main") != 1 else {
+            sqlite3_close(db)
+            throw PushStoreError(.cannotOpen, "the store at \(path) is read-only to this process (the file's owner or mode)")
+        }
         handle = db
         sqlite3_extended_result_codes(db, 1)
     }

@@ -83,6 +83,8 @@ final class ProbeRun: @unchecked Sendable {
     }
 
     var isRunning: Bool { process.isRunning }
+    /// The exit status, once `waitForExit` has returned.
+    var exitStatus: Int32 { process.terminationStatus }
     var pid: Int32 { process.processIdentifier }
     var errorText: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import BuiltProducts
 import PushStore
 import TestWaits
 
@@ -128,6 +129,27 @@ struct SQLitePushStoreTests {
             #expect(error.code == .cannotOpen)
             #expect(error.message.hasSuffix("has schema version 9; this relay knows 1"), "\(error)")
         }
+    }
+
+    /// Run as root (as CI is), the probe is started as `nobody` on a file root owns: SQLite opens
+    /// such a file read-only without a word.
+    @Test("a store file this process may not write is refused at open as read-only",
+          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
+    func readOnlyFileRefused() async throws {
+        let probe = try #require(BuiltProducts.executable("push-store-probe"), "swift build --build-tests builds push-store-probe")
+        let place = try SQLitePlace()
+        defer { place.remove() }
+        let store = try place.openSQLite(.generous)
+        _ = try await store.put([samplePush(0)]).value()
+        store.close()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: place.directory.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: place.path)
+        let run = try ProbeRun(probe: URL(fileURLWithPath: "/usr/sbin/runuser"),
+                               arguments: ["-u", "nobody", "--", probe.path, "bench", place.path, "1", "1"])
+        defer { run.forceStop() }
+        try await run.waitForExit()
+        #expect(run.exitStatus == 1)
+        #expect(run.errorText.contains("cannotOpen: the store at \(place.path) is read-only to this process"), "\(run.errorText)")
     }
 
     private func limitFile(_ store: SQLitePushStore, extraPages: Int?) async throws {
