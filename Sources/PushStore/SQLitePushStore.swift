@@ -34,7 +34,11 @@ package final class SQLitePushStore: HeldPushStore {
             holder.writer = nil // closes the database before close() returns
             queue.markFinished()
         }
-        guard started else { throw PushStoreError(.cannotOpen, "cannot start the store's writer thread") }
+        guard started else {
+            // deinit runs for an init that throws once every member is set: close() must not wait for a writer that never ran.
+            queue.markFinished()
+            throw PushStoreError(.cannotOpen, "cannot start the store's writer thread")
+        }
     }
 
     deinit { close() }
