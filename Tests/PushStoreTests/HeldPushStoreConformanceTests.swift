@@ -191,6 +191,23 @@ struct HeldPushStoreConformanceTests {
     }
 }
 
+extension HeldPushStoreConformanceTests {
+    @Test("close answers every call made before it, and what those puts stored is there after a reopen", arguments: StoreEngine.allCases)
+    func closeAnswersWhatCameBefore(engine: StoreEngine) async throws {
+        let place = try engine.place()
+        defer { place.remove() }
+        let store = try place.open(.generous)
+        let answered = AnsweredPuts()
+        for n in 0..<100 { store.put([samplePush(n, device: n)]) { answered.add($0) } }
+        store.close()
+        #expect(answered.count == 100, "every put was answered by the time close returned")
+        #expect(answered.failures == 0)
+        let reopened = try place.open(.generous)
+        defer { reopened.close() }
+        #expect(try await reopened.counts().value().entries == 100)
+    }
+}
+
 extension Result where Failure == PushStoreError {
     /// The failure's code, nil on success.
     var failureCode: PushStoreError.Code? {
