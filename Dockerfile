@@ -9,11 +9,11 @@ ARG DEBIAN_RELEASE=bookworm
 
 # ---- build -------------------------------------------------------------------
 FROM swift:${SWIFT_VERSION}-${DEBIAN_RELEASE} AS build
-# The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a) the binary
-# links; the toolchain image already has libstdc++-12-dev (libstdc++.a) and libc6-dev (libc.a).
+# The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a, libsqlite3.a)
+# the binary links; the toolchain image already has libstdc++-12-dev (libstdc++.a) and libc6-dev (libc.a).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libnghttp2-dev libssl-dev pkg-config \
+      libnghttp2-dev libssl-dev libsqlite3-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The manifest first, so a source-only change does not re-run dependency resolution.

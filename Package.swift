@@ -9,12 +9,13 @@ import PackageDescription
 //   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
 //   HTTPServer → OpenSSLSupport (HTTPS: the server's own certificate, TLS over its TCP streams)
+//   PushStore → {CSQLite, EventLoop (its writer thread), Basics} (pushes held on disk)
 //   Basics (what every layer shares: base64url, hex, JSON strings, UUIDs, the wall clock, random bytes, the
 //   one shape of errors) is the leaf every layer may import; it imports
 //   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Basics: it keeps its own
 //   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
-// Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2 and EventLoop import the C
-// targets, always with `internal import`.
+// Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2, EventLoop and PushStore import
+// the C targets, always with `internal import`.
 // The APNs product holds APNs, APNsCore, Basics and what they need: never the WebPush crypto or
 // the test certificates.
 let package = Package(
@@ -31,6 +32,7 @@ let package = Package(
         // C libraries from Debian, seen through module maps.
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
         .target(name: "CLinux"),
 
@@ -47,6 +49,8 @@ let package = Package(
         .target(name: "WebPush", dependencies: ["Basics"]),
         .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Basics"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
+        // Pushes held on disk while Apple is out of reach: the store's protocol and its SQLite engine.
+        .target(name: "PushStore", dependencies: ["CSQLite", "EventLoop", "Basics"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
@@ -67,6 +71,9 @@ let package = Package(
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
         .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Basics"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
+        // The store put from a child process the crash tests kill -9, and its group-commit figures.
+        .executableTarget(name: "push-store-probe", dependencies: ["PushStore"], path: "Tests/push-store-probe"),
+        .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "BuiltProducts", "TestWaits"]),
         // Where the suites that run the built apns-relay find it (APNS_RELAY_BIN_DIR: make test's
         // second pass points it at the shipped binary) and how the scratch package is built.
         .target(name: "BuiltProducts", path: "Tests/BuiltProducts"),
