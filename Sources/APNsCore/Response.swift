@@ -21,8 +21,9 @@ public struct APNsResponse: Sendable, Hashable {
     public let reason: APNsReason?
     /// When Apple says a token stopped working (`timestamp` of a 410), in Unix milliseconds.
     public let goneSinceMs: Int64?
-    /// Why a push of `sendMany` never reached Apple (reason `NotSent`); nil for Apple's answers.
-    public let cause: String?
+    /// Why a push of `sendMany` never reached Apple (reason `NotSent`), as a value: decide on its
+    /// `code`, print its description. Nil for Apple's answers.
+    public let cause: APNsError?
 
     /// Apple's answers keep the token and spell it only when `device` is read: the relay never
     /// reads it, so no string is made per push.
@@ -34,7 +35,7 @@ public struct APNsResponse: Sendable, Hashable {
 
     /// For the transport and for tests that stand in for Apple.
     public init(ok: Bool, status: Int, apnsID: String, uniqueID: String? = nil, device: String,
-                reason: APNsReason? = nil, goneSinceMs: Int64? = nil, cause: String? = nil) {
+                reason: APNsReason? = nil, goneSinceMs: Int64? = nil, cause: APNsError? = nil) {
         self.ok = ok; self.status = status; self.apnsID = apnsID; self.uniqueID = uniqueID
         self.deviceSource = .given(device); self.reason = reason; self.goneSinceMs = goneSinceMs; self.cause = cause
     }
@@ -42,7 +43,7 @@ public struct APNsResponse: Sendable, Hashable {
     /// A push that never reached Apple (refused before sending, or no answer): status 0,
     /// reason `NotSent`, and the cause as its meaning.
     public static func notSent(device: String, apnsID: String = "", cause: APNsError) -> APNsResponse {
-        APNsResponse(ok: false, status: 0, apnsID: apnsID, device: device, reason: .notSent, cause: cause.description)
+        APNsResponse(ok: false, status: 0, apnsID: apnsID, device: device, reason: .notSent, cause: cause)
     }
 
     private init(ok: Bool, status: Int, apnsID: String, uniqueID: String?, token: DeviceToken,
@@ -61,7 +62,7 @@ public struct APNsResponse: Sendable, Hashable {
     public static func == (lhs: APNsResponse, rhs: APNsResponse) -> Bool {
         lhs.ok == rhs.ok && lhs.status == rhs.status && lhs.apnsID == rhs.apnsID && lhs.uniqueID == rhs.uniqueID
             && lhs.reason == rhs.reason && lhs.goneSinceMs == rhs.goneSinceMs && lhs.device == rhs.device
-            && lhs.cause == rhs.cause
+            && lhs.cause?.description == rhs.cause?.description
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -86,7 +87,7 @@ public struct APNsResponse: Sendable, Hashable {
     /// One line for logs and the relay's answer.
     public var meaning: String {
         if ok { return "Delivered to APNs." }
-        if let cause { return cause }
+        if let cause { return cause.description }
         return reason?.meaning ?? "APNs answered \(status) without a reason."
     }
 
@@ -186,9 +187,8 @@ public struct SendManyResult: Sendable {
     /// True when nothing was sent because talking to Apple failed: every result is `NotSent`
     /// for a reason other than a push refused before sending (connect, TLS, timeout, queue).
     public var noneReachedApple: Bool {
-        let refusedBeforeSending = "\(APNsError.Code.invalidNotification):"
-        return !results.isEmpty && results.allSatisfy { result in
-            result.reason == .notSent && !(result.cause ?? "").hasPrefix(refusedBeforeSending)
+        !results.isEmpty && results.allSatisfy { result in
+            result.reason == .notSent && result.cause?.code != .invalidNotification
         }
     }
 

@@ -62,7 +62,7 @@ package final class HTTPServerTLS: Sendable {
         do {
             let context = try TLSContext.server(certificateChainPEM: certificate, privateKeyPEM: key, alpn: ["http/1.1"])
             return Loaded(context: context, notAfter: context.certificateNotAfter)
-        } catch let error as TLSError where StringBytes.contains(error.message, "does not match") {
+        } catch let error as TLSError where error.code == .keyMismatch {
             throw HTTPServerTLSError(.keyMismatch, "the TLS key file \(keyPath) does not match the certificate in \(certificatePath) (the file's first certificate must be the one the key was made for)")
         } catch {
             let reason = (error as? TLSError)?.message ?? "\(error)"

@@ -135,7 +135,7 @@ package final class TLSContext: @unchecked Sendable {
         }
         defer { EVP_PKEY_free(key) }
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
-            throw TLSError(.badConfiguration, OpenSSLErrorQueue.message("the server private key does not match its certificate"))
+            throw TLSError(.keyMismatch, OpenSSLErrorQueue.message("the server private key does not match its certificate"))
         }
         if let clientCertificateCAPEM {
             let authorities = try readCertificates(pem: clientCertificateCAPEM, what: "the client certificate CA text")

@@ -23,6 +23,8 @@ package struct TLSError: CodedError {
         package static let handshakeFailed = Code("handshakeFailed")
         /// A context, certificate, key or CA could not be loaded.
         package static let badConfiguration = Code("badConfiguration")
+        /// A server context's private key is not the one its (first) certificate was made for.
+        package static let keyMismatch = Code("keyMismatch")
         /// Bad TLS data after the handshake (a corrupt record, an unexpected alert).
         package static let protocolError = Code("protocolError")
         /// Plaintext was written before the handshake completed: a bug in the caller.

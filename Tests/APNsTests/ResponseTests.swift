@@ -143,6 +143,19 @@ struct ResponseTests {
         #expect(results[1].json.contains(#""device":"b""#) && results[2].json.contains(#""device":"c""#))
     }
 
+    @Test("a NotSent result carries its cause as a value, and noneReachedApple decides on the cause's code, not its words")
+    func notSentCause() {
+        let timedOut = APNsResponse.notSent(device: "a", cause: .timeout("no answer"))
+        #expect(timedOut.cause?.code == .timeout && timedOut.meaning == "timeout: no answer")
+        // A message worded like another code's description changes nothing: the code decides.
+        let unreachable = APNsResponse.notSent(device: "b", cause: .unavailable("invalidNotification: connection refused"))
+        let refused = APNsResponse.notSent(device: "c", cause: .invalid("the payload is over 4096 bytes"))
+        #expect(SendManyResult(results: [timedOut, unreachable]).noneReachedApple)
+        #expect(!SendManyResult(results: [timedOut, refused]).noneReachedApple)
+        #expect(!SendManyResult(results: [timedOut, APNsResponse(ok: true, status: 200, apnsID: "1", device: "d")]).noneReachedApple)
+        #expect(!SendManyResult(results: []).noneReachedApple)
+    }
+
     @Test("errors compare by code and carry a message")
     func errors() {
         #expect(APNsError.timeout("a") == APNsError.timeout("b"))

@@ -330,6 +330,6 @@ struct TLSSessionTests {
         let error = try #require(throws: TLSError.self) {
             try TLSContext.server(certificateChainPEM: a.certificatePEM, privateKeyPEM: b.privateKeyPEM)
         }
-        #expect(error.code == .badConfiguration)
+        #expect(error.code == .keyMismatch)
     }
 }
