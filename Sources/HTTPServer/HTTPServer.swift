@@ -10,7 +10,7 @@ import Synchronization
 
 /// An HTTP/1.1 server whose connections live on event loops.
 package final class HTTPServer: Sendable {
-    private let core: HTTPServerCore
+    let core: HTTPServerCore
     private let listener: TCPListener
     private let group: EventLoopGroup
     private let ownsGroup: Bool

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Synchronization
 
 /// Apple's rules for one request, judged by the emulator's own code (never the client's), so
@@ -119,6 +120,19 @@ public final class MockAPNsRules: Sendable {
     /// Requests answered 429 TooManyProviderTokenUpdates so far.
     public var tokenUpdatesRefused: Int {
         tokens.withLock { $0.refused }
+    }
+
+    /// Blocks the calling thread until at least `count` records are held or `timeout` has passed;
+    /// false on timeout. The recorder wakes it when the record that makes the count arrives.
+    public func waitForRecords(count: Int, timeout: Duration) -> Bool {
+        let semaphore = DispatchSemaphore(value: 0)
+        guard recorder.withLock({ $0.wait(for: count, semaphore: semaphore) }) else { return true }
+        let nanoseconds = Int(min(timeout, .seconds(86_400)) / .nanoseconds(1))
+        if semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success { return true }
+        return recorder.withLock { ring in
+            ring.stopWaiting(semaphore)
+            return ring.count >= count
+        }
     }
 
     /// Forgets the records, e.g. between test phases.

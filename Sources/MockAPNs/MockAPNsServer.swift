@@ -130,12 +130,7 @@ public final class MockAPNsServer: Sendable {
     /// Waits until at least `count` records exist, for tests that must know a request reached
     /// "Apple" before acting; false on timeout.
     public func waitForRecords(count: Int, timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while rules.records.count < count {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(5_000)
-        }
-        return true
+        rules.waitForRecords(count: count, timeout: timeout)
     }
 
     // MARK: Misbehaviour

@@ -1,3 +1,5 @@
+import Dispatch
+
 /// The provider tokens each key has had accepted, across connections.
 struct TokenLedger: Sendable {
     struct Key: Sendable {
@@ -34,8 +36,12 @@ struct RecordRing: Sendable {
     let capacity: Int
     private var storage: [MockRecord] = []
     private var start = 0
+    /// Threads waiting for the ring to hold `count` records, each woken by its semaphore.
+    private var waiters: [(count: Int, semaphore: DispatchSemaphore)] = []
 
     init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { storage.count }
 
     mutating func append(_ record: MockRecord) {
         if storage.count < capacity {
@@ -44,6 +50,26 @@ struct RecordRing: Sendable {
             storage[start] = record
             start = (start + 1) % capacity
         }
+        if !waiters.isEmpty {
+            let held = storage.count
+            waiters.removeAll { waiter in
+                guard waiter.count <= held else { return false }
+                waiter.semaphore.signal()
+                return true
+            }
+        }
+    }
+
+    /// Registers `semaphore` to be signalled once `count` records are held; false (and nothing
+    /// registered) when they already are.
+    mutating func wait(for count: Int, semaphore: DispatchSemaphore) -> Bool {
+        guard storage.count < count else { return false }
+        waiters.append((count, semaphore))
+        return true
+    }
+
+    mutating func stopWaiting(_ semaphore: DispatchSemaphore) {
+        waiters.removeAll { $0.semaphore === semaphore }
     }
 
     var all: [MockRecord] {

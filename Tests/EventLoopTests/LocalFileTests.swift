@@ -12,7 +12,10 @@ private func scratchDirectory() throws -> String {
 
 /// What the FIFO test's reader and its rescuer thread tell each other.
 private final class FIFOFlags: Sendable {
-    let finished = Mutex(false)
+    /// Signalled when the read has returned; the rescuer waits for it at most 10 s.
+    let finished = DispatchSemaphore(value: 0)
+    /// Signalled when the rescuer is done.
+    let rescuerDone = DispatchSemaphore(value: 0)
     let rescued = Mutex(false)
 }
 
@@ -129,8 +132,8 @@ struct LocalFileTests {
         // never waits), so a regression fails here rather than hanging the run.
         let flags = FIFOFlags()
         let rescuer = Thread {
-            for _ in 0..<100 where !flags.finished.withLock({ $0 }) { usleep(100_000) }
-            if flags.finished.withLock({ $0 }) { return }
+            defer { flags.rescuerDone.signal() }
+            if flags.finished.wait(timeout: .now() + 10) == .success { return }
             flags.rescued.withLock { $0 = true }
             let fd = open(path, O_RDWR)
             usleep(100_000)
@@ -138,8 +141,8 @@ struct LocalFileTests {
         }
         rescuer.start()
         let bytes = try LocalFile.bytes(atPath: path)
-        flags.finished.withLock { $0 = true }
-        while !rescuer.isFinished { usleep(10_000) }
+        flags.finished.signal()
+        flags.rescuerDone.wait()
         #expect(bytes == [])
         #expect(!flags.rescued.withLock { $0 }, "the open waited for a writer")
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import EventLoop
 
 @Suite("EventLoop: jobs sent from any thread")
@@ -81,7 +82,7 @@ struct LoopJobTests {
             }
             producer.fulfill(true)
         }
-        #expect(await poll(until: { loop.callersWaitingForRoom == 1 }), "the producer waits for room")
+        #expect(try await eventually { loop.callersWaitingForRoom == 1 }, "the producer waits for room")
         #expect(submitted.load(ordering: .relaxed) == 4, "it waits at the fifth job, with four queued")
         #expect(ran.withLock { $0 }.isEmpty)
         gate.signal()
@@ -117,7 +118,7 @@ struct LoopJobTests {
         #expect(closeCode.withLock { $0 } == .loopShutDown)
         // pthread_join returns once the thread is done, a moment before the kernel takes its task
         // out of /proc: poll, with a bound.
-        #expect(await poll(until: { !threadNames().contains("el-joincheck") }))
+        #expect(try await eventually { !threadNames().contains("el-joincheck") })
         let accepted = loop.submit {}
         #expect(!accepted, "work after shutdown is refused")
         loop.shutdown()  // twice is harmless

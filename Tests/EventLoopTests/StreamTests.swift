@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import EventLoop
 
 // Serialized: the fd-leak test counts the process's sockets, and 2 shared cores run the rest.
@@ -103,7 +104,7 @@ struct StreamTests {
         #expect(await serverClosed.value() == true)
         // Once neither stream is registered no epoll event can reach it, and once each loop has
         // run what was queued before, no queued close can either: a second close would show now.
-        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        #expect(try await eventually { registrations(on: group.loops) == 1 }, "only the listener stays registered")
         await runQueuedWork(on: group.loops)
         let seen = serverSeen.withLock { $0 }
         #expect(seen.count == 1)
@@ -159,7 +160,7 @@ struct StreamTests {
         #expect(answer == Array("answer to question".utf8))
         #expect(await closed.value() == true)
         // Unregistered and past what was queued: a second close would show now.
-        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        #expect(try await eventually { registrations(on: group.loops) == 1 }, "only the listener stays registered")
         await runQueuedWork(on: group.loops)
         let s = seen.withLock { $0 }
         #expect(s.eofs == 1)
@@ -185,7 +186,7 @@ struct StreamTests {
         defer { listener.close() }
         _ = await halfClosingClient(port: listener.localPort, send: Array("gone".utf8), closeAfterEOF: true)
         #expect(await closed.value() == true)
-        #expect(await poll(until: { registrations(on: group.loops) == 1 }), "only the listener stays registered")
+        #expect(try await eventually { registrations(on: group.loops) == 1 }, "only the listener stays registered")
         await runQueuedWork(on: group.loops)
         let c = closes.withLock { $0 }
         #expect(c.count == 1)

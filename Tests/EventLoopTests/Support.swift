@@ -172,17 +172,6 @@ func halfClosingClient(port: Int, send bytes: [UInt8], closeAfterEOF: Bool = fal
     }
 }
 
-/// Polls `condition` every 5 ms until it holds or `within` passes; true when it held. A bound
-/// so a bug fails the test instead of hanging it, never a time the test relies on.
-func poll(until condition: () -> Bool, within: Duration = .seconds(10)) async -> Bool {
-    let deadline = ContinuousClock.now + within
-    while !condition() {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return true
-}
-
 /// Names of this process's threads.
 func threadNames() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

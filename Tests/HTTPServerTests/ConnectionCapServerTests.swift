@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTP server on loopback: the connection cap")
@@ -19,8 +20,8 @@ struct ConnectionCapServerTests {
                     return c
                 }
             }
-            #expect(await eventually { server.openConnectionCount == 3 })
-            #expect(await eventually { arrived.load(ordering: .relaxed) == 3 }, "the three requests are with the responder")
+            #expect(try await eventually { server.openConnectionCount == 3 })
+            #expect(try await eventually { arrived.load(ordering: .relaxed) == 3 }, "the three requests are with the responder")
             let extraClosed = try await blocking {
                 try (0..<2).map { _ in
                     let c = try TestClient(port: port)
@@ -49,7 +50,7 @@ struct ConnectionCapServerTests {
             #expect(server.openConnectionCount == 3)
             let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
-            #expect(await eventually { server.evictedConnectionCount == 1 })
+            #expect(try await eventually { server.evictedConnectionCount == 1 })
             #expect(server.rejectedConnectionCount == 0)
             let (firstClosed, secondServed) = try await blocking { () -> (Bool, String?) in
                 let closed = kept[0].isClosedByServer()
@@ -88,13 +89,13 @@ struct ConnectionCapServerTests {
         try await withServer(testConfiguration(maxConnections: 3, minimumIdle: .seconds(5))) { server in
             let port = server.port
             let flood = try await blocking { try (0..<3).map { _ in try TestClient(port: port) } }
-            #expect(await eventually { server.openConnectionCount == 3 })
+            #expect(try await eventually { server.openConnectionCount == 3 })
             let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
             // The idle one may live on the other loop, which closes it while the new one is served.
-            #expect(await eventually { server.evictedConnectionCount == 1 })
+            #expect(try await eventually { server.evictedConnectionCount == 1 })
             #expect(server.rejectedConnectionCount == 0)
-            #expect(await eventually { server.openConnectionCount <= 3 })
+            #expect(try await eventually { server.openConnectionCount <= 3 })
             withExtendedLifetime(flood) {}
         }
     }
@@ -111,10 +112,10 @@ struct ConnectionCapServerTests {
                 }
             }
             // Each trickle is read, so the three are requests arriving, not connections that sent nothing.
-            #expect(await eventually { server.openConnectionCount == 3 && server.bufferedRequestBytes > 0 })
+            #expect(try await eventually { server.openConnectionCount == 3 && server.bufferedRequestBytes > 0 })
             let health = try await blocking { try Self.healthStatus(port: port) }
             #expect(health == 200)
-            #expect(await eventually { server.evictedConnectionCount == 1 })
+            #expect(try await eventually { server.evictedConnectionCount == 1 })
             // The one cut for the cap hears so at once; the others meet the request deadline.
             let answers = try await blocking { slow.map { $0.readResponse() } }
             #expect(answers.map { $0?.status } == [408, 408, 408])
@@ -133,9 +134,9 @@ struct ConnectionCapServerTests {
                     return c
                 }
             }
-            #expect(await eventually { server.bufferedRequestBytes > 0 && server.openConnectionCount == 2 })
+            #expect(try await eventually { server.bufferedRequestBytes > 0 && server.openConnectionCount == 2 })
             let newcomer = try await blocking { try TestClient(port: port) }  // its request is "on its way"
-            #expect(await eventually { server.openConnectionCount == 3 }, "the newcomer is accepted before the probe")
+            #expect(try await eventually { server.openConnectionCount == 3 }, "the newcomer is accepted before the probe")
             let (health, newcomerServed) = try await blocking { () -> (Int?, String?) in
                 let probe = try TestClient(port: port)
                 probe.send("GET /health HTTP/1.1\r\nHost: r\r\n\r\n")
@@ -145,7 +146,7 @@ struct ConnectionCapServerTests {
             }
             #expect(health == 200)
             #expect(newcomerServed == "GET /mine ")
-            #expect(await eventually { server.evictedConnectionCount == 1 })
+            #expect(try await eventually { server.evictedConnectionCount == 1 })
             withExtendedLifetime(slow) {}
         }
     }

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTP server on loopback: drain")
@@ -23,7 +24,7 @@ struct DrainTests {
                 c.send("GET /slow HTTP/1.1\r\nHost: r\r\nX-Delay-Ms: 700\r\n\r\n")
                 return c
             }
-            #expect(await eventually { started.isRaised })
+            #expect(try await eventually { started.isRaised })
             async let drained = server.drain(deadline: .seconds(5))
             let idleClosed = try await blocking { idle.isClosedByServer() }
             let (answer, busyClosed) = try await blocking { (busy.readResponse(), busy.isClosedByServer()) }
@@ -48,7 +49,7 @@ struct DrainTests {
                 c.send("GET /slow HTTP/1.1\r\nHost: r\r\nX-Delay-Ms: 2000\r\n\r\n")
                 return c
             }
-            #expect(await eventually { started.isRaised }, "the request is with the responder")
+            #expect(try await eventually { started.isRaised }, "the request is with the responder")
             #expect(await server.drain(deadline: .milliseconds(200)) == false)
             _ = client
         }

@@ -4,6 +4,7 @@ import Glibc
 import EventLoop
 import Foundation
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTP server endurance on loopback")
@@ -22,7 +23,7 @@ struct EnduranceTests {
                 client.send([UInt8](repeating: 0x61, count: 900))
                 return client
             }
-            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the request's first bytes are read")
+            #expect(try await eventually { server.bufferedRequestBytes > 0 }, "the request's first bytes are read")
             let (status, reason, trickled) = try await blocking { () -> (Int?, String, Int) in
                 // 100 more bytes, one per 50 ms of the server's time: 5 s for the whole body.
                 for sent in 1...100 {
@@ -55,11 +56,11 @@ struct EnduranceTests {
                     return c
                 }
             }
-            #expect(await eventually { server.budgetCutCount >= 1 })
+            #expect(try await eventually { server.budgetCutCount >= 1 })
             let firstAnswer = try await blocking { slow[0].readResponse() }
             #expect(firstAnswer?.status == 408)
             #expect(firstAnswer?.text.contains("unfinished requests") == true)
-            #expect(await eventually { server.bufferedRequestBytes <= 64 << 10 })
+            #expect(try await eventually { server.bufferedRequestBytes <= 64 << 10 })
             let served = try await blocking { () -> String? in
                 let c = try TestClient(port: port)
                 c.send("POST /push HTTP/1.1\r\nHost: r\r\nContent-Length: 5\r\n\r\nhello")
@@ -89,9 +90,9 @@ struct EnduranceTests {
                 }
             }
             // The server has read past its budget and cut someone before the clients leave.
-            #expect(await eventually { server.budgetCutCount >= 1 })
+            #expect(try await eventually { server.budgetCutCount >= 1 })
             try await blocking { for c in clients { c.close() } }
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
             #expect(server.bufferedRequestBytes == 0)
         }
     }

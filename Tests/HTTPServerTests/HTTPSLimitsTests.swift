@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTPS server on loopback: the plain listener's limits, and hostile clients", .serialized)
@@ -29,7 +30,7 @@ struct HTTPSLimitsTests {
             #expect(plainClosed)
             #expect(garbageClosed)
             #expect(hugeClosed)
-            #expect(await eventually { server.tlsFailureCount == 3 && server.openConnectionCount == 0 })
+            #expect(try await eventually { server.tlsFailureCount == 3 && server.openConnectionCount == 0 })
             let caPEM = files.certificates.caPEM
             let after = try await blocking {
                 let client = try TLSTestClient(port: port, caPEM: caPEM)
@@ -46,14 +47,16 @@ struct HTTPSLimitsTests {
         try await withHTTPSServer { server, files in
             let port = server.port
             let caPEM = files.certificates.caPEM
-            try await blocking {
+            let client = try await blocking {
                 let client = try TLSTestClient(port: port, caPEM: caPEM)
                 let hello = try client.clientHello()
                 client.raw.send(Array(hello.prefix(hello.count / 2)))
-                usleep(50_000)
-                client.raw.close()
+                return client
             }
-            #expect(await eventually { server.openConnectionCount == 0 && server.tlsFailureCount == 1 })
+            #expect(try await eventually { server.openConnectionCount == 1 && !server.holdsFreshIdleConnection },
+                    "the half hello is read")
+            client.raw.close()
+            #expect(try await eventually { server.openConnectionCount == 0 && server.tlsFailureCount == 1 })
         }
     }
 
@@ -71,20 +74,20 @@ struct HTTPSLimitsTests {
                 half.raw.send(Array(hello.prefix(hello.count / 2)))
                 return (silent, half)
             }
-            #expect(await eventually { server.openConnectionCount == 2 })
+            #expect(try await eventually { server.openConnectionCount == 2 })
             // The half hello's arrival is not observable: step the clock until its deadline has
             // passed (at most 500 ms of the clock's time, half the idle timeout).
             var steps = 0
             while server.openConnectionCount == 2 && steps < 10 {
                 clock.advance(.milliseconds(50))
                 steps += 1
-                _ = await eventually(0.1) { server.openConnectionCount < 2 }
+                _ = try await eventually(within: .milliseconds(100)) { server.openConnectionCount < 2 }
             }
             #expect(server.openConnectionCount == 1, "the half handshake was cut, the silent one kept")
             #expect(try await blocking { half.raw.isClosedByServer() })
             clock.advance(.seconds(1))
             #expect(try await blocking { silent.isClosedByServer() })
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 
@@ -100,18 +103,19 @@ struct HTTPSLimitsTests {
                 try client.send("POST /slow HTTP/1.1\r\nHost: r\r\nContent-Length: 100\r\n\r\n0123456789")
                 return client
             }
-            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the head and the first body bytes are read")
+            #expect(try await eventually { server.bufferedRequestBytes > 0 }, "the head and the first body bytes are read")
             clock.advance(.milliseconds(150))
             let response = try await blocking { client.readResponse() }
             #expect(response?.status == 408)
             #expect(response?.header("Connection") == "close")
-            #expect(await eventually { server.openConnectionCount == 0 && server.bufferedRequestBytes == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 && server.bufferedRequestBytes == 0 })
         }
     }
 
     @Test("at the cap a stalled handshake is cut for a new client; with every connection answering, the new one is refused")
     func connectionCap() async throws {
         let configuration = testConfiguration(maxConnections: 2, loops: 1)
+        let answering = Signal()
         try await withHTTPSServer(configuration) { server, files in
             let port = server.port
             let caPEM = files.certificates.caPEM
@@ -123,8 +127,8 @@ struct HTTPSLimitsTests {
                     return client
                 }
             }
-            #expect(await eventually { server.openConnectionCount == 2 })
-            try await Task.sleep(for: .milliseconds(50))  // both half hellos read
+            #expect(try await eventually { server.openConnectionCount == 2 && !server.holdsFreshIdleConnection },
+                    "both half hellos read")
             let served = try await blocking {
                 let client = try TLSTestClient(port: port, caPEM: caPEM)
                 try client.handshake()
@@ -137,7 +141,8 @@ struct HTTPSLimitsTests {
             _ = stalled
         }
 
-        try await withHTTPSServer(configuration) { server, files in
+        let responder = EchoResponder(started: { _ in answering.raise() })
+        try await withHTTPSServer(configuration, responder: responder) { server, files in
             let port = server.port
             let caPEM = files.certificates.caPEM
             let busy = try await blocking {
@@ -148,8 +153,8 @@ struct HTTPSLimitsTests {
                     return client
                 }
             }
-            #expect(await eventually { server.openConnectionCount == 2 })
-            try await Task.sleep(for: .milliseconds(50))  // both requests with the responder
+            #expect(try await eventually { server.openConnectionCount == 2 && answering.count == 2 },
+                    "both requests with the responder")
             let refused = try await blocking { () -> Bool in
                 let client = try TLSTestClient(port: port, caPEM: caPEM, timeout: 2)
                 return (try? client.handshake()) == nil
@@ -194,7 +199,7 @@ struct HTTPSLimitsTests {
                 try busy.send("GET /inflight HTTP/1.1\r\nHost: r\r\nX-Delay-Ms: 300\r\n\r\n")
                 return (busy, idle)
             }
-            #expect(await eventually { started.isRaised })
+            #expect(try await eventually { started.isRaised })
             async let drained = server.drain(deadline: .seconds(5))
             let response = try await blocking { busy.readResponse() }
             #expect(response?.text == "GET /inflight ")

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTP server on loopback: requests and answers")
@@ -94,7 +95,7 @@ struct HTTPServerTests {
                 return served
             }
             #expect(served == 1000)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 /// Clients that shut down their sending side after the request (`nc -N`, some proxies)
@@ -24,7 +25,7 @@ struct HalfCloseTests {
                 #expect(response?.header("Connection") == "close")
             }
             #expect(closed)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 
@@ -83,7 +84,7 @@ struct HalfCloseTests {
             }
             #expect(closed, "closed at once, with no byte sent")
             #expect(!started.isRaised)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 
@@ -101,7 +102,7 @@ struct HalfCloseTests {
             #expect(response?.text == "GET /one ")
             #expect(response?.header("Connection") == nil)
             #expect(closed)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 }

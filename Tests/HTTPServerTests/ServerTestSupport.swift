@@ -270,19 +270,17 @@ func withServer(
 /// `duration` in `LoopClock` nanoseconds, the time the pure tests make up: `t0 + nanos(.seconds(5))`.
 func nanos(_ duration: Duration) -> Int64 { LoopClock.nanoseconds(duration) }
 
-/// Polls `condition` every 5 ms for at most `seconds`; the bound keeps a bug from hanging.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < end {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
+extension HTTPServer {
+    /// Whether a loop holds an accepted connection that has sent nothing yet: false once every
+    /// client's first bytes are read (a half ClientHello too, which makes its connection a
+    /// request arriving), the moment a test of the cap's order must wait for.
+    var holdsFreshIdleConnection: Bool { core.contexts.contains { $0.oldestIdle(.fresh) != nil } }
 }
 
-/// A thread-safe set of flags a responder raises and a test waits for.
+/// A thread-safe flag a responder raises (each raise counted) and a test waits for.
 final class Signal: Sendable {
-    private let raised = Mutex(false)
-    func raise() { raised.withLock { $0 = true } }
-    var isRaised: Bool { raised.withLock { $0 } }
+    private let raises = Mutex(0)
+    func raise() { raises.withLock { $0 += 1 } }
+    var isRaised: Bool { count > 0 }
+    var count: Int { raises.withLock { $0 } }
 }

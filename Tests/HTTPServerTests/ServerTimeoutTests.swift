@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Synchronization
 import Testing
+import TestWaits
 @testable import HTTPServer
 
 @Suite("HTTP server on loopback: timeouts")
@@ -25,7 +26,7 @@ struct ServerTimeoutTests {
                 return client.readResponse()
             }
             #expect(other?.text == "GET /fast ")
-            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the slow head's first bytes are read")
+            #expect(try await eventually { server.bufferedRequestBytes > 0 }, "the slow head's first bytes are read")
             let (timeout, closed) = try await blocking {
                 // Keeps trickling, a line every 20 and 15 ms: a trickle does not reset the head
                 // deadline, so 45 ms after the first byte it is 408.
@@ -52,7 +53,7 @@ struct ServerTimeoutTests {
                 client.send("POST /s HTTP/1.1\r\nHost: r\r\nContent-Length: 100\r\n\r\n0123456789")
                 return client
             }
-            #expect(await eventually { server.bufferedRequestBytes > 0 }, "the head and the first body bytes are read")
+            #expect(try await eventually { server.bufferedRequestBytes > 0 }, "the head and the first body bytes are read")
             clock.advance(.milliseconds(50))
             let (response, closed) = try await blocking { (client.readResponse(), client.isClosedByServer()) }
             #expect(response?.status == 408)
@@ -75,12 +76,12 @@ struct ServerTimeoutTests {
                 return (client, first, never)
             }
             #expect(first?.status == 200)
-            #expect(await eventually { server.openConnectionCount == 2 })
+            #expect(try await eventually { server.openConnectionCount == 2 })
             clock.advance(.milliseconds(50))
             let (closed, fresh) = try await blocking { (client.isClosedByServer(), never.isClosedByServer()) }
             #expect(closed)
             #expect(fresh)
-            #expect(await eventually { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 0 })
         }
     }
 
@@ -93,8 +94,8 @@ struct ServerTimeoutTests {
                 c.send("GET /big HTTP/1.1\r\nHost: r\r\n\r\n")
                 return c
             }
-            #expect(await eventually { server.openConnectionCount == 1 })
-            #expect(await eventually(5) { server.openConnectionCount == 0 })
+            #expect(try await eventually { server.openConnectionCount == 1 })
+            #expect(try await eventually(within: .seconds(5)) { server.openConnectionCount == 0 })
             _ = client
         }
     }

@@ -198,6 +198,21 @@ struct MockAPNsServerTests {
         }
     }
 
+    @Test("waitForRecords is woken by the record that makes its count, and answers false at its timeout")
+    func waitForRecords() async throws {
+        let harness = try Harness()
+        defer { harness.shutdown() }
+        let server = harness.server
+        #expect(!server.waitForRecords(count: 1, timeout: .milliseconds(20)))
+        async let woken = onOwnThread { server.waitForRecords(count: 2, timeout: .seconds(10)) }
+        let client = Client()
+        let connection = try await harness.connect(client).get()
+        _ = try #require(try await client.result(try await push(connection))).get()
+        _ = try #require(try await client.result(try await push(connection))).get()
+        #expect(try await woken)
+        #expect(server.waitForRecords(count: 2, timeout: .zero), "a count already held answers at once")
+    }
+
     @Test("dropAllConnections fails the client's pending streams promptly")
     func dropAll() async throws {
         let harness = try Harness()

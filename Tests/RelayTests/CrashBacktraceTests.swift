@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaits
 import OpenSSLSupport
 import BuiltProducts
 #if canImport(Glibc)
@@ -53,12 +54,11 @@ struct CrashBacktraceTests {
         // and end the process, a signal sent by kill does not, so the test ends it.
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
 
-        let started = ContinuousClock.now + .seconds(15)
-        while !logText().contains("apns-relay listening") {
+        let listening = try await eventually(within: .seconds(15)) {
             try #require(process.isRunning, "the relay exited (\(process.terminationStatus)): \(logText())")
-            try #require(ContinuousClock.now < started, "the relay never logged that it listens: \(logText())")
-            try await Task.sleep(for: .milliseconds(20))
+            return logText().contains("apns-relay listening")
         }
+        try #require(listening, "the relay never logged that it listens: \(logText())")
         // The signal goes to the event loop's thread (kill(2) given a thread's id delivers to that
         // thread when it does not block the signal), which waits in epoll_wait under
         // EventLoop.run: the main thread waits in sigtimedwait, which keeps no frame chain to
@@ -69,11 +69,8 @@ struct CrashBacktraceTests {
         }.flatMap { Int32($0) }, "no eventloop-0 thread in \(task)")
         kill(loop, SIGSEGV)
 
-        let ended = ContinuousClock.now + .seconds(60)
-        while !logText().contains("Backtrace took") {
-            try #require(ContinuousClock.now < ended, "no backtrace within 60 s: \(logText())")
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try #require(try await eventually(within: .seconds(60)) { logText().contains("Backtrace took") },
+                     "no backtrace within 60 s: \(logText())")
         let text = logText()
         #expect(text.contains("\"eventloop-0\" crashed"), "\(text)")
         // A frame: number, address, function + offset, image (apns-relay, or libc.so.6 for a

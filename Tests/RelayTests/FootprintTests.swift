@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestWaits
 import MockAPNs
 import OpenSSLSupport
 import BuiltProducts
@@ -97,13 +98,11 @@ struct FootprintTests {
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
 
-        let deadline = ContinuousClock.now + .seconds(15)
-        while true {
+        let ready = try await eventually(within: .seconds(15)) {
             try #require(process.isRunning, "the relay exited (\(process.terminationStatus))")
-            if let response = try? await TestHTTP.get(port: port, target: "/ready"), response.status == 200 { break }
-            try #require(ContinuousClock.now < deadline, "the relay never became ready")
-            try await Task.sleep(for: .milliseconds(50))
+            return (try? await TestHTTP.get(port: port, target: "/ready"))?.status == 200
         }
+        try #require(ready, "the relay never became ready")
         let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
         let kB = try #require(Int(line.dropFirst("VmRSS:".count).filter(\.isNumber)))
