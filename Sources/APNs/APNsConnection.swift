@@ -20,9 +20,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     /// The HTTP/2 connection once connected (read by the test seams).
     private(set) var h2: HTTP2ClientConnection?
-    /// The pool asked us to close; nothing we do afterwards matters to it.
-    private var closing = false
-    private var ended = false
+    private var phase = Phase.connecting(startedAt: .now, tcpDone: false)
     /// The shared token's generation and `iat` that `sharedHeaders` carries (0: none yet).
     private var tokenGeneration: UInt64 = 0
     private var tokenIssuedAt: Int64 = 0
@@ -38,9 +36,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var lastActivity = MonotonicInstant.now
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
-    /// While the connect is under way: when it began and whether TCP is done (TLS is next).
-    private var connectStartedAt: MonotonicInstant?
-    private var tcpDone = false
 
     init(id: ConnectionID, loop: EventLoop, shard pool: APNsPoolShard) {
         self.id = id
@@ -55,6 +50,20 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     private var number: Int { Int(truncatingIfNeeded: id.value) }
 
+    /// Where the connection is in its life; each case is a state the pool may find it in.
+    private enum Phase: Equatable {
+        /// The connect is under way since `startedAt`; `tcpDone` once TCP is up (TLS is next).
+        case connecting(startedAt: MonotonicInstant, tcpDone: Bool)
+        /// Connected: it takes pushes.
+        case open
+        /// The pool asked us to close (while connecting or open); nothing we do afterwards
+        /// matters to it, but the close is still reported once.
+        case closing
+        /// The pool has been told the connection ended (a failed connect, or the close): nothing
+        /// more is reported.
+        case ended
+    }
+
     /// A stream's push, by id: its record (and notification) stays with the shard's machine.
     private struct InFlight {
         let push: PushID
@@ -67,16 +76,18 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     // MARK: Pool's orders (on loop)
 
     func connect() {
-        connectStartedAt = .now
+        phase = .connecting(startedAt: .now, tcpDone: false)
         HTTP2ClientConnection.connect(
             host: endpoint.host, port: endpoint.port, serverName: endpoint.serverName, tls: configuration.connectionTLS,
             on: loop, timeout: configuration.connectTimeout, id: number, delegate: self,
-            tcpConnected: { [weak self] in self?.tcpDone = true }
+            tcpConnected: { [weak self] in
+                guard let self, case .connecting(let startedAt, _) = self.phase else { return }
+                self.phase = .connecting(startedAt: startedAt, tcpDone: true)
+            }
         ) { [self] result in
-            connectStartedAt = nil
             switch result {
             case .failure(let error):
-                ended = true
+                phase = .ended
                 observer?.connectFailed(environment: environment, error: "\(error)")
                 let hostSetting = environment == .production ? configuration.productionHostSetting : configuration.sandboxHostSetting
                 pool?.lastConnectFailure = APNsConnectFailure(error, endpoint: endpoint, caSetting: configuration.caSetting,
@@ -84,7 +95,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 pool?.handle(.connectionFailed(id))
             case .success(let connection):
                 h2 = connection
-                if closing { connection.close(); return }
+                if case .closing = phase { connection.close(); return }
+                phase = .open
                 pool?.lastConnectFailure = nil
                 observer?.connectionOpened(environment: environment, connection: number)
                 pool?.handle(.connectionEstablished(id))
@@ -95,7 +107,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     }
 
     func send(_ push: PushID, _ notification: APNsNotification, deadline: MonotonicInstant) {
-        guard let h2, !h2.isClosed, !closing else {
+        guard let h2, !h2.isClosed, case .open = phase else {
             pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("the connection to APNs closed before the push went out"))))
             return
         }
@@ -143,7 +155,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     }
 
     func close() {
-        closing = true
+        if phase != .ended { phase = .closing }
         cancelTimers()
         h2?.close()
     }
@@ -151,7 +163,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// What the connect is doing, while it is under way: the words a push that reaches its
     /// deadline meanwhile ends with (nil once it succeeded or failed).
     var connectProgress: String? {
-        guard let started = connectStartedAt, !closing else { return nil }
+        guard case .connecting(let started, let tcpDone) = phase else { return nil }
         let step = tcpDone ? "TLS handshake with \(endpoint)" : "TCP connect to \(endpoint)"
         return "\(step) not done within \(Self.milliseconds(.now - started)) (the connect timeout is \(Self.milliseconds(configuration.connectTimeout)))"
     }
@@ -219,12 +231,12 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             pool?.handle(.deadlinePassed(push))
             h2?.cancel(stream: stream)
         }
-        if let next, !closing { armDeadline(next) }
+        if let next, case .open = phase { armDeadline(next) }
     }
 
     private func armPing() {
         pingTimer = loop.schedule(after: configuration.idlePingInterval) { [weak self] in
-            guard let self, !self.closing, let h2 = self.h2, !h2.isClosed else { return }
+            guard let self, case .open = self.phase, let h2 = self.h2, !h2.isClosed else { return }
             if MonotonicInstant.now - self.lastActivity >= self.configuration.idlePingInterval, self.pingTimeoutTimer == nil {
                 h2.ping()
                 self.pingTimeoutTimer = self.loop.schedule(after: self.configuration.pingTimeout) { [weak self] in
@@ -311,8 +323,8 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?) {
         cancelTimers()
         streams.removeAll()
-        guard !ended else { return }
-        ended = true
+        if case .ended = phase { return }
+        phase = .ended
         observer?.connectionClosed(environment: environment, connection: number, error: error.map { "\($0)" })
         // Streams still open when a connection dies may have reached Apple; the pool retries them
         // anyway: a duplicate notification beats a lost one.

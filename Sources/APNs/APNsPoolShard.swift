@@ -233,7 +233,7 @@ final class APNsPoolShard: @unchecked Sendable {
         if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
             return APNsError(code: error.code, message: "\(why); \(error.message)", connectFailure: why)
         }
-        if error.code == .timeout, !machine.canSendNow,
+        if error.code == .timeout, !machine.summary.canSendNow,
            let progress = connections.values.lazy.compactMap(\.connectProgress).first {
             return APNsError(code: .timeout, message: "\(progress); \(error.message)")
         }

@@ -196,42 +196,36 @@ struct PoolStateMachine<Request: PoolRequest> {
     func push(_ id: PushID) -> Push? { pushes[id] }
     /// Connections the pool still tracks (connecting, ready or draining).
     var connectionCount: Int { connections.count }
-    /// Connections that may take new streams now.
-    var readyConnectionCount: Int { connections.values.count { $0.state == .ready } }
-    /// True when a push enqueued now could go out: some connection is ready, not draining, and
-    /// Apple allows it at least one stream. What `/ready` reports.
-    var canSendNow: Bool { !isShuttingDown && connections.values.contains { $0.state == .ready && $0.limit > 0 } }
     /// Connection ids are handed out in order and the first `poolSize` open at `.start`: any
     /// later one replaces a connection that ended (a reconnect, for the metrics and logs).
     func isReconnect(_ c: ConnectionID) -> Bool {
         (c.value - 1 - UInt64(configuration.shard)) / UInt64(configuration.shards) >= UInt64(configuration.poolSize)
     }
-    /// True when a push enqueued now goes out at once: nothing waits before it and a ready
-    /// connection has a free stream. An owner with several machines prefers the one that can.
-    var canTakeNow: Bool { started && !isShuttingDown && queuedCount == 0 && bestConnection(for: nil) != nil }
-    /// True once `.start` was handled.
-    var isStarted: Bool { started }
-    /// True while some connection is ready or coming up, so a push queued here has a way out.
-    var hasLiveConnection: Bool { connections.values.contains { $0.state != .draining } }
-    /// Pushes handed to a connection and not yet ended.
-    var inFlightCount: Int { pushes.count - queuedCount }
-
-    /// What an owner publishes after every event, found in one pass over the connections: each
-    /// property on its own walks them all, and the owner asked for four of them twice per push.
+    /// What an owner publishes after every event, found in one pass over the connections: the
+    /// owner reads several of its fields twice per push, and each worked out alone walked them all.
     struct Summary: Equatable {
+        /// A push enqueued now goes out at once: nothing waits before it and a ready connection
+        /// has a free stream. An owner with several machines prefers the one that can.
         var canTakeNow = false
+        /// Some connection is ready or coming up, so a push queued here has a way out.
         var hasLiveConnection = false
+        /// A push enqueued now could go out: some connection is ready, not draining, and Apple
+        /// allows it at least one stream. What `/ready` reports.
         var canSendNow = false
+        /// Connections that may take new streams now.
         var readyConnectionCount = 0
+        /// `.start` was handled.
         var isStarted = false
+        /// Pushes handed to a connection and not yet ended.
         var inFlightCount = 0
+        /// Pushes waiting for a connection.
         var queuedCount = 0
     }
 
-    /// The properties of the same names at once, as they stand after the last event: worked out
-    /// once at the end of `handle` (which also returns it), so an owner reads one stored value
-    /// (reading a computed property of the machine copied the whole machine, and each property
-    /// read from the owner's stored machine was an exclusivity check of its own).
+    /// The summary as it stands after the last event: worked out once at the end of `handle`
+    /// (which also returns it), so an owner reads one stored value (reading a computed property
+    /// of the machine copied the whole machine, and each read from the owner's stored machine
+    /// was an exclusivity check of its own).
     private(set) var summary = Summary()
 
     private func summarize() -> Summary {
@@ -249,7 +243,7 @@ struct PoolStateMachine<Request: PoolRequest> {
         // `bestConnection(for: nil)` finds a connection exactly when one has a free stream.
         summary.canTakeNow = started && !isShuttingDown && queuedCount == 0 && anyFree
         summary.isStarted = started
-        summary.inFlightCount = inFlightCount
+        summary.inFlightCount = pushes.count - queuedCount
         summary.queuedCount = queuedCount
         return summary
     }

@@ -11,7 +11,7 @@ import OpenSSLSupport
 /// deadlines run from the first byte, and at the cap a stalled handshake is cut as the slowest
 /// request arriving. A client that sends nothing is an idle, fresh connection like a plain one.
 /// A handshake that fails (garbage, plain HTTP, a record longer than TLS allows, EOF half-way)
-/// closes the connection and is counted (`ServerCounters.tlsHandshakeFailures`).
+/// closes the connection and is counted (`ServerCounters.tlsFailures`).
 ///
 /// Not `Sendable`: every member is touched on the stream's loop only.
 final class TLSLayer: TCPStreamHandler {
@@ -22,15 +22,27 @@ final class TLSLayer: TCPStreamHandler {
     /// Held strongly until the stream closes (the stream holds this layer, this layer the
     /// connection, the connection both), so a connection lives exactly as long as its socket.
     var connection: HTTPConnection?
-    private var established = false
+    private var state = State.handshaking
     /// Ciphertext bytes received before the handshake completed.
     private var handshakeBytes = 0
     /// The first byte the peer sent, to tell plain HTTP from a ClientHello (0x16).
     private var firstByte: UInt8?
-    /// The peer's close_notify arrived: nothing more is read.
-    private var ended = false
-    /// The handshake failed or a write could not be encrypted: the stream is closing.
-    private var failed = false
+
+    /// The session's legal states, in the order they can follow each other (any may end the
+    /// stream; `failed` may follow any but itself).
+    private enum State {
+        /// Every byte read is a handshake byte; nothing can be sent to the connection's peer.
+        case handshaking
+        /// Plaintext flows both ways.
+        case established
+        /// The peer's close_notify arrived: nothing more is read; answers still go out.
+        case peerClosed
+        /// The handshake failed or a write could not be encrypted: the stream is closing.
+        case failed
+    }
+
+    /// The handshake is done and nothing failed: answers are encrypted and sent.
+    private var sends: Bool { state == .established || state == .peerClosed }
 
     init(stream: TCPStream, session: TLSSession, core: HTTPServerCore, context: LoopContext) {
         self.stream = stream
@@ -42,9 +54,9 @@ final class TLSLayer: TCPStreamHandler {
     // MARK: TCPStreamHandler (the stream's events)
 
     func streamDidRead(_ stream: TCPStream, _ bytes: UnsafeRawBufferPointer) {
-        guard let connection, !ended, !failed else { return }
+        guard let connection, state == .handshaking || state == .established else { return }
         session.feed(bytes)
-        if !established {
+        if state == .handshaking {
             if firstByte == nil { firstByte = bytes.first }
             handshakeBytes += bytes.count
             connection.handshakeBytesArrived(bytes.count)
@@ -58,7 +70,7 @@ final class TLSLayer: TCPStreamHandler {
             }
             sendCiphertext()
             guard done else { return }
-            established = true
+            state = .established
             connection.handshakeFinished()
             guard stream.isOpen else { return }
         }
@@ -89,7 +101,7 @@ final class TLSLayer: TCPStreamHandler {
         }
         if result == .closed, stream.isOpen {
             // close_notify: the peer sends no more; what it asked for is still answered.
-            ended = true
+            state = .peerClosed
             stream.pauseReading()
             connection.streamDidReadEOF(stream)
         }
@@ -100,15 +112,20 @@ final class TLSLayer: TCPStreamHandler {
     }
 
     func streamDidReadEOF(_ stream: TCPStream) {
-        guard established else {
+        switch state {
+        case .handshaking:
             if handshakeBytes > 0 { handshakeFailed("the client closed the connection during the TLS handshake") }
             stream.close()
-            return
+        case .established:
+            // EOF without close_notify: answered as a plain connection's EOF is (a truncation the
+            // client can't exploit: every answer is framed by Content-Length).
+            connection?.streamDidReadEOF(stream)
+        case .peerClosed:
+            break
+        case .failed:
+            // Counted already, and closing: the peer has gone too.
+            stream.close()
         }
-        // EOF without close_notify: answered as a plain connection's EOF is (a truncation the
-        // client can't exploit: every answer is framed by Content-Length).
-        guard !ended else { return }
-        connection?.streamDidReadEOF(stream)
     }
 
     func streamDidClose(_ stream: TCPStream, error: SocketError?) {
@@ -122,12 +139,12 @@ final class TLSLayer: TCPStreamHandler {
     /// Encrypts and sends. Before the handshake completed nothing can be sent (an answer to a
     /// handshake cut for a deadline or the cap): the close that follows is all the peer gets.
     func write(_ bytes: UnsafeRawBufferPointer) {
-        guard established, !failed, stream.isOpen else { return }
+        guard sends, stream.isOpen else { return }
         do {
             try session.writePlaintext(bytes)
         } catch {
             // Closed on the next turn, so the connection is not told of the close inside its own write.
-            failed = true
+            state = .failed
             core.noteTLSFailure("could not encrypt an answer to \(peerText); connection closed: \(error)")
             let bound = LoopBound(stream, on: stream.loop)
             stream.loop.execute { bound.value.close() }
@@ -137,20 +154,20 @@ final class TLSLayer: TCPStreamHandler {
     }
 
     func resumeReading() {
-        guard !ended else { return }
+        guard state != .peerClosed else { return }
         stream.resumeReading()
     }
 
     /// Sends close_notify after the answers, then closes once all is written.
     func closeAfterFlush() {
-        if established && !failed { session.shutdown() }
+        if sends { session.shutdown() }
         sendCiphertext()
         stream.closeAfterFlush()
     }
 
     /// Closes now; close_notify goes first when nothing else waits to be written.
     func close() {
-        if established, !failed, stream.isOpen, stream.pendingWriteBytes == 0 {
+        if sends, stream.isOpen, stream.pendingWriteBytes == 0 {
             session.shutdown()
             sendCiphertext()
         }
@@ -174,7 +191,7 @@ final class TLSLayer: TCPStreamHandler {
     }
 
     private func handshakeFailed(_ reason: String) {
-        failed = true
+        state = .failed
         core.noteTLSFailure("TLS handshake with \(peerText) failed; connection closed: \(reason)")
         // Plain HTTP sent to the HTTPS port: say so in plain HTTP, with a status Mastodon
         // retries (a 4xx would make it drop the subscription), rather than close without a word.

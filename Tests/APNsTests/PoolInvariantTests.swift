@@ -76,11 +76,14 @@ private struct Owner {
         let inFlight = conns.values.reduce(0) { $0 + $1.streams.count }
         if pool.queuedCount > capacity + inFlight + 3 * 16 { problem("queue grew to \(pool.queuedCount)") }
         if pool.livePushCount != live.count { problem("pool tracks \(pool.livePushCount) pushes, owner \(live.count) after \(event)") }
-        let expected = Pool.Summary(canTakeNow: pool.canTakeNow, hasLiveConnection: pool.hasLiveConnection,
-                                    canSendNow: pool.canSendNow, readyConnectionCount: pool.readyConnectionCount,
-                                    isStarted: pool.isStarted, inFlightCount: pool.inFlightCount,
-                                    queuedCount: pool.queuedCount)
-        if pool.summary != expected { problem("summary \(pool.summary), properties \(expected) after \(event)") }
+        // Each field from its own definition, against the machine's one pass.
+        let ready = pool.connections.values.filter { $0.state == .ready }
+        let expected = Pool.Summary(
+            canTakeNow: pool.started && !pool.isShuttingDown && pool.queuedCount == 0 && pool.bestConnection(for: nil) != nil,
+            hasLiveConnection: pool.connections.values.contains { $0.state != .draining },
+            canSendNow: !pool.isShuttingDown && ready.contains { $0.limit > 0 }, readyConnectionCount: ready.count,
+            isStarted: pool.started, inFlightCount: pool.livePushCount - pool.queuedCount, queuedCount: pool.queuedCount)
+        if pool.summary != expected { problem("summary \(pool.summary), its definitions \(expected) after \(event)") }
     }
 
     mutating func perform(_ action: Pool.Action, after event: Pool.Event) {

@@ -131,7 +131,7 @@ struct PoolStateMachineTests {
         // A second expired token is Apple's final word for this push; the connection stays.
         let again = pool.handle(.streamCompleted(c(1), p(1), .classify(answer)), now: at(0))
         #expect(again == [.completePush(p(1), answer)])
-        #expect(pool.readyConnectionCount == 1)
+        #expect(pool.summary.readyConnectionCount == 1)
     }
 
     @Test("ExpiredProviderToken on one connection of several: the retry stays on it, and none is replaced")
@@ -141,7 +141,7 @@ struct PoolStateMachineTests {
         let actions = pool.handle(.streamCompleted(first, p(1), .classify(response(403, .expiredProviderToken))), now: at(0))
         #expect(sends(actions) == [p(1): first])
         #expect(created(actions).isEmpty && !actions.contains { if case .closeConnection = $0 { true } else { false } })
-        #expect(pool.readyConnectionCount == 3)
+        #expect(pool.summary.readyConnectionCount == 3)
     }
 
     @Test("a connection with streams still open closes only after they finish")
@@ -415,15 +415,15 @@ struct PoolStateMachineTests {
     @Test("the pool says it can send only while a connection could take a push now")
     func canSendNow() {
         var pool = warmPool(size: 1)
-        #expect(pool.canSendNow)
+        #expect(pool.summary.canSendNow)
         _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 0), now: at(0))
-        #expect(!pool.canSendNow)
+        #expect(!pool.summary.canSendNow)
         _ = pool.handle(.maxConcurrentStreamsChanged(c(1), 5), now: at(0))
         let conn = sends(pool.handle(.enqueue(p(1), deadline: at(8)), now: at(0)))[p(1)]!
         _ = pool.handle(.streamCompleted(conn, p(1), .notSent(.unavailable("out of stream ids"))), now: at(0))
-        #expect(!pool.canSendNow, "the exhausted connection is draining and its replacement not yet up")
+        #expect(!pool.summary.canSendNow, "the exhausted connection is draining and its replacement not yet up")
         _ = pool.handle(.connectionEstablished(c(2)), now: at(0))
-        #expect(pool.canSendNow)
+        #expect(pool.summary.canSendNow)
     }
 
     @Test("a push whose deadline has already passed is refused at enqueue")
