@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Basics", "ObservabilityTestSupport"]),
         .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestWaits"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Basics"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Basics", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),

@@ -6,12 +6,17 @@ import Transport
 /// (`APNsCredentials`, shared by every connection) and reports every stream's end, GOAWAY, limit
 /// change and close back as pool events.
 ///
+/// It keeps no table of its streams: each stream carries its push's id as the HTTP/2 session's
+/// tag for it (`submitRequest(tag:)`, handed back with the stream's completion and by
+/// `forEachOpenStream`), and the push's record, deadline included, stays with the shard's
+/// machine.
+///
 /// Not `Sendable`: every mutable member is touched on `loop` alone, its shard's loop (the shard
 /// calls it there, directly or through a `LoopBound` carried into `loop.execute`).
 final class APNsConnection: HTTP2ClientConnectionDelegate {
     let id: ConnectionID
     let loop: EventLoop
-    private weak var pool: APNsPoolShard?
+    private weak var shard: APNsPoolShard?
     private let environment: APNsEnvironment
     private let configuration: APNsClientConfiguration
     private let endpoint: APNsEndpoint
@@ -24,7 +29,13 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// The shared token's generation and `iat` that `sharedHeaders` carries (0: none yet).
     private var tokenGeneration: UInt64 = 0
     private var tokenIssuedAt: Int64 = 0
-    private var streams: [Int32: InFlight] = [:]
+    /// The first stream sent with `tokenGeneration` (nil until one is): stream ids rise, so a
+    /// stream below it went out with an earlier token, which is all Apple's ExpiredProviderToken
+    /// needs to know (`APNsCredentials.refusedAsExpired`).
+    private var tokenFirstStream: Int32?
+    /// The lowest last_stream_id of the GOAWAYs received: the streams above it were reported
+    /// unprocessed with the GOAWAY, and their completions that follow are not reported again.
+    private var goAwayLastStreamID: Int32 = .max
     /// One timer for every stream's deadline, due at the earliest of them (see `armDeadline`).
     private var deadlineTimer: EventLoop.Timer?
     private var deadlineTimerDue: MonotonicInstant?
@@ -37,15 +48,15 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     private var pingTimer: EventLoop.Timer?
     private var pingTimeoutTimer: EventLoop.Timer?
 
-    init(id: ConnectionID, loop: EventLoop, shard pool: APNsPoolShard) {
+    init(id: ConnectionID, loop: EventLoop, shard: APNsPoolShard) {
         self.id = id
         self.loop = loop
-        self.pool = pool
-        self.environment = pool.environment
-        self.configuration = pool.configuration
-        self.endpoint = pool.endpoint
-        self.observer = pool.observer
-        self.unixTime = pool.unixTime
+        self.shard = shard
+        self.environment = shard.environment
+        self.configuration = shard.configuration
+        self.endpoint = shard.endpoint
+        self.observer = shard.observer
+        self.unixTime = shard.unixTime
     }
 
     private var number: Int { Int(truncatingIfNeeded: id.value) }
@@ -62,15 +73,6 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         /// The pool has been told the connection ended (a failed connect, or the close): nothing
         /// more is reported.
         case ended
-    }
-
-    /// A stream's push, by id: its record (and notification) stays with the shard's machine.
-    private struct InFlight {
-        let push: PushID
-        /// The push's deadline, for the one deadline timer (the stream outlives an ended push).
-        let deadline: MonotonicInstant
-        /// The provider token it went out with, so Apple's ExpiredProviderToken names the token.
-        let tokenGeneration: UInt64
     }
 
     // MARK: Pool's orders (on loop)
@@ -90,17 +92,17 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 phase = .ended
                 observer?.connectFailed(environment: environment, error: "\(error)")
                 let hostSetting = environment == .production ? configuration.productionHostSetting : configuration.sandboxHostSetting
-                pool?.lastConnectFailure = APNsConnectFailure(error, endpoint: endpoint, caSetting: configuration.caSetting,
+                shard?.lastConnectFailure = APNsConnectFailure(error, endpoint: endpoint, caSetting: configuration.caSetting,
                                                               hostSetting: hostSetting)
-                pool?.handle(.connectionFailed(id))
+                shard?.handle(.connectionFailed(id))
             case .success(let connection):
                 h2 = connection
                 if case .closing = phase { connection.close(); return }
                 phase = .open
-                pool?.lastConnectFailure = nil
+                shard?.lastConnectFailure = nil
                 observer?.connectionOpened(environment: environment, connection: number)
-                pool?.handle(.connectionEstablished(id))
-                pool?.handle(.maxConcurrentStreamsChanged(id, Int(connection.remoteMaxConcurrentStreams)))
+                shard?.handle(.connectionEstablished(id))
+                shard?.handle(.maxConcurrentStreamsChanged(id, Int(connection.remoteMaxConcurrentStreams)))
                 armPing()
             }
         }
@@ -108,7 +110,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     func send(_ push: PushID, _ notification: APNsNotification, deadline: MonotonicInstant) {
         guard let h2, !h2.isClosed, case .open = phase else {
-            pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("the connection to APNs closed before the push went out"))))
+            shard?.handle(.streamCompleted(id, push, .notSent(.unavailable("the connection to APNs closed before the push went out"))))
             return
         }
         do {
@@ -116,7 +118,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         } catch {
             // Unreachable once the client started: it signed the first token, and a renewal that
             // fails keeps the current one.
-            pool?.handle(.streamCompleted(id, push, .retryable(error)))
+            shard?.handle(.streamCompleted(id, push, .retryable(error)))
             return
         }
         // Filled as a local taken out of the member (storage and all) and put back after: each
@@ -139,17 +141,17 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         }
         let stream: Int32
         do {
-            stream = try h2.submitRequest(headers, shared: sharedHeaders, body: notification.payload)
+            stream = try h2.submitRequest(headers, shared: sharedHeaders, body: notification.payload, tag: push.value)
         } catch let error as HTTP2Error where Self.neverSent.contains(error.code) {
             // Closing, going away or out of stream ids: nothing left us, so no retry is used,
             // and the pool stops choosing this connection.
-            pool?.handle(.streamCompleted(id, push, .notSent(.unavailable("APNs connection \(number) cannot open streams: \(error.message)"))))
+            shard?.handle(.streamCompleted(id, push, .notSent(.unavailable("APNs connection \(number) cannot open streams: \(error.message)"))))
             return
         } catch {
-            pool?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
+            shard?.handle(.streamCompleted(id, push, .retryable(.unavailable("could not open a stream to APNs: \(error)"))))
             return
         }
-        streams[stream] = InFlight(push: push, deadline: deadline, tokenGeneration: tokenGeneration)
+        if tokenFirstStream == nil { tokenFirstStream = stream }
         lastActivity = .now
         armDeadline(deadline)
     }
@@ -170,6 +172,13 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     private static func milliseconds(_ duration: Duration) -> String {
         "\(Int((duration / .milliseconds(1)).rounded())) ms"
+    }
+
+    /// The provider token generation stream `id` went out with: the current one, or 0 for any
+    /// earlier one (Apple's refusal of an earlier token needs no new signing).
+    private func tokenGeneration(of stream: Int32) -> UInt64 {
+        guard let first = tokenFirstStream, stream >= first else { return 0 }
+        return tokenGeneration
     }
 
     /// Submit errors that mean the request never left us and this connection can take no more.
@@ -194,6 +203,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         if let reason = current.signed { observer?.providerTokenSigned(environment: environment, reason: reason) }
         guard current.generation != tokenGeneration else { return }
         tokenGeneration = current.generation
+        tokenFirstStream = nil
         tokenIssuedAt = current.token.issuedAt
         HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host)
         sharedHeaders.append("authorization", current.token.authorization)
@@ -210,26 +220,31 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         deadlineTimer = loop.schedule(after: deadline - .now) { [weak self] in self?.deadlinesDue() }
     }
 
-    /// Every stream whose deadline has come: the push ends now (`.timeout`, or Apple's last
-    /// answer to an earlier attempt) and the stream is reset, so Apple's late answer cannot arrive. Then the timer waits for the next deadline.
+    /// Every stream whose push's deadline has come: the push ends now (`.timeout`, or Apple's
+    /// last answer to an earlier attempt) and the stream is reset, so Apple's late answer cannot
+    /// arrive. Then the timer waits for the next deadline. A stream whose push ended already
+    /// (its answer only frees the slot) or that a GOAWAY refused has no deadline here.
     private func deadlinesDue() {
         deadlineTimer = nil
         deadlineTimerDue = nil
+        guard let h2, let shard else { return }
         let now = MonotonicInstant.now
         var due: [(stream: Int32, push: PushID)] = []
         var next: MonotonicInstant?
-        for (stream, entry) in streams {
-            if entry.deadline <= now {
-                due.append((stream, entry.push))
-            } else if next.map({ entry.deadline < $0 }) ?? true {
-                next = entry.deadline
+        h2.forEachOpenStream { stream, tag in
+            let push = PushID(tag)
+            guard stream <= goAwayLastStreamID, let deadline = shard.deadline(of: push) else { return }
+            if deadline <= now {
+                due.append((stream, push))
+            } else if next.map({ deadline < $0 }) ?? true {
+                next = deadline
             }
         }
         // In the order they were sent, as a timer per push would have fired them.
         due.sort { $0.stream < $1.stream }
         for (stream, push) in due {
-            pool?.handle(.deadlinePassed(push))
-            h2?.cancel(stream: stream)
+            shard.handle(.deadlinePassed(push))
+            h2.cancel(stream: stream)
         }
         if let next, case .open = phase { armDeadline(next) }
     }
@@ -256,24 +271,20 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
         deadlineTimerDue = nil
     }
 
-    /// The stream's push, once: a stream that ends leaves nothing behind (the deadline timer
-    /// finds no entry for it and waits for the next deadline still open, if any).
-    private func forget(stream: Int32) -> InFlight? {
-        streams.removeValue(forKey: stream)
-    }
-
     // MARK: HTTP2ClientConnectionDelegate
 
-    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, tag: UInt64,
+                    didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         lastActivity = .now
-        guard let entry = forget(stream: id) else { return }
-        let push = entry.push
-        guard let notification = pool?.notification(of: push) else {
+        // Reported unprocessed with the GOAWAY already.
+        guard id <= goAwayLastStreamID else { return }
+        let push = PushID(tag)
+        guard let notification = shard?.notification(of: push) else {
             // The push ended already (its deadline): the stream's end only frees its slot. Its
             // answer is not read, so a late ExpiredProviderToken signs nothing: the next push's
             // own 403 does, one push later.
             if case .failure(let error) = result, error.reason == .connectionClosed { return }
-            pool?.handle(.streamCompleted(self.id, push, .late(answered: (try? result.get()) != nil)))
+            shard?.handle(.streamCompleted(self.id, push, .late(answered: (try? result.get()) != nil)))
             return
         }
         let outcome: StreamOutcome
@@ -285,7 +296,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
                                    body: response.body, device: notification.token, sentID: notification.apnsID))
             if case .expiredProviderToken(let refused) = classified,
-               !(configuration.credentials?.refusedAsExpired(generation: entry.tokenGeneration, now: unixTime(),
+               !(configuration.credentials?.refusedAsExpired(generation: tokenGeneration(of: id), now: unixTime(),
                                                              policy: configuration.tokenPolicy) ?? false) {
                 // No newer token to retry with (Apple's refusals already forced one lately): the answer stands.
                 outcome = .final(refused)
@@ -298,20 +309,18 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             let processed = error.wasProcessed ? "may have been processed" : "was not processed"
             outcome = .retryable(.unavailable("APNs ended the stream (\(error.reason), code \(error.errorCode)); it \(processed)"))
         }
-        pool?.handle(.streamCompleted(self.id, push, outcome))
+        shard?.handle(.streamCompleted(self.id, push, outcome))
     }
 
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {
-        pool?.handle(.maxConcurrentStreamsChanged(id, Int(value)))
+        shard?.handle(.maxConcurrentStreamsChanged(id, Int(value)))
     }
 
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32,
+                    debugData: [UInt8], refused: [UInt64]) {
         // Streams above last_stream_id were never processed: the pool moves them without using a retry.
-        var unprocessed: [PushID] = []
-        for stream in streams.keys.sorted() where stream > lastStreamID {
-            if let entry = forget(stream: stream) { unprocessed.append(entry.push) }
-        }
-        pool?.handle(.goAwayReceived(id, unprocessed: unprocessed))
+        goAwayLastStreamID = min(goAwayLastStreamID, lastStreamID)
+        shard?.handle(.goAwayReceived(id, unprocessed: refused.map(PushID.init)))
     }
 
     func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection) {
@@ -322,12 +331,11 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?) {
         cancelTimers()
-        streams.removeAll()
         if case .ended = phase { return }
         phase = .ended
         observer?.connectionClosed(environment: environment, connection: number, error: error.map { "\($0)" })
         // Streams still open when a connection dies may have reached Apple; the pool retries them
         // anyway: a duplicate notification beats a lost one.
-        pool?.handle(error == nil ? .connectionClosed(id) : .connectionFailed(id))
+        shard?.handle(error == nil ? .connectionClosed(id) : .connectionFailed(id))
     }
 }

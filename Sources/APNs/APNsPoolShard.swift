@@ -6,8 +6,6 @@ import EventLoop
 struct PushRequest: PoolRequest {
     let id: PushID
     let notification: APNsNotification
-    /// The same deadline the machine's record holds: a connection arms its timer with it.
-    let deadline: MonotonicInstant
     let completion: APNsPool.Completion
 }
 
@@ -108,6 +106,10 @@ final class APNsPoolShard: @unchecked Sendable {
     /// Apple's answer with it. Loop only.
     func notification(of id: PushID) -> APNsNotification? { machine.push(id)?.request.notification }
 
+    /// The deadline of a push still in the pool, from its record (nil once it ended): a
+    /// connection's deadline timer reads it. Loop only.
+    func deadline(of id: PushID) -> MonotonicInstant? { machine.push(id)?.deadline }
+
     // MARK: On the loop
 
     func start() {
@@ -126,7 +128,7 @@ final class APNsPoolShard: @unchecked Sendable {
     func enqueue(_ notification: APNsNotification, deadline: MonotonicInstant, completion: @escaping APNsPool.Completion) {
         let id = PushID(nextPush)
         nextPush += pushIDStep
-        handle(.enqueue(PushRequest(id: id, notification: notification, deadline: deadline, completion: completion),
+        handle(.enqueue(PushRequest(id: id, notification: notification, completion: completion),
                         deadline: deadline), fromCaller: true)
     }
 
@@ -187,7 +189,8 @@ final class APNsPoolShard: @unchecked Sendable {
             loop.execute { bound.value.connect() }
         case .send(let request, let c, let isRetry):
             if isRetry { observer?.pushRetried(environment: environment) }
-            let id = request.id, notification = request.notification, deadline = request.deadline
+            // The record is live while its `.send` is performed: its deadline goes with the order.
+            let id = request.id, notification = request.notification, deadline = machine.push(id)?.deadline ?? .now
             guard let connection = connections[c] else {
                 // Not expected (the shard forgets a connection when the machine does), but the
                 // push must not wait on a stream that never opens: it goes back as never sent.

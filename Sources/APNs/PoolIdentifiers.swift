@@ -1,3 +1,5 @@
+internal import Basics
+
 /// Identifies one push inside the pool. Each shard hands out ids of its own residue
 /// (`index + 1 + k × shards`, `APNsPoolShard.enqueue`), so a push handed to another shard keeps
 /// its id there.
@@ -6,6 +8,10 @@ struct PushID: Hashable, Sendable, Comparable, CustomStringConvertible {
     init(_ value: UInt64) { self.value = value }
     static func < (a: PushID, b: PushID) -> Bool { a.value < b.value }
     var description: String { "push#\(value)" }
+}
+
+extension PushID: SequentialKey {
+    var sequence: UInt64 { value }
 }
 
 /// Identifies one APNs connection; the state machine hands out a new one for every connect.

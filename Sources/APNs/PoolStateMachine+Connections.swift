@@ -154,7 +154,12 @@ extension PoolStateMachine {
         }
         // A stream unanswered well past its deadline means Apple stopped answering on that connection.
         let stalled = connections.keys { connection in
-            connection.streams.containsValue { $0 + configuration.stallGrace <= now }
+            connection.streams.contains { id, stream in
+                switch stream {
+                case .pushLive: pushes[id].map { $0.deadline + configuration.stallGrace <= now } ?? false
+                case .pushEnded(let at): at + configuration.stallGrace <= now
+                }
+            }
         }.sorted()
         for c in stalled {
             guard let connection = connections.removeValue(forKey: c) else { continue }

@@ -158,7 +158,7 @@ extension PoolStateMachine {
         queuedCount -= 1
         // One lookup, and the connection changed where it is stored (see `streamCompleted`).
         let index = connections.index(forKey: c)!
-        let streamsOpened = connections.values[index].openStream(id, deadline: push.deadline)
+        let streamsOpened = connections.values[index].openStream(id)
         actions.append(.send(push.request, on: c, isRetry: isRetry))
         if streamsOpened >= configuration.maxStreamsPerConnection {
             // Its stream ids would run out: drain it while its replacement opens. Planned, so

@@ -1,3 +1,5 @@
+internal import Basics
+
 /// The pool's decisions, with no I/O (after async-http-client's HTTPConnectionPool.StateMachine).
 ///
 /// The owner feeds it events (with the time) and performs the actions it returns: it opens and
@@ -72,6 +74,8 @@ struct PoolStateMachine<Request: PoolRequest> {
     /// One push's record, from `.enqueue` to the action that ends it.
     struct Push: Sendable {
         let request: Request
+        /// The push's one deadline: the machine's queue and stall checks and the owner's
+        /// deadline timer (through `push(_:)`) all read it here.
         let deadline: Instant
         var state: PushState = .queued
         /// Attempts that used one of `maxRetries`.
@@ -108,6 +112,15 @@ struct PoolStateMachine<Request: PoolRequest> {
 
     enum ConnectionState { case connecting, ready, draining }
 
+    /// A stream open on the wire, as its connection's stall check sees it.
+    enum OpenStream {
+        /// Its push is live: the deadline is the push's record's.
+        case pushLive
+        /// Its push ended at its deadline (`.deadlinePassed`) before Apple answered; the stream
+        /// still holds an HTTP/2 slot, and a stall is measured from then.
+        case pushEnded(at: Instant)
+    }
+
     struct Connection {
         var state: ConnectionState
         /// The pool slot it fills; nil once a replacement has taken the slot (draining).
@@ -120,9 +133,9 @@ struct PoolStateMachine<Request: PoolRequest> {
         /// so a new connection carries one stream until then. An answer also means it carried
         /// work: its end does not count towards its slot's backoff (see `replace`).
         var answered = false
-        /// Streams open on the wire, with their push's deadline; includes pushes that
-        /// already ended by deadline (the stream still holds an HTTP/2 slot).
-        var streams = IDTable<PushID, Instant>()
+        /// Streams open on the wire, by push; includes pushes that already ended by deadline
+        /// (the stream still holds an HTTP/2 slot).
+        var streams = IDTable<PushID, OpenStream>(minimumCapacity: 64)
 
         var limit: Int { answered ? maxStreams : min(1, maxStreams) }
         var free: Int { state == .ready ? max(0, limit - streams.count) : 0 }
@@ -131,8 +144,8 @@ struct PoolStateMachine<Request: PoolRequest> {
         /// in place and reads what it needs in the same access (a read through the dictionary's
         /// getter copies the whole connection, its stream table retained).
         /// Returns the streams opened so far.
-        mutating func openStream(_ id: PushID, deadline: Instant) -> Int {
-            streams[id] = deadline
+        mutating func openStream(_ id: PushID) -> Int {
+            streams[id] = .pushLive
             streamsOpened += 1
             return streamsOpened
         }
@@ -161,7 +174,7 @@ struct PoolStateMachine<Request: PoolRequest> {
     // files (+Pushes, +Connections) reach it; nothing outside the machine touches it.
     let configuration: Configuration
     var random: any RandomNumberGenerator
-    var pushes = IDTable<PushID, Push>()
+    var pushes = IDTable<PushID, Push>(minimumCapacity: 64)
     /// New pushes in arrival order; entries whose push is no longer queued are skipped lazily.
     var queue: [PushID] = []
     var queueHead = 0
@@ -290,7 +303,11 @@ struct PoolStateMachine<Request: PoolRequest> {
         case .timerFired:
             timerFired(now: now, into: &actions)
         case .deadlinePassed(let id):
-            // The owner's deadline timer is trusted; a stream still open keeps its slot until answered.
+            // The owner's deadline timer is trusted; a stream still open keeps its slot until
+            // answered, and the stall check measures from now on.
+            if case .inFlight(let c)? = pushes[id]?.state, let index = connections.index(forKey: c) {
+                connections.values[index].streams.update(id) { $0 = .pushEnded(at: now) }
+            }
             end(id, with: .failure(.timeout("no answer from APNs before the push's deadline")), into: &actions)
         case .shutdown:
             shutdown(into: &actions)

@@ -4,14 +4,15 @@ internal import CNghttp2
 /// nghttp2, so an implementation may call back into the session (submit, cancel, terminate).
 package protocol HTTP2ClientDelegate: AnyObject {
     /// Called exactly once per stream that `submitRequest` returned, teardown included,
-    /// so the owner can end every push exactly once.
-    func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
+    /// so the owner can end every push exactly once; `tag` is what the owner submitted it with.
+    func session(_ session: HTTP2ClientSession, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
     /// Called for every SETTINGS frame the server sends, with the live limit: Apple starts at 1,
     /// raises it after the first authenticated request, and lowers it again after a rejection.
     func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32)
     /// Called before the completions of the streams the GOAWAY refuses, so the owner can stop
-    /// routing new work here first.
-    func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    /// routing new work here first; `refused` holds their tags, in stream order.
+    func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                 refused: [UInt64])
     /// A PING we sent came back: the connection is alive.
     func sessionDidReceivePingAck(_ session: HTTP2ClientSession)
 }
@@ -81,6 +82,10 @@ package final class HTTP2ClientSession {
     package var remoteMaxConcurrentStreams: UInt32 { core.remoteMaxConcurrentStreams }
     /// Streams submitted and not yet completed (including any nghttp2 has not sent yet).
     package var openStreamCount: Int { core.streams.count }
+    /// Each stream submitted and not yet completed, with its tag, in no particular order.
+    package func forEachOpenStream(_ body: (_ id: Int32, _ tag: UInt64) -> Void) {
+        core.streams.forEach { id, stream in body(id, stream.tag) }
+    }
     /// True once the server's first SETTINGS frame arrived: before that the limit is a guess.
     package var hasReceivedSettings: Bool { core.hasReceivedSettings }
     /// True once the server sent GOAWAY: open no more streams here.
@@ -89,15 +94,15 @@ package final class HTTP2ClientSession {
     /// Queues one request; its bytes go out with the next `takeOutput`.
     ///
     /// The body is copied into a data provider. Header names are lower-cased; `:path` is never
-    /// indexed by HPACK. Returns the stream id that the completion will carry.
+    /// indexed by HPACK. Returns the stream id that the completion will carry, with `tag`.
     ///
     /// - Throws: `.goingAway` after a GOAWAY was received or `goAway()` was called,
     ///   `.streamIDsExhausted` when the connection ran out of ids, `.invalidHeader`, `.sessionClosed`.
     package func submitRequest(method: String, scheme: String = "https", authority: String, path: String,
-                              headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+                              headers: [HTTP2Header], body: [UInt8], tag: UInt64 = 0) throws -> Int32 {
         defer { deliver() }
         return try core.submitRequest(method: method, scheme: scheme, authority: authority, path: path,
-                                      headers: headers, body: body)
+                                      headers: headers, body: body, tag: tag)
     }
 
     /// Queues one request whose header fields are packed already, in two blocks: `request`, this
@@ -111,9 +116,9 @@ package final class HTTP2ClientSession {
     /// - Throws: as the other `submitRequest`; `.invalidHeader` also for a pseudo-header after a
     ///   regular field.
     package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock = HTTP2HeaderBlock(),
-                              body: [UInt8]) throws -> Int32 {
+                              body: [UInt8], tag: UInt64 = 0) throws -> Int32 {
         defer { deliver() }
-        return try core.submitRequest(request, shared: shared, body: body)
+        return try core.submitRequest(request, shared: shared, body: body, tag: tag)
     }
 
     /// Empties `block` and writes the pseudo-headers every request on a connection shares into
@@ -189,12 +194,12 @@ package final class HTTP2ClientSession {
             for event in batch {
                 guard let delegate else { continue }
                 switch event {
-                case .completed(let id, let result):
-                    delegate.session(self, stream: id, didComplete: result)
+                case .completed(let id, let tag, let result):
+                    delegate.session(self, stream: id, tag: tag, didComplete: result)
                 case .maxConcurrentStreams(let value):
                     delegate.session(self, didUpdateMaxConcurrentStreams: value)
-                case .goAway(let last, let code, let debug):
-                    delegate.session(self, didReceiveGoAway: last, errorCode: code, debugData: debug)
+                case .goAway(let last, let code, let debug, let refused):
+                    delegate.session(self, didReceiveGoAway: last, errorCode: code, debugData: debug, refused: refused)
                 case .pingAck:
                     delegate.sessionDidReceivePingAck(self)
                 }
@@ -204,8 +209,8 @@ package final class HTTP2ClientSession {
 }
 
 enum ClientEvent {
-    case completed(Int32, Result<HTTP2Response, HTTP2StreamError>)
+    case completed(Int32, UInt64, Result<HTTP2Response, HTTP2StreamError>)
     case maxConcurrentStreams(UInt32)
-    case goAway(Int32, UInt32, [UInt8])
+    case goAway(Int32, UInt32, [UInt8], [UInt64])
     case pingAck
 }

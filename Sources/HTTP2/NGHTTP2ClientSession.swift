@@ -1,16 +1,32 @@
+internal import Basics
 internal import CNghttp2
 
-/// One request in flight: the body it sends (as `OutgoingBody`) and the response it gathers.
+/// One request in flight: the body it sends (as `OutgoingBody`), the response it gathers, and
+/// the owner's tag for it.
 final class ClientStream: OutgoingBody {
+    /// What the owner gave `submitRequest` to know the stream by (the pool's push id), handed
+    /// back with its completion: the owner keeps no table of its own from stream ids.
+    let tag: UInt64
     var headersSent = false
     var status: Int?
     var headers = HTTP2HeaderBlock()
     var body: [UInt8] = []
     var endStreamReceived = false
+
+    init(_ body: [UInt8], tag: UInt64) {
+        self.tag = tag
+        super.init(body)
+    }
+}
+
+/// A client's stream ids are odd and rise by two: halved, consecutive streams take consecutive
+/// slots of the session's table.
+extension Int32: SequentialKey {
+    package var sequence: UInt64 { UInt64(UInt32(bitPattern: self) >> 1) }
 }
 
 final class NGHTTP2ClientSession: NGHTTP2Session {
-    var streams = StreamTable<ClientStream>()
+    var streams = IDTable<Int32, ClientStream>()
     /// Bounded by the frames of one `receive`/`takeOutput` batch: delivered before those return.
     var events: [ClientEvent] = []
     var hasReceivedSettings = false
@@ -43,7 +59,7 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
     }
 
     func submitRequest(method: String, scheme: String, authority: String, path: String,
-                       headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+                       headers: [HTTP2Header], body: [UInt8], tag: UInt64) throws -> Int32 {
         var request = HTTP2HeaderBlock()
         HTTP2ClientSession.startRequest(&request, method: method, scheme: scheme, authority: authority) {
             $0.append(contentsOf: path.utf8)
@@ -56,12 +72,12 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
             }
             request.append(name, header.value, neverIndex: header.neverIndex)
         }
-        return try submitRequest(request, shared: HTTP2HeaderBlock(), body: body)
+        return try submitRequest(request, shared: HTTP2HeaderBlock(), body: body, tag: tag)
     }
 
     /// `request` starts with the pseudo-headers (see `HTTP2ClientSession.startRequest`); the
     /// fields of `shared` follow its own.
-    func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8]) throws -> Int32 {
+    func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8], tag: UInt64) throws -> Int32 {
         let session = try requireSession()
         if goAwayReceived {
             throw HTTP2Error(code: .goingAway, message: "the server sent GOAWAY; submit this request on another connection")
@@ -80,7 +96,7 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
             }
             throw HTTP2Error(code: .internalError, message: "nghttp2 refused the request: \(libraryText(id))")
         }
-        streams[id] = ClientStream(body)
+        streams[id] = ClientStream(body, tag: tag)
         return id
     }
 
@@ -94,7 +110,7 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
     }
 
     func terminate(errorCode: UInt32) {
-        for id in streams.sortedIDs {
+        for id in streams.sortedKeys {
             guard let stream = streams[id] else { continue }
             let processed = stream.headersSent && !(goAwayReceived && id > goAwayLastStreamID)
             complete(id, .failure(HTTP2StreamError(errorCode: errorCode, reason: .connectionClosed, wasProcessed: processed)))
@@ -103,8 +119,8 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
     }
 
     private func complete(_ id: Int32, _ result: Result<HTTP2Response, HTTP2StreamError>) {
-        guard streams.removeValue(forKey: id) != nil else { return }
-        events.append(.completed(id, result))
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        events.append(.completed(id, stream.tag, result))
     }
 
     /// A client stream is its own request's body; nghttp2 asks for it only until it is all sent.
@@ -167,12 +183,15 @@ final class NGHTTP2ClientSession: NGHTTP2Session {
         case NGHTTP2_GOAWAY.rawValue:
             let goaway = frame.pointee.goaway
             goAwayLastStreamID = min(goAwayLastStreamID, goaway.last_stream_id)
+            // Every stream the GOAWAY refuses is still here: the unsent ones are completed just
+            // below, the sent ones when nghttp2 closes them right after this callback.
+            let refused = streams.sortedKeys.filter { $0 > goAwayLastStreamID }.compactMap { streams[$0]?.tag }
             events.append(.goAway(goaway.last_stream_id, goaway.error_code,
-                                  bytesOf(goaway.opaque_data, goaway.opaque_data_len).array))
+                                  bytesOf(goaway.opaque_data, goaway.opaque_data_len).array, refused))
             // Requests nghttp2 still holds back (beyond a lowered limit) would only fail when a
             // slot frees up, maybe never: end them now so the owner can retry them elsewhere.
             // Sent streams above last_stream_id are closed by nghttp2 right after this callback.
-            for id in streams.sortedIDs where id > goAwayLastStreamID && streams[id]?.headersSent == false {
+            for id in streams.sortedKeys where id > goAwayLastStreamID && streams[id]?.headersSent == false {
                 complete(id, .failure(HTTP2StreamError(errorCode: HTTP2ErrorCode.refusedStream,
                                                        reason: .refusedByGoAway, wasProcessed: false)))
             }

@@ -4,12 +4,15 @@ import HTTP2
 
 /// What the owner of a client connection hears, on the connection's loop.
 package protocol HTTP2ClientConnectionDelegate: AnyObject {
-    /// Exactly once per stream that `submitRequest` returned, including when the connection is lost.
-    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
+    /// Exactly once per stream that `submitRequest` returned, including when the connection is
+    /// lost, with the tag it was submitted with.
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>)
     /// Every SETTINGS from the server after the first (which completes `connect`), with the live stream limit.
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32)
-    /// The server is going away: stop sending here; streams above `lastStreamID` complete as not processed.
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    /// The server is going away: stop sending here; streams above `lastStreamID` (their tags in
+    /// `refused`, in stream order) complete as not processed, after this call.
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                    refused: [UInt64])
     func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection)
     /// Once, after every open stream has completed. `error` is nil when we closed it ourselves.
     func connection(_ connection: HTTP2ClientConnection, didClose error: TransportError?)
@@ -104,24 +107,32 @@ package final class HTTP2ClientConnection {
     // MARK: Operations
 
     /// Queues a request; its frames go out at the end of this loop turn, batched with others.
-    package func submitRequest(method: String = "POST", path: String, headers: [HTTP2Header], body: [UInt8]) throws -> Int32 {
+    package func submitRequest(method: String = "POST", path: String, headers: [HTTP2Header], body: [UInt8],
+                               tag: UInt64 = 0) throws -> Int32 {
         guard !isClosed else {
             throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
         }
-        let id = try h2.submitRequest(method: method, authority: authority, path: path, headers: headers, body: body)
+        let id = try h2.submitRequest(method: method, authority: authority, path: path, headers: headers, body: body, tag: tag)
         channel.scheduleFlush()
         return id
     }
 
     /// Queues a request whose fields are packed already (see `HTTP2ClientSession.submitRequest(_:shared:body:)`);
     /// start `request` with `HTTP2ClientSession.startRequest` and this connection's `authority`.
-    package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8]) throws -> Int32 {
+    /// `tag` comes back with the stream's completion.
+    package func submitRequest(_ request: HTTP2HeaderBlock, shared: HTTP2HeaderBlock, body: [UInt8],
+                               tag: UInt64 = 0) throws -> Int32 {
         guard !isClosed else {
             throw HTTP2Error(code: .sessionClosed, message: "the connection to \(authority) is closed")
         }
-        let id = try h2.submitRequest(request, shared: shared, body: body)
+        let id = try h2.submitRequest(request, shared: shared, body: body, tag: tag)
         channel.scheduleFlush()
         return id
+    }
+
+    /// Each stream submitted and not yet completed, with its tag, in no particular order.
+    package func forEachOpenStream(_ body: (_ id: Int32, _ tag: UInt64) -> Void) {
+        h2.forEachOpenStream(body)
     }
 
     /// Resets a stream (its deadline passed); its completion reports `.cancelled`.
@@ -180,8 +191,8 @@ extension HTTP2ClientConnection: TLSChannelUpper {
 }
 
 extension HTTP2ClientConnection: HTTP2ClientDelegate {
-    package func session(_ session: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
-        delegate?.connection(self, stream: id, didComplete: result)
+    package func session(_ session: HTTP2ClientSession, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+        delegate?.connection(self, stream: id, tag: tag, didComplete: result)
     }
 
     package func session(_ session: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
@@ -195,8 +206,9 @@ extension HTTP2ClientConnection: HTTP2ClientDelegate {
         delegate?.connection(self, didUpdateMaxConcurrentStreams: value)
     }
 
-    package func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
-        delegate?.connection(self, didReceiveGoAway: lastStreamID, errorCode: errorCode, debugData: debugData)
+    package func session(_ session: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                         refused: [UInt64]) {
+        delegate?.connection(self, didReceiveGoAway: lastStreamID, errorCode: errorCode, debugData: debugData, refused: refused)
     }
 
     package func sessionDidReceivePingAck(_ session: HTTP2ClientSession) {

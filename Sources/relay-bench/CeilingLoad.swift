@@ -88,7 +88,7 @@ final class CeilingConnection: HTTP2ClientConnectionDelegate, @unchecked Sendabl
 
     func abandon() { finish() }
 
-    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         guard let start = sentAt.removeValue(forKey: id) else { return }
         let now = monotonicNanos()
         switch result {
@@ -105,7 +105,8 @@ final class CeilingConnection: HTTP2ClientConnectionDelegate, @unchecked Sendabl
         topUp()
     }
 
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                    refused: [UInt64]) {
         phase.noteError("the emulator sent GOAWAY (code \(errorCode))")
     }
 

@@ -1,3 +1,4 @@
+import Basics
 import Testing
 @testable import APNs
 
@@ -66,7 +67,7 @@ struct IDTableTests {
     @Test("ids that share a home slot (equal modulo the capacity) are told apart, and removing one keeps the others reachable")
     func wrapAroundCollisions() {
         var pair = Pair()
-        let capacity = UInt64(IDTable<PushID, Int>.minimumCapacity)
+        let capacity = UInt64(IDTable<PushID, Int>().minimumCapacity)
         // Four ids with the same home slot, then ids whose home lies in their probe run.
         let colliding: [UInt64] = [3, 3 + capacity, 3 + 2 * capacity, 3 + 4 * capacity]
         for (index, id) in colliding.enumerated() { pair.set(id, index) }
@@ -97,7 +98,7 @@ struct IDTableTests {
         #expect(pair.table.capacity >= 10_000, "at most half full")
         pair.check(probing: 0...5_001)
         for id in 2...5_000 as ClosedRange<UInt64> { pair.remove(id) }
-        #expect(pair.table.capacity == IDTable<PushID, Int>.minimumCapacity, "a burst does not leave the table big")
+        #expect(pair.table.capacity == IDTable<PushID, Int>().minimumCapacity, "a burst does not leave the table big")
         // Id 1 stays while a window of 40 slides past it, its home slot overtaken again and again.
         var open: [UInt64] = []
         var next: UInt64 = 5_001

@@ -87,13 +87,16 @@ struct HTTP2SessionTests {
         #expect(pair.client.remoteMaxConcurrentStreams == 1)
     }
 
-    @Test("GOAWAY ends streams above last_stream_id as unprocessed, delivers its debug data, and lets the rest complete")
+    @Test("GOAWAY ends streams above last_stream_id as unprocessed, names their tags, delivers its debug data, and lets the rest complete")
     func goAwayWithLastStreamID() throws {
         let pair = try Pair(answer: nil)
-        let ids = try (0..<5).map { _ in try pair.get("/3/device/x") }
+        let ids = try (0..<5).map { index in try pair.get("/3/device/x", tag: 100 + UInt64(index)) }
         #expect(ids == [1, 3, 5, 7, 9])
         try pair.pump()
         #expect(pair.serverRecorder.pending.count == 5)
+        var open: [Int32: UInt64] = [:]
+        pair.client.forEachOpenStream { id, tag in open[id] = tag }
+        #expect(open == [1: 100, 3: 101, 5: 102, 7: 103, 9: 104])
 
         let shutdown = Array(#"{"reason":"Shutdown"}"#.utf8)
         pair.server.goAway(lastStreamID: 5, debugData: shutdown)
@@ -103,6 +106,7 @@ struct HTTP2SessionTests {
         #expect(pair.clientRecorder.goAways.count == 1)
         #expect(pair.clientRecorder.goAways.first?.lastStreamID == 5)
         #expect(pair.clientRecorder.goAways.first?.debugData == shutdown)
+        #expect(pair.clientRecorder.goAways.first?.refused == [103, 104])
         // The owner hears of the GOAWAY before the refused streams end.
         #expect(pair.clientRecorder.events.first == "goaway 5")
         for id in [Int32(7), 9] {
@@ -118,6 +122,7 @@ struct HTTP2SessionTests {
         for id in [Int32(1), 3, 5] {
             #expect(pair.clientRecorder.response(id)?.status == 200)
         }
+        #expect(pair.clientRecorder.tags == [1: 100, 3: 101, 5: 102, 7: 103, 9: 104], "each completion with its stream's tag")
         #expect(pair.clientRecorder.completionOrder.count == 5)
     }
 
@@ -286,11 +291,12 @@ struct HTTP2SessionTests {
         let pair = try Pair(maxConcurrentStreams: 1, answer: nil)
         try pair.pump()
         // Beyond the live limit of 1, nghttp2 holds the extra requests back.
-        let ids = try (0..<3).map { _ in try pair.get("/3/device/x") }
+        let ids = try (0..<3).map { index in try pair.get("/3/device/x", tag: 7 + UInt64(index)) }
         try pair.pump()
         #expect(pair.serverRecorder.pending == [ids[0]])
         pair.server.goAway(lastStreamID: ids[0], debugData: [])
         try pair.pump()
+        #expect(pair.clientRecorder.goAways.first?.refused == [8, 9], "the held-back requests too")
         for id in ids.dropFirst() {
             let error = try #require(pair.clientRecorder.failure(id))
             #expect(error.wasProcessed == false)

@@ -5,14 +5,17 @@ final class ClientRecorder: HTTP2ClientDelegate {
     var completions: [Int32: [Result<HTTP2Response, HTTP2StreamError>]] = [:]
     var completionOrder: [Int32] = []
     var maxConcurrentUpdates: [UInt32] = []
-    var goAways: [(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])] = []
+    var goAways: [(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8], refused: [UInt64])] = []
+    /// The tag each completion came back with.
+    var tags: [Int32: UInt64] = [:]
     var pingAcks = 0
     var events: [String] = []
     /// Runs inside the completion callback, to prove the delegate may call back into the session.
     var onComplete: ((HTTP2ClientSession, Int32) -> Void)?
 
-    func session(_ s: HTTP2ClientSession, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    func session(_ s: HTTP2ClientSession, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         completions[id, default: []].append(result)
+        tags[id] = tag
         completionOrder.append(id)
         events.append("complete \(id)")
         onComplete?(s, id)
@@ -20,8 +23,8 @@ final class ClientRecorder: HTTP2ClientDelegate {
     func session(_ s: HTTP2ClientSession, didUpdateMaxConcurrentStreams value: UInt32) {
         maxConcurrentUpdates.append(value)
     }
-    func session(_ s: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
-        goAways.append((lastStreamID, errorCode, debugData))
+    func session(_ s: HTTP2ClientSession, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8], refused: [UInt64]) {
+        goAways.append((lastStreamID, errorCode, debugData, refused))
         events.append("goaway \(lastStreamID)")
     }
     func sessionDidReceivePingAck(_ s: HTTP2ClientSession) { pingAcks += 1 }
@@ -97,7 +100,7 @@ final class Pair {
 
     struct PumpError: Error {}
 
-    func get(_ path: String, headers: [HTTP2Header] = [], body: [UInt8] = []) throws -> Int32 {
-        try client.submitRequest(method: "POST", authority: "api.push.apple.com", path: path, headers: headers, body: body)
+    func get(_ path: String, headers: [HTTP2Header] = [], body: [UInt8] = [], tag: UInt64 = 0) throws -> Int32 {
+        try client.submitRequest(method: "POST", authority: "api.push.apple.com", path: path, headers: headers, body: body, tag: tag)
     }
 }

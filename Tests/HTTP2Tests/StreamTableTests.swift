@@ -1,8 +1,10 @@
+import Basics
 import Testing
 import HTTP2
 
-/// The stream table must answer exactly as a Dictionary would, whatever order streams open
-/// and close in: these replay id patterns against both and compare after every step.
+/// A client session's streams by id (`IDTable` keyed by `Int32`, odd ids halved) must answer
+/// exactly as a Dictionary would, whatever order streams open and close in: these replay id
+/// patterns against both and compare after every step.
 @Suite("stream table")
 struct StreamTableTests {
     final class Box {
@@ -11,7 +13,7 @@ struct StreamTableTests {
     }
 
     private struct Pair {
-        var table = StreamTable<Box>()
+        var table = IDTable<Int32, Box>()
         var reference: [Int32: Box] = [:]
 
         mutating func open(_ id: Int32) {
@@ -27,7 +29,7 @@ struct StreamTableTests {
         func check(probing ids: some Sequence<Int32>) {
             #expect(table.count == reference.count)
             for id in ids { #expect(table[id] === reference[id], "id \(id)") }
-            #expect(table.sortedIDs == reference.keys.sorted())
+            #expect(table.sortedKeys == reference.keys.sorted())
         }
     }
 
@@ -45,7 +47,7 @@ struct StreamTableTests {
         }
         pair.check(probing: ids)
         #expect(pair.table.isEmpty)
-        #expect(pair.table.capacity == StreamTable<Box>.minimumCapacity, "a burst does not leave the table big")
+        #expect(pair.table.capacity == IDTable<Int32, Box>().minimumCapacity, "a burst does not leave the table big")
     }
 
     @Test("a window of streams sliding over a million ids, with one stream that never closes, keeps every answer right and the table small")
@@ -69,7 +71,7 @@ struct StreamTableTests {
 
     @Test("setting nil removes, setting again replaces, and a missing id is nil")
     func subscriptSetters() {
-        var table = StreamTable<Box>()
+        var table = IDTable<Int32, Box>()
         let first = Box(5), second = Box(5)
         table[5] = first
         table[5] = second

@@ -115,13 +115,14 @@ final class Client: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     }
     let state = Mutex(State())
 
-    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         state.withLock { $0.results[id] = result }
     }
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {
         state.withLock { $0.limits.append(value) }
     }
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                    refused: [UInt64]) {
         state.withLock { $0.goAway = (lastStreamID, debugData) }
     }
     func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection) {}

@@ -44,14 +44,15 @@ final class Recorder: HTTP2ClientConnectionDelegate, @unchecked Sendable {
     var done: Bool { lock.withLock { $0.results.count >= expected } }
     var closed: Bool { lock.withLock { $0.closed } }
 
-    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
+    func connection(_ connection: HTTP2ClientConnection, stream id: Int32, tag: UInt64, didComplete result: Result<HTTP2Response, HTTP2StreamError>) {
         lock.withLock { state in
             if state.results[id] != nil { state.duplicates += 1 }
             state.results[id] = result
         }
     }
     func connection(_ connection: HTTP2ClientConnection, didUpdateMaxConcurrentStreams value: UInt32) {}
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8],
+                    refused: [UInt64]) {
         lock.withLock { $0.goAway = lastStreamID }
     }
     func connectionDidReceivePingAck(_ connection: HTTP2ClientConnection) {}

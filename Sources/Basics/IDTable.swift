@@ -1,45 +1,43 @@
-/// A key handed out in sequence, each new one the last plus one (`PushID`, from its shard's counter).
-protocol SequentialKey: Comparable {
+/// A key handed out in sequence: the ids in use at once are neighbours in `sequence`.
+package protocol SequentialKey: Comparable {
     /// Consecutive for consecutive keys; the table's home slot is this modulo its capacity.
     var sequence: UInt64 { get }
 }
 
-extension PushID: SequentialKey {
-    var sequence: UInt64 { value }
-}
-
-/// A map from ids handed out in sequence (the pool machine's pushes, and each connection's
-/// streams by push) to their values, in an open-addressed table whose hash is the id itself.
+/// A map from ids handed out in sequence (the pool machine's pushes and each connection's
+/// streams by push, an HTTP/2 client session's streams by stream id) to their values, in an
+/// open-addressed table whose hash is the id itself.
 ///
 /// The ids in use at once are neighbours, so they fill neighbouring slots: a lookup is an index
-/// and a compare of the id found there, where a `Dictionary` hashed the id with SipHash at every
-/// lookup, insert and removal (about seven per push). Only our own ids are keys, so nobody can
-/// choose colliding ones; an entry that outlives thousands of later ones costs a longer probe,
-/// never a wrong answer. Linear probing with backward-shift deletion (no tombstones), at most
-/// half full; the table shrinks again after a burst (below a sixteenth full). `HTTP2`'s `StreamTable` is the same idea
-/// for the session's own stream objects.
-struct IDTable<Key: SequentialKey, Value> {
+/// and a compare of the id found there, where a `Dictionary` hashes the id with SipHash at every
+/// lookup, insert and removal. Only our own ids are keys, so nobody can choose colliding ones;
+/// an entry that outlives thousands of later ones costs a longer probe, never a wrong answer.
+/// Linear probing with backward-shift deletion (no tombstones), at most half full; the table
+/// shrinks again after a burst (below a sixteenth full), never below `minimumCapacity`.
+package struct IDTable<Key: SequentialKey, Value> {
     /// Which key each slot holds (nil: empty). Apart from the values, so that a probe reads
     /// small keys only and a value is moved once per operation, not with its key at every step.
     private var keys: [Key?]
     /// The value of the key in the same slot; nil exactly where `keys` is.
     private var values: [Value?]
-    private(set) var count = 0
+    package private(set) var count = 0
+    /// The fewest slots it keeps (a power of two): room for the usual entries, so that a load
+    /// that comes and goes does not make the table grow and shrink over and over (each a new
+    /// array, every entry moved).
+    package let minimumCapacity: Int
 
-    /// Room for a shard's usual pushes in flight, so that a load that comes and goes does not
-    /// make the table grow and shrink over and over (each a new array, every entry moved).
-    static var minimumCapacity: Int { 64 }
-
-    init() {
-        keys = Array(repeating: nil, count: Self.minimumCapacity)
-        values = Array(repeating: nil, count: Self.minimumCapacity)
+    package init(minimumCapacity: Int = 16) {
+        precondition(minimumCapacity > 0 && minimumCapacity & (minimumCapacity - 1) == 0, "a power of two")
+        self.minimumCapacity = minimumCapacity
+        keys = Array(repeating: nil, count: minimumCapacity)
+        values = Array(repeating: nil, count: minimumCapacity)
     }
 
     /// Slots in all (a power of two), for tests of growing and shrinking.
-    var capacity: Int { keys.count }
-    var isEmpty: Bool { count == 0 }
+    package var capacity: Int { keys.count }
+    package var isEmpty: Bool { count == 0 }
 
-    subscript(key: Key) -> Value? {
+    package subscript(key: Key) -> Value? {
         get {
             guard let index = find(key) else { return nil }
             return values[index]
@@ -51,13 +49,13 @@ struct IDTable<Key: SequentialKey, Value> {
 
     /// Changes the value of `key` where it is stored (no copy taken out and written back) and
     /// returns what `body` returns; nil, and `body` not called, when the key is absent.
-    mutating func update<R>(_ key: Key, _ body: (inout Value) -> R) -> R? {
+    package mutating func update<R>(_ key: Key, _ body: (inout Value) -> R) -> R? {
         guard let index = find(key) else { return nil }
         return body(&values[index]!)
     }
 
     @discardableResult
-    mutating func removeValue(forKey key: Key) -> Value? {
+    package mutating func removeValue(forKey key: Key) -> Value? {
         guard let index = find(key) else { return nil }
         // Moved out, not copied: a copy retained every reference the value holds, and the
         // emptied slot released them again.
@@ -65,24 +63,27 @@ struct IDTable<Key: SequentialKey, Value> {
         swap(&removed, &values[index])
         closeGap(at: index)
         count -= 1
-        if count * 16 < keys.count && keys.count > Self.minimumCapacity { resize(to: keys.count / 2) }
+        if count * 16 < keys.count && keys.count > minimumCapacity { resize(to: keys.count / 2) }
         return removed
     }
 
-    mutating func removeAll() {
-        self = Self()
+    package mutating func removeAll() {
+        self = Self(minimumCapacity: minimumCapacity)
     }
 
     /// The keys in ascending order (the order they were handed out).
-    var sortedKeys: [Key] { keys.compactMap { $0 }.sorted() }
+    package var sortedKeys: [Key] { keys.compactMap { $0 }.sorted() }
 
-    /// True when some value satisfies `predicate`.
-    func containsValue(where predicate: (Value) -> Bool) -> Bool {
-        values.contains { $0.map(predicate) ?? false }
+    /// True when some entry satisfies `predicate`.
+    package func contains(where predicate: (Key, Value) -> Bool) -> Bool {
+        for index in keys.indices {
+            if let key = keys[index], let value = values[index], predicate(key, value) { return true }
+        }
+        return false
     }
 
     /// Every entry, in slot order (not sorted).
-    func forEach(_ body: (Key, Value) -> Void) {
+    package func forEach(_ body: (Key, Value) -> Void) {
         for index in keys.indices {
             if let key = keys[index], let value = values[index] { body(key, value) }
         }
