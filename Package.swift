@@ -6,7 +6,7 @@ import PackageDescription
 //   apns-relay → Relay → {APNs, WebPush, HTTPServer}
 //   APNs → {APNsCore (models, payloads, reasons, provider tokens; no I/O), Transport, HTTP2, EventLoop, Basics}
 //   APNs, MockAPNs → Transport → {HTTP2, EventLoop, OpenSSLSupport}
-//   WebPushCrypto → CryptoSupport → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
+//   WebPushCrypto → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
 //   HTTPServer → OpenSSLSupport (HTTPS: the server's own certificate, TLS over its TCP streams)
 //   PushStore → {CSQLite, EventLoop (its writer thread), Basics} (pushes held on disk)
@@ -14,7 +14,7 @@ import PackageDescription
 //   one shape of errors) is the leaf every layer may import; it imports
 //   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Basics: it keeps its own
 //   decoders on purpose, so a bug in ours cannot hide behind the same bug in the emulator.
-// Only OpenSSLSupport, CryptoSupport, CertificateSupport, HTTP2, EventLoop and PushStore import
+// Only OpenSSLSupport, WebPushCrypto, CertificateSupport, HTTP2, EventLoop and PushStore import
 // the C targets, always with `internal import`.
 // The APNs product holds APNs, APNsCore, Basics and what they need: never the WebPush crypto or
 // the test certificates.
@@ -42,12 +42,11 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLinux", "Observability", "Basics"]),
         .target(name: "HTTP2", dependencies: ["CNghttp2", "Basics"]),
         .target(name: "Transport", dependencies: ["EventLoop", "OpenSSLSupport", "HTTP2", "Basics"]),
-        .target(name: "CryptoSupport", dependencies: ["COpenSSL", "OpenSSLSupport", "Basics"]),
         .target(name: "CertificateSupport", dependencies: ["COpenSSL", "OpenSSLSupport"]),
         .target(name: "APNsCore", dependencies: ["Basics"]),
         .target(name: "APNs", dependencies: ["APNsCore", "Transport", "OpenSSLSupport", "EventLoop", "HTTP2", "Basics"]),
         .target(name: "WebPush", dependencies: ["Basics"]),
-        .target(name: "WebPushCrypto", dependencies: ["CryptoSupport", "WebPush", "Basics"]),
+        .target(name: "WebPushCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "WebPush", "Basics"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
         // Pushes held on disk while Apple is out of reach: the store's protocol and its SQLite engine.
         .target(name: "PushStore", dependencies: ["CSQLite", "EventLoop", "Basics"]),
@@ -56,20 +55,20 @@ let package = Package(
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Basics"]),
         // What relay-bench and relay-soak share: the relay as a child process, loopback probes, the pushes.
-        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "CryptoSupport", "WebPushCrypto", "Basics"]),
+        .target(name: "BenchSupport", dependencies: ["OpenSSLSupport", "WebPushCrypto", "Basics"]),
         .executableTarget(name: "relay-bench", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport", "Transport", "HTTP2", "EventLoop", "Basics"]),
         .executableTarget(name: "relay-soak", dependencies: ["BenchSupport", "MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
 
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Basics", "ObservabilityTestSupport"]),
-        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CryptoSupport", "CertificateSupport", "COpenSSL"]),
+        .testTarget(name: "OpenSSLSupportTests", dependencies: ["OpenSSLSupport", "CertificateSupport", "COpenSSL"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestWaits"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Basics"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsCore", "Basics", "MockAPNs", "Transport", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush"]),
-        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "CryptoSupport", "OpenSSLSupport", "Basics"]),
+        .testTarget(name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "OpenSSLSupport", "Basics"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "EventLoop", "OpenSSLSupport", "CertificateSupport", "TestWaits"]),
         // The store put from a child process the crash tests kill -9, and its group-commit figures.
         .executableTarget(name: "push-store-probe", dependencies: ["PushStore"], path: "Tests/push-store-probe"),

@@ -14,3 +14,17 @@ extension CodedError {
     package static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     package var description: String { "\(code): \(message)" }
 }
+
+extension CodedError where Self: Hashable {
+    /// Hashed as it is compared: on the code alone.
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+/// The one shape of a package-internal code: an enum whose raw value is its name (what logs,
+/// metrics and descriptions print). Adding a case breaks our own switches, which is the point:
+/// only the public `APNsError.Code` and `KeyError.Code` stay structs, for outside callers' room.
+package protocol NamedCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible where RawValue == String {}
+
+extension NamedCode {
+    package var description: String { rawValue }
+}

@@ -1,6 +1,5 @@
 import OpenSSLSupport
 import WebPushCrypto
-import CryptoSupport
 import Basics
 
 // The load: Mastodon-shaped aesgcm WebPush messages, really encrypted, and the HTTP/1.1

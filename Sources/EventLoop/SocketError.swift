@@ -9,30 +9,27 @@ internal import Basics
 package struct SocketError: CodedError {
     /// Stable failure kinds; compare against these rather than against `errno`, which
     /// differs between platforms and mixes several causes into one number.
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        package let name: String
-        package var description: String { name }
-
+    package enum Code: String, NamedCode {
         /// Nothing listens on the port (or a firewall rejects it).
-        package static let connectionRefused = Code(name: "connection refused")
+        case connectionRefused = "connection refused"
         /// The connect timeout expired, or the kernel gave up on the peer.
-        package static let timedOut = Code(name: "timed out")
+        case timedOut = "timed out"
         /// The peer reset the connection (RST).
-        package static let connectionReset = Code(name: "connection reset")
+        case connectionReset = "connection reset"
         /// Writing to a connection the peer already closed.
-        package static let brokenPipe = Code(name: "broken pipe")
+        case brokenPipe = "broken pipe"
         /// Another socket already holds the address and port.
-        package static let addressInUse = Code(name: "address in use")
+        case addressInUse = "address in use"
         /// The host name did not resolve to any address; `resolverCode` says why.
-        package static let hostNotFound = Code(name: "host not found")
+        case hostNotFound = "host not found"
         /// The network or host is unreachable.
-        package static let unreachable = Code(name: "unreachable")
+        case unreachable
         /// The process or system ran out of file descriptors.
-        package static let tooManyOpenFiles = Code(name: "too many open files")
+        case tooManyOpenFiles = "too many open files"
         /// The event loop shut down while the socket was still open.
-        package static let loopShutDown = Code(name: "event loop shut down")
+        case loopShutDown = "event loop shut down"
         /// Any other system error; see `errno`.
-        package static let system = Code(name: "system error")
+        case system = "system error"
     }
 
     package let code: Code

@@ -40,28 +40,24 @@ package enum HTTP2ErrorCode {
 
 /// A connection-level failure of an HTTP/2 session, or a call the session cannot honour.
 ///
-/// A struct over a code rather than a public enum, so new codes never break callers.
 /// Equality is on the code only (`CodedError`): the message is for humans and logs.
 package struct HTTP2Error: CodedError {
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        let raw: String
-        package var description: String { raw }
-
+    package enum Code: String, NamedCode {
         /// The peer broke the protocol (or sent bytes that are not HTTP/2): flush the output
         /// (it carries our GOAWAY), then `terminate()` the session and close the connection.
-        package static let protocolError = Code(raw: "protocolError")
+        case protocolError
         /// All 2^30 client stream ids were used: open a new connection.
-        package static let streamIDsExhausted = Code(raw: "streamIDsExhausted")
+        case streamIDsExhausted
         /// The session was terminated or has already failed: open a new connection.
-        package static let sessionClosed = Code(raw: "sessionClosed")
+        case sessionClosed
         /// A GOAWAY was received or sent: no new stream may start here; use another connection.
-        package static let goingAway = Code(raw: "goingAway")
+        case goingAway
         /// A header name or value is not valid HTTP/2: fix the caller's header.
-        package static let invalidHeader = Code(raw: "invalidHeader")
+        case invalidHeader
         /// The stream is not open (already answered, reset or closed).
-        package static let noSuchStream = Code(raw: "noSuchStream")
+        case noSuchStream
         /// nghttp2 failed for a reason that is not the peer's (out of memory, bad argument).
-        package static let internalError = Code(raw: "internalError")
+        case internalError
     }
 
     package let code: Code
@@ -76,21 +72,18 @@ package struct HTTP2Error: CodedError {
 /// Why one client stream ended without a response. Every submitted stream ends exactly once,
 /// either with a response or with this, so a caller can always decide: retry or give up.
 package struct HTTP2StreamError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// How the stream ended. A struct over an internal value, so new reasons never break callers.
-    package struct Reason: Hashable, Sendable, CustomStringConvertible {
-        let raw: String
-        package var description: String { raw }
-
+    /// How the stream ended.
+    package enum Reason: String, NamedCode {
         /// The server (or nghttp2 on its behalf) sent RST_STREAM with `errorCode`.
-        package static let reset = Reason(raw: "reset")
+        case reset
         /// The server's GOAWAY named a last_stream_id below this stream: it was never processed.
-        package static let refusedByGoAway = Reason(raw: "refusedByGoAway")
+        case refusedByGoAway
         /// The connection ended (`terminate()`, or the request could not be sent) before a response.
-        package static let connectionClosed = Reason(raw: "connectionClosed")
+        case connectionClosed
         /// We cancelled it with `cancel(stream:)`.
-        package static let cancelled = Reason(raw: "cancelled")
+        case cancelled
         /// The response body passed the session's `maxResponseBodySize`; we reset the stream.
-        package static let responseTooLarge = Reason(raw: "responseTooLarge")
+        case responseTooLarge
     }
 
     /// The RST_STREAM or GOAWAY code (see `HTTP2ErrorCode`); REFUSED_STREAM = 7 means "not processed".

@@ -109,7 +109,7 @@ extension LocalFile.Failure {
 
 /// Why a certificate or key could not be loaded; the message is one line naming the file.
 package struct HTTPServerTLSError: CodedError {
-    package enum Code: String, Hashable, Sendable, CustomStringConvertible {
+    package enum Code: String, NamedCode {
         /// The file could not be read (missing, no permission, a directory, too large).
         case unreadable
         /// The file holds no PEM certificate, or no unencrypted PEM private key.
@@ -118,8 +118,6 @@ package struct HTTPServerTLSError: CodedError {
         case keyMismatch
         /// OpenSSL refused the certificate or key for another reason; the message says which.
         case invalid
-
-        package var description: String { rawValue }
     }
 
     package let code: Code

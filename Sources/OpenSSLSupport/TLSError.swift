@@ -4,31 +4,26 @@ internal import Basics
 /// because "handshake failed" alone leaves an operator guessing. Equality is on the code
 /// (`CodedError`).
 package struct TLSError: CodedError {
-    /// What went wrong, as a value: a struct over names rather than a public enum so
-    /// new codes do not break callers' switches.
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        package let name: String
-        private init(_ name: String) { self.name = name }
-        package var description: String { name }
-
+    /// What went wrong, as a value.
+    package enum Code: String, NamedCode {
         /// The peer's certificate chain did not verify (unknown issuer, expired, …); `verifyResult` says which.
-        package static let certificateVerificationFailed = Code("certificateVerificationFailed")
+        case certificateVerificationFailed
         /// The certificate is valid but not for the host name (or IP address) we dialled.
-        package static let hostnameMismatch = Code("hostnameMismatch")
+        case hostnameMismatch
         /// The handshake finished without HTTP/2 negotiated, or the peer refused every protocol we offered.
-        package static let noALPN = Code("noALPN")
+        case noALPN
         /// The peer closed the TLS session (close_notify or EOF) before we were done.
-        package static let peerClosed = Code("peerClosed")
+        case peerClosed
         /// Any other handshake failure; the message carries OpenSSL's reason.
-        package static let handshakeFailed = Code("handshakeFailed")
+        case handshakeFailed
         /// A context, certificate, key or CA could not be loaded.
-        package static let badConfiguration = Code("badConfiguration")
+        case badConfiguration
         /// A server context's private key is not the one its (first) certificate was made for.
-        package static let keyMismatch = Code("keyMismatch")
+        case keyMismatch
         /// Bad TLS data after the handshake (a corrupt record, an unexpected alert).
-        package static let protocolError = Code("protocolError")
+        case protocolError
         /// Plaintext was written before the handshake completed: a bug in the caller.
-        package static let notEstablished = Code("notEstablished")
+        case notEstablished
     }
 
     package let code: Code

@@ -27,7 +27,7 @@ struct APNsEventLog: APNsClientObserver {
 
     func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {
         metrics.providerTokenSigned(environment: environment, reason: reason)
-        logger.notice("provider token signed", ["apns.environment": .string("\(environment)"), "apns.token_reason": .string(reason.name)])
+        logger.notice("provider token signed", ["apns.environment": .string("\(environment)"), "apns.token_reason": .string(reason.rawValue)])
     }
 
     func reconnectScheduled(environment: APNsEnvironment, after delay: Duration) {

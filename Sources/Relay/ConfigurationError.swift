@@ -8,19 +8,17 @@ import Basics
 /// so an operator can fix the deployment from the log alone, and it is the whole description.
 /// Unlike other `CodedError`s, equality is on code and variable.
 package struct ConfigurationError: CodedError {
-    package struct Code: Sendable, Hashable, CustomStringConvertible {
-        let name: String
+    package enum Code: String, NamedCode {
         /// A required variable is unset or empty.
-        package static let missing = Code(name: "missing")
+        case missing
         /// A variable holds a value the relay cannot use.
-        package static let invalid = Code(name: "invalid")
+        case invalid
         /// Two variables that mean the same thing disagree, or both of two exclusive ones are set.
-        package static let conflict = Code(name: "conflict")
+        case conflict
         /// A file named by a variable (or `--env-file`) cannot be read.
-        package static let unreadableFile = Code(name: "unreadable-file")
+        case unreadableFile = "unreadable-file"
         /// A line of the env file is not `KEY=VALUE`.
-        package static let envFileSyntax = Code(name: "env-file-syntax")
-        package var description: String { name }
+        case envFileSyntax = "env-file-syntax"
     }
 
     package let code: Code

@@ -157,7 +157,7 @@ extension RelayMetrics: APNsClientObserver {
     package func providerTokenSigned(environment: APNsEnvironment, reason: ProviderTokenSigning) {
         registry.counter("relay_apns_provider_tokens_signed_total",
                          help: "Provider tokens signed (one token is shared by every APNs connection), by reason.",
-                         labels: ["reason": reason.name]).increment()
+                         labels: ["reason": reason.rawValue]).increment()
     }
     package func reconnecting(environment: APNsEnvironment, connection: Int) { reconnects.increment() }
     package func pushRetried(environment: APNsEnvironment) { pushRetries.increment() }

@@ -7,23 +7,19 @@ internal import Basics
 /// layer below's own error as a `cause` (never folded into text), and a message that says
 /// where it happened. Equality is on the code (`CodedError`).
 package struct TransportError: CodedError {
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        package let name: String
-        init(_ name: String) { self.name = name }
-        package var description: String { name }
-
+    package enum Code: String, NamedCode {
         /// TCP could not connect (refused, unreachable, unknown host).
-        package static let connectFailed = Code("connectFailed")
+        case connectFailed
         /// The TCP connection, TLS handshake and the server's first SETTINGS took too long.
-        package static let timedOut = Code("timedOut")
+        case timedOut
         /// TLS failed: wrong CA, host-name mismatch, no h2 offered…
-        package static let tls = Code("tls")
+        case tls
         /// The peer broke the HTTP/2 protocol, or sent bytes that do not decode.
-        package static let protocolError = Code("protocolError")
+        case protocolError
         /// The peer closed the connection or the socket failed.
-        package static let closed = Code("closed")
+        case closed
         /// We closed the connection (shutdown, replacement).
-        package static let closedLocally = Code("closedLocally")
+        case closedLocally
     }
 
     /// The step after TCP connected that ran out of time (the TCP connect's own timeout is a

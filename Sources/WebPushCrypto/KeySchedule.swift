@@ -1,4 +1,3 @@
-internal import CryptoSupport
 
 /// The content-encryption key and base nonce of one message, derived the same way by the
 /// sender and the receiver, so the derivation lives in one place.

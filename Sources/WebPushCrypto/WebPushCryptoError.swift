@@ -1,7 +1,8 @@
 // WebPushCrypto — what a WebPush sender (Mastodon) and receiver (an iOS notification
 // service extension) do to a message: RFC 8291 `aes128gcm` and the legacy `aesgcm`
 // draft. The relay itself never decrypts; this exists for the demo, the benchmark's
-// realistic bodies and tests that prove forwarded messages still decrypt.
+// realistic bodies and tests that prove forwarded messages still decrypt. The primitives
+// under it (P-256 ECDH, HKDF, AES-GCM, random bytes) call libcrypto; not in the APNs product.
 
 internal import Basics
 
@@ -9,27 +10,23 @@ internal import Basics
 /// which input to fix: on a device the difference between "wrong keys" and "corrupted in
 /// transit" decides whether to re-subscribe. Equality is on the code (`CodedError`).
 package struct WebPushCryptoError: CodedError {
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
-        package let name: String
-        private init(_ name: String) { self.name = name }
-        package var description: String { name }
-
+    package enum Code: String, NamedCode {
         /// A P-256 key is malformed or not on the curve.
-        package static let invalidKey = Code("invalidKey")
+        case invalidKey
         /// A salt, auth secret, record size or padding has an impossible value.
-        package static let invalidParameter = Code("invalidParameter")
+        case invalidParameter
         /// The plaintext (plus padding) does not fit the single record WebPush allows.
-        package static let messageTooLarge = Code("messageTooLarge")
+        case messageTooLarge
         /// A field that should be base64url (`m`, `s`, `k`) is not.
-        package static let badBase64 = Code("badBase64")
+        case badBase64
         /// An aes128gcm header is truncated or inconsistent.
-        package static let badHeader = Code("badHeader")
+        case badHeader
         /// A record's tag did not verify: altered bytes, or keys that are not this subscription's.
-        package static let decryptionFailed = Code("decryptionFailed")
+        case decryptionFailed
         /// The decrypted record's padding or delimiter is wrong (a truncated or spliced message).
-        package static let badPadding = Code("badPadding")
+        case badPadding
         /// `e` names a content coding this code does not know.
-        package static let unsupportedEncoding = Code("unsupportedEncoding")
+        case unsupportedEncoding
     }
 
     package let code: Code

@@ -1,4 +1,3 @@
-package import CryptoSupport
 internal import Basics
 internal import WebPush
 

@@ -1,4 +1,3 @@
-package import CryptoSupport
 internal import Basics
 
 /// What a WebPush sender such as Mastodon does to a notification before posting it: the

@@ -1,6 +1,5 @@
 import Testing
 import OpenSSLSupport
-import CryptoSupport
 
 /// Every error type here compares on its code: callers and tests branch on the kind of failure,
 /// never on the wording, which may be improved at any time.
@@ -18,12 +17,5 @@ struct ErrorEqualityTests {
     func keyError() {
         #expect(KeyError(.notAKey, "one") == KeyError(.notAKey, "two"))
         #expect(KeyError(.notAKey, "one") != KeyError(.wrongKeyType, "one"))
-    }
-
-    @Test("CryptoError: same code equal, another code not, described as code: message")
-    func cryptoError() {
-        #expect(CryptoError(.invalidKey, "one") == CryptoError(.invalidKey, "two"))
-        #expect(CryptoError(.invalidKey, "one") != CryptoError(.authenticationFailed, "one"))
-        #expect("\(CryptoError(.invalidKey, "off the curve"))" == "invalidKey: off the curve")
     }
 }

@@ -1,7 +1,6 @@
 import Testing
 import OpenSSLSupport
 import WebPushCrypto
-import CryptoSupport
 import Basics
 
 private func b64(_ text: String) -> [UInt8] {

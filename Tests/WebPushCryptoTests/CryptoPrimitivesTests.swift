@@ -1,6 +1,6 @@
 import Testing
 import OpenSSLSupport
-import CryptoSupport
+import WebPushCrypto
 
 private func hex(_ text: String) -> [UInt8] {
     var bytes: [UInt8] = []
@@ -115,5 +115,12 @@ struct CryptoPrimitivesTests {
     func randomBytes() throws {
         #expect(try SecureRandom.bytes(16) != (try SecureRandom.bytes(16)))
         #expect(try SecureRandom.bytes(0).isEmpty)
+    }
+
+    @Test("CryptoError: same code equal, another code not, described as code: message")
+    func cryptoError() {
+        #expect(CryptoError(.invalidKey, "one") == CryptoError(.invalidKey, "two"))
+        #expect(CryptoError(.invalidKey, "one") != CryptoError(.authenticationFailed, "one"))
+        #expect("\(CryptoError(.invalidKey, "off the curve"))" == "invalidKey: off the curve")
     }
 }
