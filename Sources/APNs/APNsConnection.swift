@@ -122,15 +122,14 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             return
         }
         // Filled as a local taken out of the member (storage and all) and put back after: each
-        // field appended to the member itself was an exclusivity check.
+        // field appended to the member itself would be an exclusivity check.
         var headers = HTTP2HeaderBlock()
         swap(&headers, &requestHeaders)
         defer { swap(&headers, &requestHeaders) }
         headers.removeAll()
         // Not checked again (`checked: false`): the names are constants, and the notification
         // held every value to HTTP/2's rules when it was made (a visible-ASCII topic, a collapse
-        // id without control bytes; digits, a UUID and the token's hex besides). The block's
-        // check of each field was about 1,500 instructions per push.
+        // id without control bytes; digits, a UUID and the token's hex besides).
         headers.append(":path", neverIndex: true, checked: false) { path in
             path.append(contentsOf: APNsNotification.pathPrefix.utf8)
             path.append(contentsOf: notification.token.hex.utf8)
@@ -211,7 +210,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
 
     /// Makes sure the deadline timer comes due by `deadline`. One timer serves every stream:
     /// pushes share a timeout, so a later push's deadline is almost never earlier than the one
-    /// the timer waits for, and the common push arms nothing (a timer per push was two
+    /// the timer waits for, and the common push arms nothing (a timer per push would be two
     /// allocations and a heap entry, cancelled milliseconds later when Apple answered).
     private func armDeadline(_ deadline: MonotonicInstant) {
         if let due = deadlineTimerDue, due <= deadline { return }

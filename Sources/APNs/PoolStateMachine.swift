@@ -237,8 +237,8 @@ struct PoolStateMachine<Request: PoolRequest> {
 
     /// The summary as it stands after the last event: worked out once at the end of `handle`
     /// (which also returns it), so an owner reads one stored value (reading a computed property
-    /// of the machine copied the whole machine, and each read from the owner's stored machine
-    /// was an exclusivity check of its own).
+    /// of the machine would copy the whole machine, and each read from the owner's stored
+    /// machine would be an exclusivity check of its own).
     private(set) var summary = Summary()
 
     private func summarize() -> Summary {

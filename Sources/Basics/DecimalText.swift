@@ -10,7 +10,7 @@ package enum DecimalText {
 
     /// Hands `body` the decimal text of `value` (a `-` first when negative, leading zeros up to
     /// `minDigits`, at most 30), in a stack buffer valid during the call. Inlinable: unspecialised,
-    /// a caller in another module paid about 1,000 instructions per number for the generic `body`.
+    /// a caller in another module would reach the generic `body` through its metadata for every number.
     @inlinable
     package static func withDigits<R>(_ value: Int, minDigits: Int = 1, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         // Written backwards into 32 bytes on the stack: an Int has at most 19 digits and a sign.

@@ -8,11 +8,10 @@ import Glibc
 ///
 /// Not `ContinuousClock.Instant`: the standard library is built resilient, so outside it an
 /// instant is opaque, and every copy, comparison and conversion of one (an optional in the
-/// heap's first entry, the 128-bit division into milliseconds) went through value witnesses or
-/// a call: about 550 instructions per push under load, where an integer costs a handful. And
-/// `ContinuousClock.now` lives in the `_Concurrency` module's one big code section: an idle
-/// relay whose sweep timers read it kept two 64 KiB windows of that code resident for nothing
-/// else.
+/// heap's first entry, the 128-bit division into milliseconds) goes through value witnesses or
+/// a call, where an integer costs a handful of instructions. And `ContinuousClock.now` lives in
+/// the `_Concurrency` module's one big code section: sweep timers reading it would keep two
+/// 64 KiB windows of that code resident in an idle relay for nothing else.
 package enum LoopClock {
     /// Delays are capped here (about 31 years), so `now + delay` never overflows.
     package static let maxDelay: Int64 = 1_000_000_000 * 1_000_000_000

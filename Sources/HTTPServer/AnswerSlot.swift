@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// The responder's completion and the hop back to the connection's loop each capture only this
 /// object, so neither closure needs a context of its own (a closure that captures one class
-/// reference uses it as its context; one that captures more was an allocation per request, two
+/// reference uses it as its context; one that captures more is an allocation per request, two
 /// per push). The connection is held here only while its request is answered, so the two do not
 /// keep each other alive.
 final class AnswerSlot: Sendable {
@@ -14,9 +14,8 @@ final class AnswerSlot: Sendable {
         var connection: HTTPConnection?
     }
 
-    /// Made once with the slot: a `LoopBound` made per request cost a lookup of its generic
-    /// type's metadata each time (its initializer is not specialised outside its module),
-    /// about 400 instructions a push.
+    /// Made once with the slot: a `LoopBound` made per request would look up its generic
+    /// type's metadata each time (its initializer is not specialised outside its module).
     private let held: LoopBound<Held>
     /// The answer, from whichever thread the responder finished on, until the loop takes it.
     private let answer = Mutex<HTTPResponse?>(nil)

@@ -6,10 +6,9 @@ package enum SHA256Digest {
     /// The first 4 bytes of the digest of `bytes`, big-endian; nil if OpenSSL failed (the
     /// caller has its own SHA-256 to fall back on).
     ///
-    /// Through `copenssl_sha256` (SHA256_Init/Update/Final on a stack context): through EVP,
-    /// even with the algorithm fetched once and the contexts kept for reuse, each digest re-made
-    /// the provider's context and took a lock, about 1,000 instructions on top of the ~2,000 of
-    /// hashing a token.
+    /// Through `copenssl_sha256` (SHA256_Init/Update/Final on a stack context), not EVP: even
+    /// with the algorithm fetched once and the contexts kept for reuse, each EVP digest re-makes
+    /// the provider's context and takes a lock, half as much again as hashing a token.
     package static func firstWord(of bytes: UnsafeRawBufferPointer) -> UInt32? {
         var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let hashed = withUnsafeMutableBytes(of: &digest) { out in
