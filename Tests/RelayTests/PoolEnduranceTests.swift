@@ -29,6 +29,8 @@ struct PoolEnduranceTests {
     @Test("with two loops, each loop's pushes go out on its own connection: both carry load, every push 201")
     func eachLoopUsesItsConnection() async throws {
         try await RelayHarness.with(poolSize: 2, loops: 2) { h in
+            // Ready means one connection is; a push on the other loop before its own is up crosses.
+            #expect(try await eventually { h.relay.client.connectionStats().open == 2 }, "both loops' connections up")
             // The server deals HTTP connections round robin over the loops, one push each.
             var tokens: Set<String> = []
             for i in 0..<20 {
