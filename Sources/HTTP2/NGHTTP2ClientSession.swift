@@ -19,12 +19,6 @@ final class ClientStream: OutgoingBody {
     }
 }
 
-/// A client's stream ids are odd and rise by two: halved, consecutive streams take consecutive
-/// slots of the session's table.
-extension Int32: SequentialKey {
-    package var sequence: UInt64 { UInt64(UInt32(bitPattern: self) >> 1) }
-}
-
 final class NGHTTP2ClientSession: NGHTTP2Session {
     var streams = IDTable<Int32, ClientStream>()
     /// Bounded by the frames of one `receive`/`takeOutput` batch: delivered before those return.
