@@ -3,7 +3,7 @@ import Basics
 /// Why a store could not do what it was asked. Callers branch on `code` (the relay answers 503
 /// for any of them: never a 4xx); `message` is one line for the log.
 package struct PushStoreError: CodedError {
-    package enum Code: String, Hashable, Sendable, CustomStringConvertible {
+    package enum Code: String, NamedCode {
         /// The put would take the store over its count or byte cap: nothing of it was stored.
         case capReached
         /// The disk (or the file's size limit) is full: nothing of the put was stored; later
@@ -17,8 +17,6 @@ package struct PushStoreError: CodedError {
         case inUse
         /// The store was closed before this call.
         case closed
-
-        package var description: String { rawValue }
     }
 
     package let code: Code
