@@ -49,6 +49,9 @@ public final class MockAPNsServer: Sendable {
     private struct ListenState {
         var group: EventLoopGroup?
         var server: HTTP2Server?
+        /// The port, kept while nothing listens on it (stopped, refusing): a connect is refused,
+        /// and no other server (a parallel test's) is given the port before this one comes back.
+        var hold: PortHold?
         /// Bumped by every stop/refuse/restart, so a late "listen again" from an older
         /// `refuseConnections` does nothing.
         var generation = 0
@@ -161,6 +164,7 @@ public final class MockAPNsServer: Sendable {
         let generation = listening.withLock { state -> Int in
             state.server?.close()
             state.server = nil
+            if state.hold == nil { state.hold = try? PortHold(host: host, port: port) }
             state.generation += 1
             return state.generation
         }
@@ -173,6 +177,7 @@ public final class MockAPNsServer: Sendable {
     private func listenAgain(ifGeneration generation: Int, attempts: Int) {
         let failed = listening.withLock { state -> Bool in
             guard state.generation == generation, state.server == nil, let group = state.group else { return false }
+            state.hold = nil
             do {
                 state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
                 return false
@@ -190,12 +195,13 @@ public final class MockAPNsServer: Sendable {
     /// Kills the emulator: stops listening, cuts every connection abruptly and stops its loops.
     /// Records and counters survive, so a test can inspect them; `restart` brings it back.
     public func stop() {
-        let (server, group) = listening.withLock { state -> (HTTP2Server?, EventLoopGroup?) in
+        let group = listening.withLock { state -> EventLoopGroup? in
             state.generation += 1
+            state.server?.close()
+            if state.hold == nil { state.hold = try? PortHold(host: host, port: port) }
             defer { state.server = nil; state.group = nil }
-            return (state.server, state.group)
+            return state.group
         }
-        server?.close()
         guard let group else { return }
         dropAllConnections()
         group.shutdown()
@@ -207,6 +213,7 @@ public final class MockAPNsServer: Sendable {
         stop()
         let group = try EventLoopGroup(loopCount: loopCount)
         try listening.withLock { state in
+            state.hold = nil
             do {
                 state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
                 state.group = group

@@ -25,8 +25,11 @@ struct DeadlineOrderTests {
         // Raise the emulator's stream limit from 1 first, so every push below is on the wire at once.
         let first = await harness.client.send(Fixture.notification("", 0), environment: .production)
         #expect((try? first.get().ok) == true)
-        // Milliseconds apart by far more than sending them takes: the order of ends is the order of deadlines.
-        let timeouts = [1600, 400, 1200, 800, 2000]
+        // A second apart, far more than sending them takes, so the order of ends is the order of
+        // deadlines; and the shortest is a second, so each is on the wire (recorded) before any
+        // deadline passes even on a loaded machine (at 400 ms one once timed out unsent under a
+        // second make test).
+        let timeouts = [4000, 1000, 3000, 2000, 5000]
         let ends = Ends()
         var tasks: [Task<Void, Never>] = []
         for (i, ms) in timeouts.enumerated() {

@@ -239,6 +239,9 @@ struct MockAPNsServerTests {
         defer { harness.shutdown() }
         let port = harness.server.port
         harness.server.refuseConnections(for: .milliseconds(300))
+        // The port stays the emulator's while it refuses: no other socket (a parallel test's
+        // server given a free port) can take it and answer in its place.
+        #expect(!canBind(port), "port \(port) was free for anyone while the emulator refused connections")
         let refused = try await harness.connect(Client())
         guard case .failure(let error) = refused else {
             Issue.record("connected while the emulator refused connections")
@@ -259,6 +262,7 @@ struct MockAPNsServerTests {
         let connection = try await harness.connect(first).get()
         _ = try #require(try await first.result(try await push(connection))).get()
         harness.server.stop()
+        #expect(!canBind(port), "port \(port) was free for anyone while the emulator was stopped")
         #expect(try await first.wait { $0.closed })
         guard case .failure(let error) = try await harness.connect(Client()) else {
             Issue.record("connected to a stopped emulator")
@@ -273,5 +277,20 @@ struct MockAPNsServerTests {
         #expect(try #require(try await second.result(try await push(again))).get().status == 200)
         #expect(harness.server.connectionCount == 2)
         #expect(Set(harness.server.records.map(\.connectionID)) == [1, 2])
+    }
+}
+
+/// Whether a socket without SO_REUSEADDR could bind 127.0.0.1:`port` now: what the kernel checks
+/// before it gives a port to anyone else.
+private func canBind(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
 }
