@@ -41,15 +41,7 @@ package final class TCPListener: @unchecked Sendable, LoopRegistered {
     /// for any free port. `onAccept` runs on the accepted stream's loop; set the handler there.
     package static func bind(host: String, port: Int, group: EventLoopGroup, backlog: Int32 = 1024,
                             onAccept: @escaping @Sendable (TCPStream) -> Void) throws -> TCPListener {
-        let address = try SocketAddress.resolve(host: host, port: port, passive: true).get()[0]
-        let fd = clinux_socket(address.family)
-        guard fd >= 0 else { throw SocketError.fromErrno(errno, "socket for \(address)") }
-        _ = clinux_set_reuseaddr(fd)
-        if address.withSockAddr({ Glibc.bind(fd, $0, $1) }) != 0 {
-            let e = errno
-            Glibc.close(fd)
-            throw SocketError.fromErrno(e, "bind to \(address)")
-        }
+        let (fd, address) = try boundSocket(host: host, port: port)
         if listen(fd, backlog) != 0 {
             let e = errno
             Glibc.close(fd)
@@ -61,6 +53,21 @@ package final class TCPListener: @unchecked Sendable, LoopRegistered {
             throw error
         }
         return listener
+    }
+
+    /// A socket bound to `host`:`port` with SO_REUSEADDR, not yet listening (a `PortHold` never
+    /// listens). Blocking (it resolves `host`).
+    static func boundSocket(host: String, port: Int) throws(SocketError) -> (fd: Int32, address: SocketAddress) {
+        let address = try SocketAddress.resolve(host: host, port: port, passive: true).get()[0]
+        let fd = clinux_socket(address.family)
+        guard fd >= 0 else { throw SocketError.fromErrno(errno, "socket for \(address)") }
+        _ = clinux_set_reuseaddr(fd)
+        if address.withSockAddr({ Glibc.bind(fd, $0, $1) }) != 0 {
+            let e = errno
+            Glibc.close(fd)
+            throw SocketError.fromErrno(e, "bind to \(address)")
+        }
+        return (fd, address)
     }
 
     /// Runs `body` on the loop and waits for it; nil when the loop has shut down.
