@@ -305,7 +305,9 @@ ok "a crash logs a backtrace naming its functions: $(grep -m1 -o 'EventLoop.run(
 # deploy/docker-compose.yml, copied unchanged, runs its relay service with each of the other
 # relays' env files as their operators have them: metatext-apns's (the key inline, one line with
 # literal \n), toot-relay's (P12_* and CA_FILENAME, the files under /certs: SECRETS_MOUNT) and
-# webpush-apn-relay's (TOKEN_*, TOPIC, no PORT). Each adds only where Apple is (the emulator).
+# webpush-apn-relay's (TOKEN_*, TOPIC, no PORT). Each adds only where Apple is (the emulator)
+# and, beside a .p8 key, trusts the emulator's CA with APNS_CA_FILE: webpush-apn-relay used
+# CA_FILENAME only with certificates, so the relay ignores it beside a key.
 # The compose file sets no credential variable, so nothing conflicts with them. An override
 # file puts the relay on the host's network (the emulator and the checks are on 127.0.0.1) at a
 # free port on 127.0.0.1; the healthcheck, env_file, environment and volumes are the shipped ones.
@@ -379,7 +381,7 @@ PORT=42069"
 TOKEN_KEY_ID=$c_kid
 TOKEN_TEAM_ID=$c_team
 TOPIC=cx.c3.toot
-CA_FILENAME=/run/secrets/ca.pem"
+APNS_CA_FILE=/run/secrets/ca.pem"
 )
 declare -A topics=([metatext-apns]=com.example.app [toot-relay]=cx.c3.toot [webpush-apn-relay]=cx.c3.toot)
 declare -A mounts=([metatext-apns]=/run/secrets [toot-relay]=/certs [webpush-apn-relay]=/run/secrets)
