@@ -208,6 +208,8 @@ struct DropInServeTests {
         defer { relay.forceStop() }
         let up = try await eventually(within: .seconds(15)) {
             guard relay.isRunning else { throw TestHTTP.Failure(description: "the relay exited: \(relay.logText)") }
+            // Its own listening line first: a 200 before it would be another program's.
+            guard relay.logText.contains("apns-relay listening") else { return false }
             return (try? await TestHTTP.get(port: port, target: "/relay-to/_health"))?.status == 200
         }
         #expect(up, "\(relay.logText)")

@@ -41,8 +41,18 @@ func portIsFree(_ port: Int) throws -> Bool {
 func lockPort(_ port: Int) async throws -> Int32 {
     let fd = open("/tmp/apns-relay-tests-port-\(port).lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o666)
     guard fd >= 0 else { throw TestHTTP.Failure(description: "cannot open the lock file for port \(port)") }
-    // Blocking: on a thread of its own, never on the tests' cooperative pool.
-    _ = try await onOwnThread { flock(fd, LOCK_EX) }
+    // Blocking: on a thread of its own, never on the tests' cooperative pool. A signal may end
+    // the wait without the lock (EINTR): wait again, and fail on anything else.
+    let result = try await onOwnThread { () -> Int32 in
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { return errno }
+        }
+        return 0
+    }
+    guard result == 0 else {
+        close(fd)
+        throw TestHTTP.Failure(description: "cannot lock port \(port): errno \(result)")
+    }
     return fd
 }
 
