@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
         // Pushes held on disk while Apple is out of reach: the store's protocol and its SQLite engine.
         .target(name: "PushStore", dependencies: ["CSQLite", "EventLoop", "Basics"]),
-        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport"]),
+        .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport", "PushStore"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-relay", dependencies: ["Relay", "MockAPNs", "APNs", "Observability", "OpenSSLSupport", "EventLoop", "WebPushCrypto", "Basics"]),
@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "TestWaits", path: "Tests/TestWaits"),
         // The APNs product and the CLI as a user meets them: the built executable, a scratch package.
         .testTarget(name: "APNsProductTests", dependencies: ["MockAPNs", "OpenSSLSupport", "BuiltProducts", "TestWaits"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Basics", "EventLoop", "BuiltProducts", "ObservabilityTestSupport", "TestWaits"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "MockAPNs", "APNs", "HTTPServer", "WebPush", "Observability", "OpenSSLSupport", "CertificateSupport", "WebPushCrypto", "Basics", "EventLoop", "BuiltProducts", "ObservabilityTestSupport", "TestWaits", "PushStore"]),
         // Package.swift against the import lines: the arrows above are exactly what the code imports.
         .testTarget(name: "PackageGraphTests"),
     ],

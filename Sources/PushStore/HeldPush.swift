@@ -3,6 +3,8 @@
 package struct HeldPush: Sendable, Equatable {
     /// The inbound route it came by (the relay's own name for it), so delivery rebuilds the same request.
     package var route: String
+    /// The APNs environment it goes to: `production` or `sandbox`.
+    package var environment: String
     /// The app (APPS_FILE name, or the default app's) whose credentials send it.
     package var app: String
     /// The device token, as hex text.
@@ -26,10 +28,11 @@ package struct HeldPush: Sendable, Equatable {
     /// The APNs payload, as it would have been sent.
     package var payload: [UInt8]
 
-    package init(route: String, app: String, deviceToken: String, topic: String, apnsID: String, priority: Int,
+    package init(route: String, environment: String, app: String, deviceToken: String, topic: String, apnsID: String, priority: Int,
                  collapseID: String?, pushType: String, urgency: String, arrivalMs: Int64, ttlSeconds: Int64,
                  payload: [UInt8]) {
         self.route = route
+        self.environment = environment
         self.app = app
         self.deviceToken = deviceToken
         self.topic = topic
@@ -55,7 +58,7 @@ package struct HeldPush: Sendable, Equatable {
 
     /// What this push counts for against the store's byte cap: its payload and its text fields.
     package var storedBytes: Int {
-        payload.count + route.utf8.count + app.utf8.count + deviceToken.utf8.count + topic.utf8.count
+        payload.count + route.utf8.count + environment.utf8.count + app.utf8.count + deviceToken.utf8.count + topic.utf8.count
             + apnsID.utf8.count + (collapseID?.utf8.count ?? 0) + pushType.utf8.count + urgency.utf8.count
     }
 }

@@ -51,7 +51,7 @@ final class HeldTable {
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS held (
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    route TEXT NOT NULL, app TEXT NOT NULL, device TEXT NOT NULL, topic TEXT NOT NULL,
+                    route TEXT NOT NULL, environment TEXT NOT NULL, app TEXT NOT NULL, device TEXT NOT NULL, topic TEXT NOT NULL,
                     apns_id TEXT NOT NULL, priority INTEGER NOT NULL, collapse_id TEXT, push_type TEXT NOT NULL,
                     urgency TEXT NOT NULL, arrival_ms INTEGER NOT NULL, ttl_s INTEGER NOT NULL,
                     expires_ms INTEGER NOT NULL, bytes INTEGER NOT NULL, payload BLOB NOT NULL);
@@ -76,8 +76,8 @@ final class HeldTable {
         rollback = try SQLiteStatement(database, "ROLLBACK")
         insert = try SQLiteStatement(database, """
             INSERT INTO held (route, app, device, topic, apns_id, priority, collapse_id, push_type, urgency,
-                              arrival_ms, ttl_s, expires_ms, bytes, payload)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                              arrival_ms, ttl_s, expires_ms, bytes, payload, environment)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
             """)
         // Newest first along the (device, id) index: only the kept rows are stepped over.
         deviceBeyond = try SQLiteStatement(database, "SELECT id, bytes FROM held WHERE device = ?1 ORDER BY id DESC LIMIT -1 OFFSET ?2")
@@ -85,7 +85,7 @@ final class HeldTable {
         deleteExpired = try SQLiteStatement(database, "DELETE FROM held WHERE expires_ms <= ?1 RETURNING id, bytes")
         due = try SQLiteStatement(database, """
             SELECT id, route, app, device, topic, apns_id, priority, collapse_id, push_type, urgency,
-                   arrival_ms, ttl_s, payload
+                   arrival_ms, ttl_s, payload, environment
             FROM held WHERE id > ?1 AND expires_ms > ?2 ORDER BY id LIMIT ?3
             """)
         oldest = try SQLiteStatement(database, "SELECT arrival_ms FROM held ORDER BY id LIMIT 1")
@@ -123,6 +123,7 @@ final class HeldTable {
         insert.bind(12, push.expiresAtMs)
         insert.bind(13, Int64(push.storedBytes))
         insert.bind(14, push.payload)
+        insert.bind(15, push.environment)
         try insert.run()
         return HeldPushID(low: UInt64(database.lastInsertedRowID))
     }
@@ -171,7 +172,7 @@ final class HeldTable {
         var found: [StoredPush] = []
         while try due.step() {
             let push = HeldPush(
-                route: due.text(1) ?? "", app: due.text(2) ?? "", deviceToken: due.text(3) ?? "",
+                route: due.text(1) ?? "", environment: due.text(13) ?? "", app: due.text(2) ?? "", deviceToken: due.text(3) ?? "",
                 topic: due.text(4) ?? "", apnsID: due.text(5) ?? "", priority: Int(due.int64(6)),
                 collapseID: due.text(7), pushType: due.text(8) ?? "", urgency: due.text(9) ?? "",
                 arrivalMs: due.int64(10), ttlSeconds: due.int64(11), payload: due.blob(12))

@@ -76,6 +76,9 @@ package struct RelayConfiguration: Sendable {
     /// What start-up (and SIGHUP) logs as warnings: settings read as leniently as the other relays
     /// read them (a `CA_FILENAME` ignored).
     package var warnings: [String] = []
+    /// Where pushes Apple could not take are held, and how many (`load`'s default: the default
+    /// path, used when it is writable).
+    package var hold = HoldConfiguration(store: .file(path: HoldConfiguration.Defaults.path, chosenBy: .defaultPath))
     /// The same as PEM text (`APNS_CA`, the library's name), literal `\n` allowed.
     package var caPEM: String?
     /// How long a push may take end to end before the relay answers 504; below Mastodon's 10 s
@@ -181,6 +184,7 @@ package struct RelayConfiguration: Sendable {
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
         Variable.requestTimeout, Variable.maxBufferedRequestBytes, Variable.p12File, Variable.p12Base64, Variable.p12Password,
         Variable.certFile, Variable.certKeyFile, Variable.tlsCertFile, Variable.tlsKeyFile, Variable.appsFile,
+        Variable.storePath, Variable.holdMaxPushes, Variable.holdMaxBytes, Variable.holdMaxPerDevice, Variable.holdDeliveryInFlight,
     ] + ForeignVariable.all
 
     /// The settings without secrets, for the start-up log line: numbers as numbers, so a log
@@ -201,6 +205,15 @@ package struct RelayConfiguration: Sendable {
             "log_level": .string(logLevel.rawValue), "log_format": .string(logFormat.rawValue),
             "relay_to.topic": .string(relayToTopic), "relay_to.alert": .string(relayToAlert),
         ]
+        switch hold.store {
+        case .off(let why): summary["hold"] = .string("off: \(why)")
+        case .file(let path, _):
+            summary["hold.store_path"] = .string(path)
+            summary["hold.max_pushes"] = .int(hold.limits.maxEntries)
+            summary["hold.max_bytes"] = .int(hold.limits.maxBytes)
+            summary["hold.max_per_device"] = .int(hold.limits.maxPerDevice)
+            summary["hold.delivery_in_flight"] = .int(hold.deliveryInFlight)
+        }
         if apnsMaxStreamsPerConnection != Defaults.apnsMaxStreamsPerConnection {
             summary["apns.max_streams_per_connection"] = .int(apnsMaxStreamsPerConnection)
         }

@@ -135,6 +135,7 @@ struct Reader {
             configuration.appsFile = appsFile
             configuration.apps = try AppsFile.read(path: appsFile, variable: Variable.appsFile, now: now)
         }
+        configuration.hold = try hold()
         configuration.eventLoops = loops
         configuration.caPEM = value(Variable.caPEM).map(\.unescapingLineFeeds)
         return configuration

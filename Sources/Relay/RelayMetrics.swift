@@ -63,6 +63,7 @@ package final class RelayMetrics: Sendable {
         unknownAppPushes = registry.counter(
             "relay_unknown_app_pushes_total",
             help: "Pushes to /{app}/... for an app the relay does not serve (502): APPS_FILE lost the app, or a sender guessed a name.")
+        hold = HoldMetrics(registry: registry)
         registry.gauge("relay_build_info", help: "The relay's version, as apns-relay --version prints it; always 1.",
                        labels: ["version": RelayVersion.current]).set(1)
     }
@@ -146,6 +147,8 @@ package final class RelayMetrics: Sendable {
     /// the on-call. No label: the name comes from the request, and an outsider must not grow the
     /// series.
     package let unknownAppPushes: Counter
+    /// Holding what Apple could not take.
+    package let hold: HoldMetrics
 }
 
 /// The client reports connection events from its loops; the relay turns them into metrics

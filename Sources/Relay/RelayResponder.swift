@@ -7,6 +7,7 @@ import Basics
 import HTTPServer
 import Observability
 import OpenSSLSupport
+import PushStore
 import WebPush
 
 /// The relay's HTTP side: routing, WebPush → APNs, and the status the sender hears.
@@ -61,6 +62,14 @@ package final class RelayResponder: HTTPResponder {
     /// Run before each `/metrics` render, to copy live values (open connections) into gauges;
     /// set after start-up because the server exists only once it has its responder.
     private let scrapeHooks = Mutex<[@Sendable () -> Void]>([])
+    /// Whether pushes Apple could not take are held, set once at start-up (`holdWith`).
+    private let holdState = Mutex<HoldState>(.off(why: "not configured"))
+
+    /// Holding on (its store and delivery) or off (and why, for `/health`).
+    package enum HoldState: Sendable {
+        case on(Holding)
+        case off(why: String)
+    }
 
     /// - Parameters:
     ///   - now: the wall clock, injectable so `apns-expiration` and 410 timestamps are exact in tests.
@@ -74,6 +83,25 @@ package final class RelayResponder: HTTPResponder {
         self.metrics = metrics
         self.readiness = readiness
         self.now = now
+    }
+
+    /// From now on, pushes Apple could not take are held (or, off, answered 503/504 as before).
+    package func holdWith(_ state: HoldState) {
+        holdState.withLock { $0 = state }
+    }
+
+    private var holding: Holding? {
+        holdState.withLock { state in
+            if case .on(let holding) = state { return holding }
+            return nil
+        }
+    }
+
+    /// The sender of a held push's app: "" is the default app; nil when no app of that name is served.
+    package func sender(forHeldApp name: String) -> (any APNsSending)? {
+        if name.isEmpty { return defaultApp.sender }
+        if case .app(let app) = apps.lookup(name) { return app.sender }
+        return nil
     }
 
     /// Adds work to run before each `/metrics` render (e.g. copy the server's open-connection count).
@@ -121,7 +149,7 @@ package final class RelayResponder: HTTPResponder {
             return done("root", get(request) { HTTPResponse(status: 200, text: "apns-relay\n") })
         case "/health", "/relay-to/_health":
             // The second is webpush-apn-relay's (2026), where its probes point.
-            return done("health", get(request) { HTTPResponse(status: 200, json: #"{"status":"alive"}"#) })
+            return done("health", get(request) { self.health() })
         case "/ready":
             return done("ready", get(request) { self.ready() })
         case "/metrics":
@@ -252,6 +280,16 @@ package final class RelayResponder: HTTPResponder {
         return methodNotAllowed(method, allow: allow)
     }
 
+    /// Alive, with what is held (or why nothing can be): an operator's first look in an outage.
+    private func health() -> HTTPResponse {
+        switch holdState.withLock({ $0 }) {
+        case .on(let holding):
+            return HTTPResponse(status: 200, json: #"{"status":"alive","held":"# + String(holding.counts.entries) + "}")
+        case .off(let why):
+            return HTTPResponse(status: 200, json: #"{"status":"alive","hold":"# + JSONString.quoted("off: " + why) + "}")
+        }
+    }
+
     private func ready() -> HTTPResponse {
         if let why = readiness() { return Self.error(503, why) }
         return HTTPResponse(status: 200, json: #"{"status":"ready"}"#)
@@ -297,7 +335,8 @@ package final class RelayResponder: HTTPResponder {
         }
         log.device = token
 
-        let seconds = Int(now().timeIntervalSince1970)
+        let arrival = now()
+        let seconds = Int(arrival.unixSeconds)
         let plan: APNsPushPlan
         let topic: String
         switch target {
@@ -326,7 +365,27 @@ package final class RelayResponder: HTTPResponder {
         log.apnsID = notification.apnsID
 
         let pending = log
-        app.sender.send(notification, environment: target.sandbox ? .sandbox : .production) { result in
+        let ttl = message.ttl, urgency = message.urgency, sandbox = target.sandbox
+        app.sender.send(notification, environment: sandbox ? .sandbox : .production) { result in
+            // TTL 0 is "now or never" (RFC 8030): its answer stands.
+            if ttl != 0, let why = HoldPolicy.reason(for: result), let holding = self.holding {
+                let held = HeldPush(
+                    route: label, environment: sandbox ? "sandbox" : "production", app: appName ?? "",
+                    deviceToken: notification.token.hex, topic: notification.topic, apnsID: notification.apnsID,
+                    priority: notification.priority, collapseID: notification.collapseID, pushType: notification.pushType.rawValue,
+                    urgency: (urgency ?? .normal).rawValue, arrivalMs: arrival.nanosecondsSince1970 / 1_000_000,
+                    ttlSeconds: Int64(ttl ?? 0) > 0 ? Int64(ttl ?? 0) : HoldConfiguration.Defaults.ttlWhenUnset,
+                    payload: notification.payload)
+                holding.hold(held) { outcome in
+                    var log = pending
+                    switch outcome {
+                    case .success: log.held = why
+                    case .failure(let refusal): log.holdFailed = refusal.message
+                    }
+                    self.deliver(self.answered(result, log: log, started: started), route: label, app: appName, to: completion)
+                }
+                return
+            }
             self.deliver(self.answered(result, log: pending, started: started), route: label, app: appName, to: completion)
         }
     }
@@ -345,7 +404,10 @@ package final class RelayResponder: HTTPResponder {
         // Apple's part of the line beside the log (which the completion holds), not in a changed
         // copy of it: the copy retained and released each of its strings.
         var apns = APNsOutcome()
-        let answer = StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
+        // A held push is ours now: 201, whatever Apple's trouble was (the line says it).
+        let answer = log.held != nil
+            ? RelayAnswer(status: 201)
+            : StatusMapping.answer(for: result, nowMilliseconds: Int64((now().timeIntervalSince1970 * 1000).rounded()))
         switch result {
         case .success(let response):
             apns.status = response.status
@@ -382,9 +444,11 @@ package final class RelayResponder: HTTPResponder {
         log.requestID.withText { headers.add("X-Request-ID", bytes: UnsafeRawBufferPointer($0)) }
         if let id = log.apnsID { headers.add("apns-id", id) }
         if let retryAfter = answer.retryAfter { headers.add("Retry-After", String(retryAfter)) }
+        if log.held != nil { headers.add(Self.heldHeader, "true") }
 
         let level: LogLevel
         switch answer.status {
+        case _ where log.held != nil: level = .warning
         case 201, 410: level = .info
         case 502: level = .error
         default: level = .warning
@@ -400,7 +464,8 @@ package final class RelayResponder: HTTPResponder {
     private func writeLog(_ log: PushLog, apns: APNsOutcome, answer: RelayAnswer, level: LogLevel, elapsed: Duration) {
         // In key order, so the line is written as listed (no dictionary, no sort, and no list:
         // a JSON sink formats each field as it is added).
-        logger.log(level, answer.status == 201 ? "push delivered" : "push answered \(answer.status)", inKeyOrder: { line in
+        let message = log.held != nil ? "push held" : answer.status == 201 ? "push delivered" : "push answered \(answer.status)"
+        logger.log(level, message, inKeyOrder: { line in
                 line.add(LineKey.environment, .string(log.sandbox ? "sandbox" : "production"))
             if let error = apns.error { line.add(LineKey.apnsError, .string(error)) }
             if let id = log.apnsID { line.add(LineKey.apnsID, .string(id)) }
@@ -411,6 +476,8 @@ package final class RelayResponder: HTTPResponder {
             if let device = log.device {
                 line.add(LineKey.device, .string(device.fingerprint(sha256FirstWord: SHA256Digest.firstWord(of:))))
             }
+            if let why = log.held { line.add(LineKey.heldReason, .string(why)) }
+            if let why = log.holdFailed { line.add(LineKey.holdFailed, .string(why)) }
             line.add(LineKey.httpStatus, .int(answer.status))
             line.add(LineKey.latency, .double((elapsed / .microseconds(1)).rounded() / 1000))
             if let why = log.degraded {
@@ -434,6 +501,8 @@ package final class RelayResponder: HTTPResponder {
         static let apnsUniqueID: LogKey = "apns.unique_id"
         static let app: LogKey = "app"
         static let device: LogKey = "device"
+        static let heldReason: LogKey = "held.reason"
+        static let holdFailed: LogKey = "hold.failed"
         static let httpStatus: LogKey = "http.status"
         static let latency: LogKey = "latency_ms"
         static let degraded: LogKey = "payload.degraded"
@@ -459,7 +528,14 @@ package final class RelayResponder: HTTPResponder {
         var apnsID: String?
         /// Why the payload went out without the message, when it did.
         var degraded: String?
+        /// Why the push was held (answered 201, delivered when Apple takes it), when it was.
+        var held: String?
+        /// Why a push that should have been held was not (the store at its cap, the disk full).
+        var holdFailed: String?
     }
+
+    /// The header that tells the sender its push was held, not yet delivered.
+    package static let heldHeader = "X-Relay-Held"
 
     /// What Apple answered, or why nothing came, for the push's line: empty for a push refused
     /// before it was sent.

@@ -32,6 +32,8 @@ package final class RelayServer: Sendable {
     let retiredClients = Mutex<[APNsClient]>([])
     /// The push certificates in use, by app, for the expiry gauge.
     let certificateApps = Mutex<[(app: String, certificate: PushCertificate)]>([])
+    /// Holding what Apple could not take; nil when it is off.
+    let holding: Holding?
 
     /// Knobs the configuration does not expose (tests shrink back-off and ticks; the demo trusts
     /// its emulator's CA from memory).
@@ -59,7 +61,12 @@ package final class RelayServer: Sendable {
     package static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
         let loopCount = max(1, options.loopCount ?? configuration.eventLoopCount)
-        let group = try EventLoopGroup(loopCount: loopCount)
+        let (holdOwner, holdOff) = try openHoldStore(configuration.hold, logger: logger)
+        let group: EventLoopGroup
+        do { group = try EventLoopGroup(loopCount: loopCount) } catch {
+            holdOwner?.close()
+            throw error
+        }
         let observer = APNsEventLog(metrics: metrics, logger: logger)
         let makeClient: ClientMaker = { configuration, credentials throws(ConfigurationError) in
             let clientConfiguration = try RelayServer.clientConfiguration(
@@ -74,6 +81,7 @@ package final class RelayServer: Sendable {
         do {
             client = try makeClient(configuration, configuration.credentials)
         } catch {
+            holdOwner?.close()
             group.shutdown()
             throw error
         }
@@ -97,12 +105,19 @@ package final class RelayServer: Sendable {
         } catch {
             let stopping = client
             let loops = group
+            holdOwner?.close()
             // The client's shutdown is async; bind errors are rare, so wait for it off the caller.
             Task { await stopping.shutdown(); loops.shutdown() }
             throw error
         }
+        let holding = holdOwner.map { owner in
+            Holding(owner: owner, configuration: configuration.hold, pushTimeout: configuration.pushTimeout,
+                    metrics: metrics.hold, logger: logger, now: options.now,
+                    senders: { [weak responder] name in responder?.sender(forHeldApp: name) })
+        }
+        responder.holdWith(holding.map { .on($0) } ?? .off(why: holdOff ?? "not configured"))
         let relay = RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
-                                http: http, group: group, makeClient: makeClient)
+                                http: http, group: group, makeClient: makeClient, holding: holding)
         do {
             let table = try relay.appTable(configuration.apps, configured: configuration.appsFile != nil,
                                            configuration: configuration, defaultKey: configuration.credentials.sharingKey)
@@ -117,6 +132,7 @@ package final class RelayServer: Sendable {
             let now = WallTime.unixSecondsNow
             for (app, certificate) in relay.certificates { metrics.setCertificateExpiry(app: app, seconds: certificate.secondsLeft(now: now)) }
             if let notAfter = relay.httpsCertificateNotAfter { metrics.httpsCertificateExpiry.set(Int(notAfter - now)) }
+            relay.holding?.updateGauges(nowMs: options.now().nanosecondsSince1970 / 1_000_000)
             if let bytes = ProcessStats.residentBytes() { metrics.residentBytes.set(bytes) }
             if let fds = ProcessStats.openFileDescriptors() { metrics.openFileDescriptors.set(fds) }
             if let max = ProcessStats.maxFileDescriptors() { metrics.maxFileDescriptors.set(max) }
@@ -125,7 +141,8 @@ package final class RelayServer: Sendable {
     }
 
     private init(configuration: RelayConfiguration, responder: RelayResponder, metrics: RelayMetrics,
-                 client: APNsClient, http: HTTPServer, group: EventLoopGroup, makeClient: @escaping ClientMaker) {
+                 client: APNsClient, http: HTTPServer, group: EventLoopGroup, makeClient: @escaping ClientMaker, holding: Holding?) {
+        self.holding = holding
         self.configuration = configuration
         self.responder = responder
         self.metrics = metrics
@@ -154,6 +171,7 @@ package final class RelayServer: Sendable {
         await withTaskGroup(of: Void.self) { stopping in
             for client in all { stopping.addTask { await client.shutdown() } }
         }
+        holding?.close()
         group.shutdown()
         return drained
     }

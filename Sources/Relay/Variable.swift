@@ -42,6 +42,12 @@ enum Variable {
     static let tlsCertFile = "TLS_CERT_FILE"
     static let tlsKeyFile = "TLS_KEY_FILE"
     static let appsFile = "APPS_FILE"
+    // Holding what Apple could not take.
+    static let storePath = "STORE_PATH"
+    static let holdMaxPushes = "HOLD_MAX_PUSHES"
+    static let holdMaxBytes = "HOLD_MAX_BYTES"
+    static let holdMaxPerDevice = "HOLD_MAX_PER_DEVICE"
+    static let holdDeliveryInFlight = "HOLD_DELIVERY_IN_FLIGHT"
 }
 
 /// The names toot-relay and mastodon/webpush-apn-relay read, accepted as they are so their

@@ -54,7 +54,7 @@ extension HoldLimits {
 /// from one push to the next, so a store that mixed two up is caught.
 func samplePush(_ n: Int, device: Int = 0, arrivalMs: Int64 = 1_700_000_000_000, ttl: Int64 = 3_600,
                 payloadBytes: Int = 64) -> HeldPush {
-    HeldPush(route: n % 2 == 0 ? "push" : "relay-to", app: "app\(n % 3)", deviceToken: String(format: "%064x", device),
+    HeldPush(route: n % 2 == 0 ? "push" : "relay-to", environment: n % 5 == 0 ? "sandbox" : "production", app: "app\(n % 3)", deviceToken: String(format: "%064x", device),
              topic: "org.example.app\(n % 3)", apnsID: "00000000-0000-4000-8000-\(String(format: "%012d", n))",
              priority: n % 2 == 0 ? 10 : 5, collapseID: n % 4 == 0 ? nil : "collapse-\(n)", pushType: "alert",
              urgency: n % 2 == 0 ? "normal" : "low", arrivalMs: arrivalMs + Int64(n), ttlSeconds: ttl,

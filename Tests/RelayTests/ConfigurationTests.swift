@@ -412,7 +412,10 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("APNS_KEY_FILE"))
         #expect(RelayConfiguration.variableNames.contains("APNS_CA"))
         #expect(RelayConfiguration.variableNames.contains("EVENT_LOOPS"))
-        #expect(RelayConfiguration.variableNames.count == 46)
+        for name in ["STORE_PATH", "HOLD_MAX_PUSHES", "HOLD_MAX_BYTES", "HOLD_MAX_PER_DEVICE", "HOLD_DELIVERY_IN_FLIGHT"] {
+            #expect(RelayConfiguration.variableNames.contains(name))
+        }
+        #expect(RelayConfiguration.variableNames.count == 51)
     }
 }
 

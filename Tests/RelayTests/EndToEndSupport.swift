@@ -151,7 +151,8 @@ final class RelayHarness: Sendable {
     ///   - emulator: changes both emulators' configuration (token max age, faults).
     ///   - tuneClient: runs after the harness's own short timings, to change them.
     init(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-         poolSize: Int = 2, loops: Int = 1, emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
+         poolSize: Int = 2, loops: Int = 1, hold: HoldConfiguration = .off,
+         emulator configure: (inout MockAPNsConfiguration) -> Void = { _ in },
          tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil) throws {
         let appleTime = self.appleTime
         func emulator(sandbox: Bool) throws -> MockAPNsServer {
@@ -167,11 +168,12 @@ final class RelayHarness: Sendable {
         sandbox = try emulator(sandbox: true)
         let now = WallTime(nanosecondsSince1970: WallTime.now.unixSeconds * 1_000_000_000)
         self.now = now
-        let configuration = RelayConfiguration(
+        var configuration = RelayConfiguration(
             authKey: Self.key.pemPKCS8, keyID: Self.keyID, teamID: Self.teamID, topic: topic,
             connectionPoolSize: poolSize, port: 0, bindAddress: "127.0.0.1",
             apnsHost: .init(host: "localhost", port: apple.port), apnsSandboxHost: .init(host: "localhost", port: sandbox.port),
             pushTimeout: pushTimeout, maxBodyBytes: 65536, relayToTopic: relayToTopic)
+        configuration.hold = hold
         var options = RelayServer.Options(extraCAPEM: Self.certificates.caPEM)
         options.loopCount = loops
         options.now = { now }
@@ -202,11 +204,12 @@ final class RelayHarness: Sendable {
 
     /// Runs `body` against a ready relay and always stops everything afterwards.
     static func with(topic: String = RelayHarness.topic, relayToTopic: String? = nil, pushTimeout: Duration = .seconds(6),
-                     poolSize: Int = 2, loops: Int = 1, emulator: (inout MockAPNsConfiguration) -> Void = { _ in },
+                     poolSize: Int = 2, loops: Int = 1, hold: HoldConfiguration = .off,
+                     emulator: (inout MockAPNsConfiguration) -> Void = { _ in },
                      tuneClient: (@Sendable (inout APNsClientConfiguration) -> Void)? = nil,
                      _ body: (RelayHarness) async throws -> Void) async throws {
         let harness = try RelayHarness(topic: topic, relayToTopic: relayToTopic, pushTimeout: pushTimeout, poolSize: poolSize,
-                                       loops: loops, emulator: emulator, tuneClient: tuneClient)
+                                       loops: loops, hold: hold, emulator: emulator, tuneClient: tuneClient)
         do {
             try await harness.waitUntilReady()
             try await body(harness)

@@ -17,7 +17,7 @@ import Synchronization
 
 /// Push number `n` as the probe makes it; the crash tests rebuild it to compare what they read back.
 func probePush(_ n: Int) -> HeldPush {
-    HeldPush(route: "push", app: "probe", deviceToken: String(format: "%064x", n), topic: "org.example.probe",
+    HeldPush(route: "push", environment: "production", app: "probe", deviceToken: String(format: "%064x", n), topic: "org.example.probe",
              apnsID: "00000000-0000-4000-8000-\(String(format: "%012d", n))", priority: 10, collapseID: n % 2 == 0 ? "c\(n)" : nil,
              pushType: "alert", urgency: "normal", arrivalMs: 1_700_000_000_000 + Int64(n), ttlSeconds: 86_400,
              payload: Array(repeating: UInt8(n % 251), count: 300 + n % 200))

@@ -1,0 +1,22 @@
+import PushStore
+
+extension Reader {
+    /// `STORE_PATH` and the `HOLD_*` caps. `STORE_PATH=none` turns holding off; unset, the
+    /// default path is used if it can be (`RelayServer` checks it at start-up).
+    func hold() throws(ConfigurationError) -> HoldConfiguration {
+        let store: HoldConfiguration.Store
+        switch value(Variable.storePath) {
+        case nil: store = .file(path: HoldConfiguration.Defaults.path, chosenBy: .defaultPath)
+        case "none"?: store = .off(why: "\(Variable.storePath)=none")
+        case let path?: store = .file(path: path, chosenBy: .operatorSetting)
+        }
+        let defaults = HoldConfiguration.Defaults.limits
+        let limits = HoldLimits(
+            maxEntries: try integer(Variable.holdMaxPushes, default: defaults.maxEntries, in: 1...1_000_000_000, " pushes"),
+            maxBytes: try integer(Variable.holdMaxBytes, default: defaults.maxBytes, in: 1 << 20...1 << 44, " bytes"),
+            maxPerDevice: try integer(Variable.holdMaxPerDevice, default: defaults.maxPerDevice, in: 1...1_000_000, " pushes per device token"))
+        let inFlight = try integer(Variable.holdDeliveryInFlight, default: HoldConfiguration.Defaults.deliveryInFlight, in: 1...10_000,
+                                   " held pushes sent at once")
+        return HoldConfiguration(store: store, limits: limits, deliveryInFlight: inFlight)
+    }
+}

@@ -1,0 +1,194 @@
+import Dispatch
+import APNs
+import Basics
+import Observability
+import PushStore
+
+/// Sends held pushes to Apple once it answers again: oldest first, at most `inFlight` at once
+/// (live pushes keep the rest of the pool), each as it would have gone when it arrived (its own
+/// `apns-id`, `apns-expiration` = arrival + TTL). A push leaves the store only once Apple has
+/// answered it; one that meets Apple out of reach again goes back.
+///
+/// While Apple is out of reach it sends one push at a time, the oldest, once a second: a probe
+/// (which the client fails at once while it has no connection), not a flood. Everything runs on
+/// one serial queue; the store and the client answer on their own threads and hop onto it.
+final class HeldDelivery: @unchecked Sendable {
+    // @unchecked: every mutable field below is touched on `queue` only.
+    private let queue = DispatchQueue(label: "held-delivery")
+    private let owner: HeldStoreOwner
+    private let senders: @Sendable (String) -> (any APNsSending)?
+    private let metrics: HoldMetrics
+    private let logger: Logger
+    private let inFlightLimit: Int
+    private let leaseMs: Int64
+    private let now: @Sendable () -> WallTime
+
+    private var inFlight = 0
+    private var taking = false
+    /// Apple was out of reach at the last try: one push at a time, each tick.
+    private var probing = false
+    private var wakeScheduled = false
+    private var stopped = false
+    private var lastSweep: ContinuousClock.Instant?
+    /// What the store held at its last count, for `/health` and the gauges.
+    private var lastCounts = HeldCounts(entries: 0, bytes: 0, oldestArrivalMs: nil, leased: 0)
+
+    /// How often, while the store holds any push, expired ones are dropped, the store is
+    /// counted, and (while Apple is out of reach) the oldest is tried.
+    static let tick: Duration = .seconds(1)
+
+    init(owner: HeldStoreOwner, inFlight: Int, pushTimeout: Duration, metrics: HoldMetrics, logger: Logger,
+         now: @escaping @Sendable () -> WallTime, senders: @escaping @Sendable (String) -> (any APNsSending)?) {
+        self.owner = owner
+        self.inFlightLimit = inFlight
+        // Longer than any send can take (the client ends every push by its deadline), so a lease
+        // runs out only for a push whose answer was lost, which is then due again.
+        self.leaseMs = Int64((pushTimeout / .milliseconds(1)).rounded()) + 60_000
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        self.senders = senders
+    }
+
+    /// Something may be held now (a push was just held, or the relay started on a store that
+    /// holds pushes): deliver it when Apple takes it.
+    func wake() { queue.async { self.pump() } }
+
+    /// Takes no more pushes; those in flight end by their deadline and go back to the store if
+    /// Apple did not answer them.
+    func stop() { queue.sync { stopped = true } }
+
+    /// What the store held at its last count (taken at most a tick ago while it holds any).
+    var counts: HeldCounts { queue.sync { lastCounts } }
+
+    private var nowMs: Int64 { now().nanosecondsSince1970 / 1_000_000 }
+
+    private func pump() {
+        guard !stopped, !taking, let store = owner.openStore else { return }
+        sweepIfDue(store)
+        let room = probing ? (inFlight == 0 && !wakeScheduled ? 1 : 0) : inFlightLimit - inFlight
+        guard room > 0 else { return }
+        taking = true
+        store.take(max: room, nowMs: nowMs, leaseMs: leaseMs) { result in
+            self.queue.async { self.took(result, from: store) }
+        }
+    }
+
+    private func took(_ result: Result<[StoredPush], PushStoreError>, from store: SQLitePushStore) {
+        taking = false
+        switch result {
+        case .failure(let error):
+            logger.error("held pushes cannot be read from the store", ["store": .string(owner.path), "error": .string(error.message)])
+            backOff()
+        case .success(let pushes):
+            if pushes.isEmpty {
+                // Nothing due: the store is empty, or all it holds is in flight. Count it, so
+                // the gauges reach zero once it drains.
+                if inFlight == 0 { sweep(store) }
+                return
+            }
+            for stored in pushes { send(stored, store: store) }
+            if !probing { pump() }
+        }
+    }
+
+    private func send(_ stored: StoredPush, store: SQLitePushStore) {
+        let push = stored.push
+        guard let sender = senders(push.app) else {
+            // Its app left APPS_FILE: nothing can send it, and kept it would stand first in
+            // line until it expired.
+            settle(stored, store: store, delivered: false,
+                   why: "its app \(push.app.isEmpty ? "(default)" : push.app) is no longer served")
+            return
+        }
+        let notification: APNsNotification
+        do {
+            notification = try APNsNotification(
+                token: try DeviceToken(push.deviceToken), topic: push.topic, payload: APNsPayload(builtAlert: push.payload),
+                pushType: APNsPushType(rawValue: push.pushType) ?? .alert, priority: push.priority,
+                expiration: Int(clamping: push.apnsExpiration), collapseID: push.collapseID, apnsID: APNsID(push.apnsID))
+        } catch {
+            settle(stored, store: store, delivered: false, why: "it cannot be sent: \(error.message)")
+            return
+        }
+        inFlight += 1
+        sender.send(notification, environment: push.environment == "sandbox" ? .sandbox : .production) { result in
+            self.queue.async { self.answered(stored, result, store: store) }
+        }
+    }
+
+    private func answered(_ stored: StoredPush, _ result: Result<APNsResponse, APNsError>, store: SQLitePushStore) {
+        inFlight -= 1
+        guard HoldPolicy.isSettled(result), case .success(let response) = result else {
+            store.release([stored.id]) { _ in }
+            if !probing, let why = HoldPolicy.reason(for: result) {
+                logger.warning("held pushes wait: APNs is still out of reach", ["reason": .string(why)])
+            }
+            backOff()
+            return
+        }
+        probing = false
+        settle(stored, store: store, delivered: response.ok,
+               why: response.ok ? nil : "APNs answered \(response.status) \(response.reason?.rawValue ?? "")")
+        pump()
+    }
+
+    /// Removes a push Apple answered (or that can never be sent) from the store, and says so.
+    private func settle(_ stored: StoredPush, store: SQLitePushStore, delivered: Bool, why: String?) {
+        store.finish([stored.id]) { _ in }
+        let push = stored.push
+        var fields: [String: LogValue] = [
+            "apns.id": .string(push.apnsID), "route": .string(push.route),
+            "held_ms": .int(Int(max(0, nowMs - push.arrivalMs))),
+        ]
+        if !push.app.isEmpty { fields["app"] = .string(push.app) }
+        if let token = try? DeviceToken(push.deviceToken) { fields["device"] = .string(token.fingerprint) }
+        if delivered {
+            metrics.delivered.increment()
+            logger.info("held push delivered", fields)
+        } else {
+            metrics.refused.increment()
+            fields["reason"] = .string(why ?? "")
+            logger.warning("held push dropped", fields)
+        }
+    }
+
+    private func backOff() {
+        probing = true
+        wakeAfterTick()
+    }
+
+    private func wakeAfterTick() {
+        guard !wakeScheduled, !stopped else { return }
+        wakeScheduled = true
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(Self.tick / .milliseconds(1)))) {
+            self.wakeScheduled = false
+            self.pump()
+        }
+    }
+
+    private func sweepIfDue(_ store: SQLitePushStore) {
+        let instant = ContinuousClock.now
+        if let last = lastSweep, instant - last < Self.tick { return }
+        sweep(store)
+    }
+
+    /// Drops what expired and counts what is left; while anything is held, comes back in a
+    /// tick to do it again and to deliver what is due.
+    private func sweep(_ store: SQLitePushStore) {
+        lastSweep = ContinuousClock.now
+        store.dropExpired(nowMs: nowMs) { result in
+            if case .success(let count) = result, count > 0 {
+                self.metrics.expired.increment(by: count)
+                self.logger.notice("held pushes expired, never sent", ["count": .int(count)])
+            }
+        }
+        store.counts { result in
+            guard case .success(let counts) = result else { return }
+            self.queue.async {
+                self.lastCounts = counts
+                if counts.entries > 0 { self.wakeAfterTick() }
+            }
+        }
+    }
+}
