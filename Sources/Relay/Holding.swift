@@ -22,8 +22,9 @@ package final class Holding: Sendable {
         metrics.enabled.set(1)
         metrics.limitPushes.set(configuration.limits.maxEntries)
         metrics.limitBytes.set(configuration.limits.maxBytes)
-        // A store the last run left: deliver what it holds.
-        delivery.wake()
+        // A store the last run left: deliver what it holds. (Otherwise nothing runs until the
+        // first push is held: an idle relay keeps its event loops as its only threads.)
+        if owner.openStore != nil { delivery.wake() }
     }
 
     /// Why a push that should have been held was not: the caller answers 503 as before.

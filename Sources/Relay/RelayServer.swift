@@ -90,6 +90,13 @@ package final class RelayServer: Sendable {
             settings: .init(configuration), sender: client, apps: apps, logger: logger, metrics: metrics,
             readiness: { client.isReady ? nil : "no production connection to APNs (\(configuration.apnsHost)) is usable yet" },
             now: options.now)
+        // Before the server listens: the first push may already need the store.
+        let holding = holdOwner.map { owner in
+            Holding(owner: owner, configuration: configuration.hold, pushTimeout: configuration.pushTimeout,
+                    metrics: metrics.hold, logger: logger, now: options.now,
+                    senders: { [weak responder] name in responder?.sender(forHeldApp: name) })
+        }
+        responder.holdWith(holding.map { .on($0) } ?? .off(why: holdOff ?? "not configured"))
 
         var limits = HTTPParserLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
@@ -105,17 +112,11 @@ package final class RelayServer: Sendable {
         } catch {
             let stopping = client
             let loops = group
-            holdOwner?.close()
+            holding?.close()
             // The client's shutdown is async; bind errors are rare, so wait for it off the caller.
             Task { await stopping.shutdown(); loops.shutdown() }
             throw error
         }
-        let holding = holdOwner.map { owner in
-            Holding(owner: owner, configuration: configuration.hold, pushTimeout: configuration.pushTimeout,
-                    metrics: metrics.hold, logger: logger, now: options.now,
-                    senders: { [weak responder] name in responder?.sender(forHeldApp: name) })
-        }
-        responder.holdWith(holding.map { .on($0) } ?? .off(why: holdOff ?? "not configured"))
         let relay = RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
                                 http: http, group: group, makeClient: makeClient, holding: holding)
         do {

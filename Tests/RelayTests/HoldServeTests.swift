@@ -1,0 +1,130 @@
+import Foundation
+import Synchronization
+import Testing
+import MockAPNs
+import TestWaits
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The shipped binary holding pushes while Apple is away, killed with SIGKILL at random moments
+/// and restarted on the same store: nothing answered 201 is lost, nothing is delivered twice.
+@Suite("Holding in the shipped binary: kill -9 while Apple is away", .serialized, .timeLimit(.minutes(5)))
+struct HoldServeTests {
+    /// What the senders heard, across the relay's lives.
+    final class Answers: Sendable {
+        private let state = Mutex<(held: Set<String>, refused: [String], unanswered: Int)>(([], [], 0))
+        private let sent = Mutex(0)
+        /// The next push's number, nil once `total` were sent.
+        func next(of total: Int) -> Int? {
+            sent.withLock { n in
+                guard n < total else { return nil }
+                defer { n += 1 }
+                return n
+            }
+        }
+        func add(_ response: TestHTTP.Response) {
+            state.withLock { state in
+                if response.status == 201, response.header("X-Relay-Held") == "true", let id = response.header("apns-id") {
+                    state.held.insert(id)
+                } else {
+                    state.refused.append("\(response.status) \(response.reason ?? "")")
+                }
+            }
+        }
+        func lost() { state.withLock { $0.unanswered += 1 } }
+        var held: Set<String> { state.withLock { $0.held } }
+        var refused: [String] { state.withLock { $0.refused } }
+        var unanswered: Int { state.withLock { $0.unanswered } }
+    }
+
+    @Test("Apple away: 10,000 pushes answered 201 while the relay is SIGKILLed twice at random moments and restarted on the same store; Apple back: each reaches it exactly once")
+    func killedWhileHolding() async throws {
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: RelayHarness.certificates)
+        defer { apple.stop() }
+        apple.stop()  // Apple is away from the start: its port refuses connections.
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let port = try freePort()
+        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca, port: port, pool: 2)
+        let store = files.directory.appendingPathComponent("held.sqlite").path
+        try (String(contentsOf: files.envFile, encoding: .utf8) + "\nSTORE_PATH=\(store)\nPUSH_TIMEOUT_MS=2000\n")
+            .write(to: files.envFile, atomically: true, encoding: .utf8)
+
+        func start() async throws -> ServeProcess {
+            let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+            let up = try await eventually(within: .seconds(15)) {
+                guard relay.isRunning else { throw TestHTTP.Failure(description: "the relay exited: \(relay.logText)") }
+                return (try? await TestHTTP.get(port: port, target: "/health"))?.status == 200
+            }
+            guard up else { throw TestHTTP.Failure(description: "the relay never answered /health: \(relay.logText)") }
+            return relay
+        }
+
+        let total = 10_000
+        let answers = Answers()
+        var relay = try await start()
+        // 16 senders, each a push at a time to a device of its own number; a push that meets a
+        // dead relay is not answered (the sender would send it again) and counts apart.
+        let senders = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        while true {
+                            guard let n = answers.next(of: total) else { return }
+                            do {
+                                let response = try await TestHTTP.post(
+                                    port: port, target: "/push/\(token(String(format: "%08x", n)))/s\(n)",
+                                    headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"),
+                                              ("Crypto-Key", "dh=\(Sample.dh)"), ("TTL", "86400")],
+                                    body: Sample.body)
+                                answers.add(response)
+                            } catch {
+                                answers.lost()
+                                try? await Task.sleep(for: .milliseconds(5))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Two kills, each after a random number of answers, so each falls at another moment of
+        // the group commit (a put being written, synced, or answered).
+        var killedAt: [Int] = []
+        for round in 1...2 {
+            let target = round * total / 3 + Int.random(in: -500...500)
+            #expect(try await eventually(within: .seconds(60)) { answers.held.count >= target })
+            relay.signal(SIGKILL)
+            killedAt.append(answers.held.count)
+            _ = try await relay.stop()
+            relay = try await start()
+        }
+        await senders.value
+        #expect(answers.refused.isEmpty, "every answer was 201 held: \(answers.refused.prefix(10))")
+        let held = answers.held
+        #expect(held.count + answers.unanswered == total, "\(held.count) held, \(answers.unanswered) unanswered")
+        #expect(held.count > total * 9 / 10, "\(held.count) held")
+
+        // Apple is back: every push answered 201 reaches it, once.
+        try apple.restart()
+        let delivered = try await eventually(within: .seconds(120)) {
+            Set(apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") }).isSuperset(of: held)
+        }
+        let accepted = apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") }
+        let missing = held.subtracting(accepted)
+        #expect(delivered && missing.isEmpty, "\(missing.count) of \(held.count) held pushes never reached Apple (killed at \(killedAt))")
+        let twice = Dictionary(grouping: accepted, by: { $0 }).filter { $0.value.count > 1 }
+        #expect(twice.isEmpty, "\(twice.count) pushes reached Apple twice")
+        let drained = try await eventually(within: .seconds(10)) {
+            let health = try await TestHTTP.get(port: port, target: "/health")
+            return String(decoding: health.body, as: UTF8.self) == #"{"status":"alive","held":0}"#
+        }
+        #expect(drained)
+        #expect(try await relay.stop() == 0)
+    }
+}
