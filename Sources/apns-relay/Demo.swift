@@ -20,10 +20,12 @@ enum Demo {
 
     static func run(_ arguments: inout Arguments) -> Never {
         var once = false
+        var away = false
         var route = DemoPush.Route.push
         while let flag = arguments.next() {
             switch flag {
             case "--once": once = true
+            case "--away": away = true
             case "--route":
                 guard let name = arguments.next(), let chosen = DemoPush.Route(rawValue: name) else {
                     fail("demo: --route takes \(DemoPush.Route.allCases.map(\.rawValue).joined(separator: " or "))", code: 2)
@@ -38,7 +40,8 @@ enum Demo {
             port = p
         }
         // Ctrl-C then drains (see `MainThread`); `--once` ends by itself and keeps the default.
-        if !once { MainThread.block([SIGTERM, SIGINT]) }
+        if !once { MainThread.block([SIGTERM, SIGINT, SIGUSR1, SIGUSR2]) }
+        if away && !once { fail("demo: --away goes with --once (without it, SIGUSR1 and SIGUSR2 take the emulator away and back)", code: 2) }
 
         let key: ES256PrivateKey
         let mock: MockAPNsServer
@@ -57,11 +60,17 @@ enum Demo {
         } catch {
             fail("cannot start the APNs emulator: \(error)")
         }
-        let configuration = RelayConfiguration(
+        // The store of held pushes in a directory of its own, gone when the demo ends.
+        var template = Array("/tmp/apns-relay-demo-XXXXXX".utf8CString)
+        guard let directory = mkdtemp(&template).map({ String(cString: $0) }) else { fail("cannot make a directory for the demo's store") }
+        let store = directory + "/held.sqlite"
+        defer { removeStore(directory) }
+        var configuration = RelayConfiguration(
             authKey: key.pemPKCS8, keyID: keyID, teamID: teamID, topic: topic, connectionPoolSize: 1, port: port,
             bindAddress: "127.0.0.1",
             apnsHost: .init(host: "localhost", port: mock.port), apnsSandboxHost: .init(host: "localhost", port: mock.port),
             logLevel: .info, logFormat: .text)
+        configuration.hold = HoldConfiguration(store: .file(path: store, chosenBy: .operatorSetting))
         let logger = Logger(label: "apns-relay", level: .info, sink: TextLogSink())
         let relay: RelayServer
         do {
@@ -81,7 +90,7 @@ enum Demo {
             fail("cannot encrypt the demo push: \(error)")
         }
         current.withLock { $0 = push }
-        if once { runOnce(push, relay: relay, mock: mock) }
+        if once { runOnce(push, relay: relay, mock: mock, away: away, directory: directory) }
 
         say("""
             apns-relay demo: the relay listens on http://127.0.0.1:\(relay.port), the APNs emulator on \
@@ -93,19 +102,50 @@ enum Demo {
 
             \(push.curl(port: relay.port))
 
-            Every request the emulator receives is printed below. Ctrl-C stops.
+            Every request the emulator receives is printed below. Apple out of reach: `kill -USR1 \(getpid())`
+            takes the emulator away (pushes are then answered 201, held in \(store)), `kill -USR2 \(getpid())`
+            brings it back (the held pushes go out). Ctrl-C stops.
             """)
         var shutdown = Shutdown(logger: logger) {
             let drained = await relay.shutdown(deadline: .seconds(5))
             mock.stop()
+            removeStore(directory)
             return drained
         }
-        MainThread.park(handling: [SIGTERM, SIGINT]) { shutdown.signal($0) }
+        MainThread.park(handling: [SIGTERM, SIGINT, SIGUSR1, SIGUSR2]) { signal in
+            switch signal {
+            case SIGUSR1:
+                mock.stop()
+                say("--- the APNs emulator is away: pushes are held in \(store) (SIGUSR2 brings it back)")
+            case SIGUSR2:
+                do {
+                    try mock.restart()
+                    say("--- the APNs emulator is back: held pushes go out")
+                } catch {
+                    say("--- the APNs emulator could not come back: \(error)")
+                }
+            default:
+                shutdown.signal(signal)
+            }
+        }
+    }
+
+    /// The demo's store and its directory.
+    static func removeStore(_ directory: String) {
+        for name in ["held.sqlite", "held.sqlite-wal", "held.sqlite-journal"] { unlink(directory + "/" + name) }
+        rmdir(directory)
     }
 
     /// Sends one push through the relay, prints the answer and what "Apple" received, exits 0
     /// when the relay answered 201 with the apns-id the emulator saw.
-    static func runOnce(_ push: DemoPush, relay: RelayServer, mock: MockAPNsServer) -> Never {
+    /// With `away`, the emulator is away while the push is sent (the relay holds it in the
+    /// store under `directory`) and comes back after the answer: exit 0 when the held push then
+    /// reaches it with the id the relay answered.
+    static func runOnce(_ push: DemoPush, relay: RelayServer, mock: MockAPNsServer, away: Bool, directory: String) -> Never {
+        if away {
+            mock.stop()
+            say("the APNs emulator is away: pushes are held in \(directory)/held.sqlite")
+        }
         say("POST \(push.target) (aesgcm, \(push.body.count) bytes)")
         let response: PlainHTTP.Response
         do {
@@ -117,7 +157,11 @@ enum Demo {
         say("relay answered \(response.status)")
         for (name, value) in response.headers { say("  \(name): \(value)") }
         if !response.body.isEmpty { say("  " + String(decoding: response.body, as: UTF8.self)) }
-        _ = mock.waitForRecords(count: 1, timeout: .seconds(2))
+        if away {
+            do { try mock.restart() } catch { fail("demo --once --away: the emulator could not come back: \(error)") }
+            say("the APNs emulator is back")
+        }
+        _ = mock.waitForRecords(count: 1, timeout: .seconds(away ? 10 : 2))
         let record = mock.records.first
         if let record {
             say(describe(record))
@@ -131,6 +175,7 @@ enum Demo {
         }
         done.wait()
         mock.stop()
+        removeStore(directory)
         let ok = response.status == 201 && record?.status == 200 && record?.header("apns-id") == response.header("apns-id")
         exit(ok ? 0 : 1)
     }

@@ -18,10 +18,13 @@ let usage = """
       serve [--env-file FILE]     run the relay (the default); settings from the environment,
                                   FILE fills in variables the environment leaves unset;
                                   SIGHUP re-reads them and applies a new key, key id or team
-      demo [--once] [--route push|relay-to]
+      demo [--once [--away]] [--route push|relay-to]
                                   the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
                                   emulator and a throw-away key; prints a curl to try and every
-                                  request "Apple" receives. --once: send one push, print, exit;
+                                  request "Apple" receives; held pushes go to a temporary store
+                                  (SIGUSR1 takes the emulator away, SIGUSR2 brings it back).
+                                  --once: send one push, print, exit; --away: the emulator is away
+                                  while it is sent, and back after the relay's 201 (held);
                                   --route relay-to: the push goes to toot-relay's URL and payload
       check [--env-file FILE] [--connect]
                                   validate the settings and sign a provider token; --connect also

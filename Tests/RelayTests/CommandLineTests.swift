@@ -33,6 +33,22 @@ struct CommandLineTests {
         #expect(result.stdout.contains("Alice mentioned you"))
     }
 
+    @Test("demo --once --away: the emulator away, the push is answered 201 held, and reaches it once it is back; the store is gone after")
+    func demoAway() async throws {
+        let result = try await run(["demo", "--once", "--away"], environment: ["PORT": "0"])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("the APNs emulator is away"))
+        #expect(result.stdout.contains("relay answered 201"))
+        #expect(result.stdout.contains("X-Relay-Held: true"), "\(result.stdout)")
+        #expect(result.stdout.contains("the APNs emulator is back"))
+        #expect(result.stdout.contains("Alice mentioned you"))
+        #expect(result.stderr.contains("push held"), "the relay's line for it: \(result.stderr)")
+        let line = try #require(result.stdout.split(separator: "\n").first { $0.contains("pushes are held in ") })
+        let store = String(line.split(separator: " ").last ?? "")
+        #expect(store.hasPrefix("/tmp/apns-relay-demo-") && store.hasSuffix("/held.sqlite"), "\(line)")
+        #expect(!FileManager.default.fileExists(atPath: (store as NSString).deletingLastPathComponent), "the demo's store stays after it: \(store)")
+    }
+
     @Test("demo --route with an unknown route stops with exit 2")
     func demoUnknownRoute() async throws {
         let result = try await run(["demo", "--route", "toot"], environment: ["PORT": "0"])
