@@ -43,4 +43,23 @@ package final class APNsClientCertificate: Sendable {
         let tls = try makeContext(identity)
         state.withLock { $0 = State(identity: identity, tls: tls) }
     }
+
+    /// Trusts what `makeContext` trusts on the connections opened from now on, presenting the
+    /// same certificate (a new CA for Apple's servers, on SIGHUP).
+    /// - Throws: when no TLS context can be made; the current trust stays.
+    package func replaceTrust(_ makeContext: @Sendable (TLSClientIdentity) throws -> TLSContext) throws {
+        let identity = self.identity
+        let tls = try makeContext(identity)
+        state.withLock { $0 = State(identity: identity, tls: tls) }
+    }
+}
+
+/// The TLS context a token-authenticated client's new connections handshake with once its trust
+/// was replaced (a new CA for Apple's servers, on SIGHUP): a reference every copy of the
+/// configuration shares; empty until then.
+package final class APNsTrustOverride: Sendable {
+    private let context = Mutex<TLSContext?>(nil)
+    package init() {}
+    var current: TLSContext? { context.withLock { $0 } }
+    func replace(with tls: TLSContext) { context.withLock { $0 = tls } }
 }

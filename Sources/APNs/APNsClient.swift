@@ -210,6 +210,31 @@ public final class APNsClient: APNsSending, Sendable {
         sandbox.withLock { $0.pool }?.retireConnections()
     }
 
+    /// Trusts `extraCAFile` / `extraCAPEM` (and the system store when `trustSystemStore`) for
+    /// Apple's servers from now on: every connection drains while its replacement opens with the
+    /// new trust. For a CA that changed under a running relay (Apple moving to another root,
+    /// SIGHUP after the operator added it).
+    /// - Throws: `APNsError.badConfiguration` when no TLS context can be made with the CAs; the
+    ///   current trust stays.
+    package func replaceTrust(trustSystemStore: Bool, extraCAFile: String?, extraCAPEM: String?) throws(APNsError) {
+        do {
+            switch configuration.authentication {
+            case .token:
+                configuration.trustOverride.replace(with: try TLSContext.client(
+                    alpn: ["h2"], trustSystemStore: trustSystemStore, extraCAFile: extraCAFile, extraCAPEM: extraCAPEM))
+            case .certificate(let certificate):
+                try certificate.replaceTrust { identity in
+                    try TLSContext.client(alpn: ["h2"], trustSystemStore: trustSystemStore, extraCAFile: extraCAFile,
+                                          extraCAPEM: extraCAPEM, clientIdentity: identity)
+                }
+            }
+        } catch {
+            throw .badConfiguration("the new CA cannot be used: \(error)")
+        }
+        production.retireConnections()
+        sandbox.withLock { $0.pool }?.retireConnections()
+    }
+
     /// Stops taking pushes and fails the queued ones (`shuttingDown`); pushes already sent get
     /// their answer or their deadline; then every connection is closed. A client that made its
     /// own loops (`init(configuration:loops:)`, `fromEnvironment`) stops them too; loops given

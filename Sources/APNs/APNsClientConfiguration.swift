@@ -32,8 +32,10 @@ public struct APNsClientConfiguration: Sendable {
     /// The context a connection opened now handshakes with.
     var connectionTLS: TLSContext {
         if case .certificate(let certificate) = authentication { return certificate.tls }
-        return tls
+        return trustOverride.current ?? tls
     }
+    /// `tls` as replaced by `APNsClient.replaceTrust`, shared by every copy of this configuration.
+    package let trustOverride = APNsTrustOverride()
     /// The topic (the app's bundle id) of a push sent without one: `APNS_TOPIC`.
     public var topic: String?
     /// Where the extra CA came from (`APNS_CA_FILE`, `APNS_CA`), named when a certificate is not trusted.

@@ -34,6 +34,11 @@ package final class RelayServer: Sendable {
     let certificateApps = Mutex<[(app: String, certificate: PushCertificate)]>([])
     /// Holding what Apple could not take; nil when it is off.
     let holding: Holding?
+    /// The CAs trusted for Apple's servers as last loaded (`trustedCAs`): a reload that finds
+    /// them changed gives every client the new trust.
+    let loadedCAs: Mutex<String>
+    /// `Options.extraCAPEM`, which every trust the relay builds keeps.
+    let extraCAPEM: String?
 
     /// Knobs the configuration does not expose (tests shrink back-off and ticks; the demo trusts
     /// its emulator's CA from memory).
@@ -118,7 +123,7 @@ package final class RelayServer: Sendable {
             throw error
         }
         let relay = RelayServer(configuration: configuration, responder: responder, metrics: metrics, client: client,
-                                http: http, group: group, makeClient: makeClient, holding: holding)
+                                http: http, group: group, makeClient: makeClient, holding: holding, extraCAPEM: options.extraCAPEM)
         do {
             let table = try relay.appTable(configuration.apps, configured: configuration.appsFile != nil,
                                            configuration: configuration, defaultKey: configuration.credentials.sharingKey)
@@ -142,8 +147,11 @@ package final class RelayServer: Sendable {
     }
 
     private init(configuration: RelayConfiguration, responder: RelayResponder, metrics: RelayMetrics,
-                 client: APNsClient, http: HTTPServer, group: EventLoopGroup, makeClient: @escaping ClientMaker, holding: Holding?) {
+                 client: APNsClient, http: HTTPServer, group: EventLoopGroup, makeClient: @escaping ClientMaker, holding: Holding?,
+                 extraCAPEM: String?) {
         self.holding = holding
+        self.extraCAPEM = extraCAPEM
+        self.loadedCAs = Mutex(Self.trustedCAs(configuration))
         self.configuration = configuration
         self.responder = responder
         self.metrics = metrics
@@ -183,6 +191,8 @@ package final class RelayServer: Sendable {
         package var needRestart: [String]
         /// The default app's key (or certificate) changed and is in use now.
         package var credentialsChanged: Bool
+        /// The CAs trusted for Apple's servers changed: connections are replaced with the new trust.
+        package var trustChanged: Bool
     }
 
     /// Applies what a freshly loaded configuration (SIGHUP) may change while the relay runs:
@@ -216,6 +226,16 @@ package final class RelayServer: Sendable {
                 .invalid, new.credentials.variable,
                 "\(new.credentials.variable): switching between a .p8 key and a push certificate needs a restart; the running credentials stay")
         }
+        let cas = Self.trustedCAs(new)
+        let caPEM = extraCAPEM ?? new.caPEM
+        let trustChanged = cas != loadedCAs.withLock { $0 }
+        if trustChanged {
+            // Tried first, like everything that can fail: a CA OpenSSL cannot load changes nothing.
+            do { _ = try TLSContext.client(alpn: ["h2"], trustSystemStore: !new.caReplacesSystemStore, extraCAFile: new.caFile, extraCAPEM: caPEM) } catch {
+                let name = new.caReplacesSystemStore ? ForeignVariable.caFile : Variable.caFile
+                throw ConfigurationError(.invalid, name, "\(name) must name a PEM file of CA certificates OpenSSL can load: \(error)")
+            }
+        }
         let table = try appTable(new.apps, configured: new.appsFile != nil, configuration: new,
                                  defaultKey: new.credentials.sharingKey)
         if let tls = http.tls, let files = new.httpsCertificate, files.certificateFile == tls.certificatePath, files.keyFile == tls.keyPath {
@@ -236,10 +256,29 @@ package final class RelayServer: Sendable {
         }
         defaultCredentials.withLock { $0 = new.credentials }
         install(table, defaultKey: new.credentials.sharingKey, drain: new.pushTimeout)
-        let reloaded: Set<String> = ["apns.key_id", "apns.team_id", "apns.certificate", "apns.certificate_expires", "apps_file", "config.names"]
+        if trustChanged {
+            // Checked above: cannot fail but for memory. The apps' clients trust what the default's does.
+            for client in clients.withLock({ Array($0.values) }) {
+                try? client.replaceTrust(trustSystemStore: !new.caReplacesSystemStore, extraCAFile: new.caFile, extraCAPEM: caPEM)
+            }
+            loadedCAs.withLock { $0 = cas }
+        }
+        let reloaded: Set<String> = ["apns.key_id", "apns.team_id", "apns.certificate", "apns.certificate_expires", "apps_file", "config.names",
+                                     "apns.ca_file"]
         let old = configuration.loggableSummary, now = new.loggableSummary
         let changed = Set(old.keys).union(now.keys).filter { !reloaded.contains($0) && old[$0] != now[$0] }
-        return ReloadOutcome(needRestart: changed.sorted(), credentialsChanged: keyChange != nil || certificateChange != nil)
+        return ReloadOutcome(needRestart: changed.sorted(), credentialsChanged: keyChange != nil || certificateChange != nil,
+                             trustChanged: trustChanged)
+    }
+
+    /// What the relay trusts for Apple's servers besides (or instead of) the system store: the
+    /// CA file's text as it reads now and `APNS_CA`, so a file edited in place counts as changed.
+    static func trustedCAs(_ configuration: RelayConfiguration) -> String {
+        var text = configuration.caReplacesSystemStore ? "replaces the system store\n" : ""
+        if let file = configuration.caFile {
+            text += file + "\n" + (((try? LocalFile.readText(atPath: file)) ?? nil) ?? "unreadable")
+        }
+        return text + (configuration.caPEM ?? "")
     }
 
     /// The HTTPS listener's certificate and key, loaded. - Throws: one line naming the variable and the file.

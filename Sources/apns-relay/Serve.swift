@@ -137,9 +137,10 @@ struct Shutdown {
     }
 }
 
-/// SIGHUP re-reads the settings (the environment, `--env-file`, the key, certificate and apps
-/// files) and applies the key, key id and team to the next push's token, a push certificate to
-/// new connections, and `APPS_FILE` to the routes: a rotation without a restart. A configuration that does not load is logged, naming its variable, and the running
+/// SIGHUP re-reads the settings (the environment, `--env-file`, the key, certificate, CA and apps
+/// files) and applies the key, key id and team to the next push's token, a push certificate and
+/// the CAs trusted for Apple's servers to new connections, and `APPS_FILE` to the routes: a
+/// rotation without a restart. A configuration that does not load is logged, naming its variable, and the running
 /// one stays. The process never exits on SIGHUP.
 enum Reload {
     /// - Parameter reload: loads the settings again and applies them; returns them with what the
@@ -157,6 +158,10 @@ enum Reload {
             case (_, false):
                 logger.notice("SIGHUP: reloaded; the default app's key or certificate is unchanged and its connections stay",
                               ["apps": .int(new.apps.count)])
+            }
+            if outcome.trustChanged {
+                logger.notice("SIGHUP: the CAs trusted for Apple's servers changed; every connection drains while its replacement trusts them",
+                              ["apns.ca_file": .string(new.caFile ?? "")])
             }
             for warning in new.warnings { logger.warning("SIGHUP: \(warning)") }
             if !outcome.needRestart.isEmpty {

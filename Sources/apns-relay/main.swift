@@ -17,7 +17,7 @@ let usage = """
     commands:
       serve [--env-file FILE]     run the relay (the default); settings from the environment,
                                   FILE fills in variables the environment leaves unset;
-                                  SIGHUP re-reads them and applies a new key, key id or team
+                                  SIGHUP re-reads them and applies a new key, key id, team or CA
       demo [--once [--away]] [--route push|relay-to]
                                   the relay on 127.0.0.1:$PORT (default 3000) with an embedded APNs
                                   emulator and a throw-away key; prints a curl to try and every

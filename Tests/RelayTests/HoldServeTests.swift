@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import MockAPNs
+import CertificateSupport
 import TestWaits
 #if canImport(Glibc)
 import Glibc
@@ -125,6 +126,52 @@ struct HoldServeTests {
             return String(decoding: health.body, as: UTF8.self) == #"{"status":"alive","held":0}"#
         }
         #expect(drained)
+        #expect(try await relay.stop() == 0)
+    }
+
+    @Test("Apple's certificate from a CA the relay does not trust (Apple moving to a new root): pushes are held; the operator adds the new CA to APNS_CA_FILE and sends SIGHUP; every held push is delivered")
+    func caChange() async throws {
+        // "Apple" presents a certificate of a CA of its own; the relay trusts only the old one.
+        let newRoot = try TestCertificates.make()
+        let apple = try MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+            certificates: newRoot)
+        defer { apple.stop() }
+        let files = try TemporaryFiles()
+        defer { files.remove() }
+        let ca = try TemporaryFiles.caFile()
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let port = try freePort()
+        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca, port: port, pool: 2)
+        let store = files.directory.appendingPathComponent("held.sqlite").path
+        try (String(contentsOf: files.envFile, encoding: .utf8) + "\nSTORE_PATH=\(store)\nPUSH_TIMEOUT_MS=2000\n")
+            .write(to: files.envFile, atomically: true, encoding: .utf8)
+        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        defer { relay.forceStop() }
+        #expect(try await eventually(within: .seconds(15)) { (try? await TestHTTP.get(port: port, target: "/health"))?.status == 200 })
+
+        var ids: Set<String> = []
+        for n in 0..<20 {
+            let response = try await TestHTTP.post(
+                port: port, target: "/push/\(token(String(format: "ca%06x", n)))/c\(n)",
+                headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"), ("Crypto-Key", "dh=\(Sample.dh)"), ("TTL", "3600")],
+                body: Sample.body)
+            #expect(response.status == 201 && response.header("X-Relay-Held") == "true", "\(response.status) \(response.reason ?? "")")
+            if let id = response.header("apns-id") { ids.insert(id) }
+        }
+        #expect(relay.logText.contains("certificate verification failed"), "the held lines say why: \(relay.logText.suffix(2000))")
+        #expect(apple.records.isEmpty, "no push reached the untrusted server")
+
+        // The operator adds Apple's new root to the CA file and reloads.
+        try (RelayHarness.certificates.caPEM + newRoot.caPEM).write(to: ca, atomically: true, encoding: .utf8)
+        relay.signal(SIGHUP)
+        let delivered = try await eventually(within: .seconds(30)) {
+            Set(apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") }).isSuperset(of: ids)
+        }
+        #expect(delivered, "\(apple.records.count) records; \(relay.logText.suffix(3000))")
+        #expect(apple.records.filter { $0.status == 200 }.count == ids.count, "each once")
+        #expect(relay.logText.contains("the CAs trusted for Apple's servers changed"))
         #expect(try await relay.stop() == 0)
     }
 }
