@@ -141,8 +141,10 @@ final class RelayHarness: Sendable {
     let sandbox: MockAPNsServer
     let relay: RelayServer
     let logs = InMemoryLogSink()
-    /// The relay's wall clock, fixed to a whole second so `apns-expiration` is exact.
+    /// The relay's wall clock at start, fixed to a whole second so `apns-expiration` is exact.
     let now: WallTime
+    /// The relay's wall clock: `now` until a test moves it (to age held pushes past their TTL).
+    let wallClock: ManualWallClock
     /// The emulators' clock (Unix seconds): the real one until a test fixes it, to age the
     /// relay's provider token without waiting.
     let appleTime = EmulatorClock()
@@ -168,6 +170,8 @@ final class RelayHarness: Sendable {
         sandbox = try emulator(sandbox: true)
         let now = WallTime(nanosecondsSince1970: WallTime.now.unixSeconds * 1_000_000_000)
         self.now = now
+        let wallClock = ManualWallClock(now)
+        self.wallClock = wallClock
         var configuration = RelayConfiguration(
             authKey: Self.key.pemPKCS8, keyID: Self.keyID, teamID: Self.teamID, topic: topic,
             connectionPoolSize: poolSize, port: 0, bindAddress: "127.0.0.1",
@@ -176,7 +180,7 @@ final class RelayHarness: Sendable {
         configuration.hold = hold
         var options = RelayServer.Options(extraCAPEM: Self.certificates.caPEM)
         options.loopCount = loops
-        options.now = { now }
+        options.now = { wallClock.now }
         options.tuneClient = { c in
             c.backoffBase = .milliseconds(50)
             c.backoffMax = .milliseconds(300)
@@ -229,6 +233,14 @@ final class RelayHarness: Sendable {
                       ("Crypto-Key", "dh=\(Sample.dh);p256ecdsa=BAAA")] + extra,
             body: body)
     }
+}
+
+/// A wall clock that stands still until `advance`.
+final class ManualWallClock: Sendable {
+    private let nanoseconds: Atomic<Int64>
+    init(_ start: WallTime) { nanoseconds = Atomic(start.nanosecondsSince1970) }
+    var now: WallTime { WallTime(nanosecondsSince1970: nanoseconds.load(ordering: .acquiring)) }
+    func advance(by seconds: Int64) { nanoseconds.add(seconds * 1_000_000_000, ordering: .acquiringAndReleasing) }
 }
 
 /// Unix seconds: the real time until `fix(at:)`, then that second until fixed again.

@@ -84,4 +84,92 @@ struct HoldEndToEndTests {
             #expect(page.contains(#"relay_hold_failures_total{reason="cap_reached"} 1"#), "\(page)")
         }
     }
+
+    /// The relay's metrics page as text.
+    static func metrics(_ h: RelayHarness) async throws -> String {
+        String(decoding: try await TestHTTP.get(port: h.port, target: "/metrics").body, as: UTF8.self)
+    }
+
+    @Test("a held push past arrival + TTL is dropped and counted, never sent")
+    func expiredNeverSent() async throws {
+        let (hold, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            let short = try await Self.pushes(h, count: 3, ttl: "60")
+            let long = try await Self.pushes(h, count: 2, first: 100, ttl: "3600")
+            #expect((short + long).allSatisfy { $0.status == 201 && $0.header("X-Relay-Held") == "true" })
+            h.wallClock.advance(by: 61)
+            #expect(try await eventually(within: .seconds(10)) { try await Self.metrics(h).contains("relay_held_expired_total 3") })
+            try h.apple.restart()
+            #expect(try await eventually(within: .seconds(20)) { try await Self.metrics(h).contains("relay_held_delivered_total 2") })
+            let sent = Set(h.apple.records.compactMap { $0.header("apns-id") })
+            #expect(sent == Set(long.compactMap { $0.header("apns-id") }), "only the unexpired went out")
+            #expect(h.logs.records.contains { $0.message == "held pushes expired, never sent" && $0.metadata["count"] == .int(3) })
+        }
+    }
+
+    @Test("a device over HOLD_MAX_PER_DEVICE keeps its newest pushes; the older are dropped and counted")
+    func deviceCap() async throws {
+        var (hold, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        hold.limits.maxPerDevice = 2
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            var ids: [String] = []
+            for n in 0..<5 {
+                let answer = try await h.push(token: token("0c"), id: "d\(n)", extra: [("TTL", "3600")])
+                #expect(answer.status == 201 && answer.header("X-Relay-Held") == "true")
+                ids.append(answer.header("apns-id") ?? "")
+            }
+            #expect(try await Self.metrics(h).contains(#"relay_held_dropped_total{reason="device_cap"} 3"#))
+            try h.apple.restart()
+            #expect(try await eventually(within: .seconds(20)) { try await Self.metrics(h).contains("relay_held_delivered_total 2") })
+            #expect(h.apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") } == Array(ids.suffix(2)),
+                    "the newest two, oldest first")
+        }
+    }
+
+    @Test("a full disk: the push that does not fit is answered 503 (never a 4xx), counted as disk_full, and pushes fit again once there is room", .enabled(if: getuid() == 0))
+    func fullDisk() async throws {
+        // A real file system of 320 KiB (tmpfs), so SQLite meets ENOSPC as on a full disk.
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("hold-full-\(getpid())-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mounted = try await Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=320k", "tmpfs", mountPoint])
+        try #require(mounted == 0)
+        defer { _ = umount(mountPoint) }
+        let hold = HoldConfiguration(store: .file(path: mountPoint + "/held.sqlite", chosenBy: .operatorSetting))
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            // A filler file takes most of the room; pushes fill the rest.
+            let filler = mountPoint + "/filler"
+            try Data(count: 200 * 1024).write(to: URL(fileURLWithPath: filler))
+            var statuses: [Int] = []
+            for n in 0..<400 {
+                let answer = try await h.push(token: token(String(format: "f%05x", n)), id: "f\(n)", extra: [("TTL", "3600")])
+                statuses.append(answer.status)
+                if answer.status != 201 { break }
+            }
+            #expect(statuses.last == 503, "the disk filled: \(statuses.count) pushes, last \(statuses.last ?? 0)")
+            #expect(statuses.allSatisfy { $0 == 201 || $0 == 503 })
+            #expect(try await Self.metrics(h).contains(#"relay_hold_failures_total{reason="disk_full"} 1"#))
+            #expect(h.logs.records.contains { $0.message == "push answered 503" && ($0.metadata["hold.failed"]?.description.contains("full") ?? false) })
+            try FileManager.default.removeItem(atPath: filler)
+            let again = try await h.push(token: token("f0ffff"), id: "again", extra: [("TTL", "3600")])
+            #expect(again.status == 201 && again.header("X-Relay-Held") == "true", "\(again.status) \(again.reason ?? "")")
+        }
+    }
+
+    /// Runs a program to its end; its exit status.
+    static func run(_ path: String, _ arguments: [String]) async throws -> Int32 {
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
 }
