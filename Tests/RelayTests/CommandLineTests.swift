@@ -65,6 +65,31 @@ struct CommandLineTests {
         #expect(result.stderr.contains("APNS_AUTH_KEY"))
     }
 
+    @Test("STORE_PATH that cannot be used stops start-up with one line naming it, exit 1")
+    func storePathUnusable() async throws {
+        let result = try await run(["serve"], environment: [
+            "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID, "APPLE_TEAM_ID": RelayHarness.teamID,
+            "TOPIC": RelayHarness.topic, "PORT": String(try freePort()), "BIND_ADDRESS": "127.0.0.1",
+            "STORE_PATH": "/nonexistent-\(getpid())/held.sqlite"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("STORE_PATH") && result.stderr.contains("/nonexistent-\(getpid()) is not writable"), "\(result.stderr)")
+    }
+
+    @Test("the default store path not writable (a bare binary): one warning, holding off, and /health says so",
+          .enabled(if: !FileManager.default.fileExists(atPath: "/var/lib/apns-relay")))
+    func defaultStoreUnusable() async throws {
+        let port = try freePort()
+        try await withIdleServe(port: port) { relay in
+            #expect(relay.logText.contains("pushes Apple cannot take will not be held"), "\(relay.logText)")
+            let health = try await TestHTTP.get(port: port, target: "/health")
+            let body = String(decoding: health.body, as: UTF8.self)
+            #expect(health.status == 200 && body.hasPrefix(#"{"status":"alive","hold":"off: cannot create the store at /var/lib/apns-relay/held.sqlite"#), "\(body)")
+            #expect(try await relay.stop() == 0)
+        }
+    }
+
     @Test("healthcheck fails when nothing listens")
     func healthcheckFails() async throws {
         let result = try await run(["healthcheck", "--port", "1"], environment: [:])
@@ -206,14 +231,14 @@ struct CommandLineTests {
 
     /// `apns-relay serve` (through `wrapper`, a command that execs it) against a fresh emulator,
     /// ready, pool 2; stopped and cleaned up after `body`.
-    private func withIdleServe(wrapper: [String] = [], _ body: (ServeProcess) async throws -> Void) async throws {
+    private func withIdleServe(wrapper: [String] = [], port chosen: Int? = nil, _ body: (ServeProcess) async throws -> Void) async throws {
         let apple = try startEmulator()
         defer { apple.stop() }
         let files = try TemporaryFiles()
         defer { files.remove() }
         let ca = try TemporaryFiles.caFile()
         defer { try? FileManager.default.removeItem(at: ca) }
-        let port = try freePort()
+        let port = try chosen ?? freePort()
         try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca,
                                 port: port, pool: 2)
         let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log, wrapper: wrapper)
