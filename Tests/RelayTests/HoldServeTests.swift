@@ -39,24 +39,29 @@ struct HoldServeTests {
         var unanswered: Int { state.withLock { $0.unanswered } }
     }
 
-    @Test("Apple away: 10,000 pushes answered 201 while the relay is SIGKILLed twice at random moments and restarted on the same store; Apple back: each reaches it exactly once")
-    func killedWhileHolding() async throws {
-        let apple = try MockAPNsServer.start(
-            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
-                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
-            certificates: RelayHarness.certificates)
-        defer { apple.stop() }
-        apple.stop()  // Apple is away from the start: its port refuses connections.
-        let files = try TemporaryFiles()
-        defer { files.remove() }
-        let ca = try TemporaryFiles.caFile()
-        defer { try? FileManager.default.removeItem(at: ca) }
-        let port = try freePort()
-        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca, port: port, pool: 2)
-        let store = files.directory.appendingPathComponent("held.sqlite").path
-        try (String(contentsOf: files.envFile, encoding: .utf8) + "\nSTORE_PATH=\(store)\nPUSH_TIMEOUT_MS=2000\n")
-            .write(to: files.envFile, atomically: true, encoding: .utf8)
+    /// An emulator presenting `certificates`' server certificate, and `serve`'s settings for it
+    /// (the relay trusting RelayHarness's CA, through APNS_CA_FILE) with a store of its own.
+    struct Setup {
+        let apple: MockAPNsServer
+        let files: TemporaryFiles
+        let ca: URL
+        let port: Int
 
+        init(certificates: TestCertificates) throws {
+            apple = try MockAPNsServer.start(
+                configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
+                                                     keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
+                certificates: certificates)
+            files = try TemporaryFiles()
+            ca = try TemporaryFiles.caFile()
+            port = try freePort()
+            try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca, port: port, pool: 2)
+            let store = files.directory.appendingPathComponent("held.sqlite").path
+            try (String(contentsOf: files.envFile, encoding: .utf8) + "\nSTORE_PATH=\(store)\nPUSH_TIMEOUT_MS=2000\n")
+                .write(to: files.envFile, atomically: true, encoding: .utf8)
+        }
+
+        /// `serve` on these settings, once it answers /health.
         func start() async throws -> ServeProcess {
             let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
             let up = try await eventually(within: .seconds(15)) {
@@ -67,9 +72,23 @@ struct HoldServeTests {
             return relay
         }
 
+        func remove() {
+            apple.stop()
+            files.remove()
+            try? FileManager.default.removeItem(at: ca)
+        }
+    }
+
+    @Test("Apple away: 10,000 pushes answered 201 while the relay is SIGKILLed twice at random moments and restarted on the same store; Apple back: each reaches it exactly once")
+    func killedWhileHolding() async throws {
+        let setup = try Setup(certificates: RelayHarness.certificates)
+        defer { setup.remove() }
+        let (apple, port) = (setup.apple, setup.port)
+        apple.stop()  // Apple is away from the start: its port refuses connections.
+
         let total = 10_000
         let answers = Answers()
-        var relay = try await start()
+        var relay = try await setup.start()
         // 16 senders, each a push at a time to a device of its own number; a push that meets a
         // dead relay is not answered (the sender would send it again) and counts apart.
         let senders = Task {
@@ -103,7 +122,7 @@ struct HoldServeTests {
             relay.signal(SIGKILL)
             killedAt.append(answers.held.count)
             _ = try await relay.stop()
-            relay = try await start()
+            relay = try await setup.start()
         }
         await senders.value
         #expect(answers.refused.isEmpty, "every answer was 201 held: \(answers.refused.prefix(10))")
@@ -133,23 +152,11 @@ struct HoldServeTests {
     func caChange() async throws {
         // "Apple" presents a certificate of a CA of its own; the relay trusts only the old one.
         let newRoot = try TestCertificates.make()
-        let apple = try MockAPNsServer.start(
-            configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
-                                                 keys: [RelayHarness.keyID: .es256(RelayHarness.key.publicKey)]),
-            certificates: newRoot)
-        defer { apple.stop() }
-        let files = try TemporaryFiles()
-        defer { files.remove() }
-        let ca = try TemporaryFiles.caFile()
-        defer { try? FileManager.default.removeItem(at: ca) }
-        let port = try freePort()
-        try files.writeSettings(keyID: RelayHarness.keyID, key: RelayHarness.key.pemPKCS8, apple: apple, ca: ca, port: port, pool: 2)
-        let store = files.directory.appendingPathComponent("held.sqlite").path
-        try (String(contentsOf: files.envFile, encoding: .utf8) + "\nSTORE_PATH=\(store)\nPUSH_TIMEOUT_MS=2000\n")
-            .write(to: files.envFile, atomically: true, encoding: .utf8)
-        let relay = try ServeProcess(arguments: ["serve", "--env-file", files.envFile.path], log: files.log)
+        let setup = try Setup(certificates: newRoot)
+        defer { setup.remove() }
+        let (apple, port, ca) = (setup.apple, setup.port, setup.ca)
+        let relay = try await setup.start()
         defer { relay.forceStop() }
-        #expect(try await eventually(within: .seconds(15)) { (try? await TestHTTP.get(port: port, target: "/health"))?.status == 200 })
 
         var ids: Set<String> = []
         for n in 0..<20 {
