@@ -374,7 +374,7 @@ package final class RelayResponder: HTTPResponder {
                     deviceToken: notification.token.hex, topic: notification.topic, apnsID: notification.apnsID,
                     priority: notification.priority, collapseID: notification.collapseID, pushType: notification.pushType.rawValue,
                     urgency: (urgency ?? .normal).rawValue, arrivalMs: arrival.nanosecondsSince1970 / 1_000_000,
-                    ttlSeconds: Int64(ttl ?? 0) > 0 ? Int64(ttl ?? 0) : HoldConfiguration.Defaults.ttlWhenUnset,
+                    ttlSeconds: ttl.map(Int64.init) ?? HoldConfiguration.Defaults.ttlWhenUnset,
                     payload: notification.payload)
                 holding.hold(held) { outcome in
                     var log = pending
