@@ -27,7 +27,7 @@
 #   --strip-debug                      DWARF dropped (SwiftPM's release builds carry it; line
 #                                      numbers are not worth the megabytes); the symbol table
 #                                      stays, so a crash's backtrace (SWIFT_BACKTRACE) names its
-#                                      functions: 19.1 MB with it, 14.0 MB stripped
+#                                      functions: 21.0 MB with it, 15.6 MB stripped
 # .eh_frame stays: libstdc++'s exceptions, glibc's thread cancellation and the Swift backtracer
 # unwind through it.
 # The debug and test builds link the shared libraries, as Debian ships them.

@@ -112,7 +112,24 @@ enum Demo {
             removeStore(directory)
             return drained
         }
+        let emulatorSwitch = EmulatorSwitch(mock: mock, store: store)
         MainThread.park(handling: [SIGTERM, SIGINT, SIGUSR1, SIGUSR2]) { signal in
+            if !emulatorSwitch.handle(signal) { shutdown.signal(signal) }
+        }
+    }
+
+    /// SIGUSR1 takes the emulator away, SIGUSR2 brings it back.
+    final class EmulatorSwitch: Sendable {
+        let mock: MockAPNsServer
+        let store: String
+
+        init(mock: MockAPNsServer, store: String) {
+            self.mock = mock
+            self.store = store
+        }
+
+        /// Whether `signal` was one of the two.
+        func handle(_ signal: Int32) -> Bool {
             switch signal {
             case SIGUSR1:
                 mock.stop()
@@ -125,8 +142,9 @@ enum Demo {
                     say("--- the APNs emulator could not come back: \(error)")
                 }
             default:
-                shutdown.signal(signal)
+                return false
             }
+            return true
         }
     }
 

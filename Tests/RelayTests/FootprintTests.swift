@@ -71,7 +71,7 @@ struct FootprintTests {
                 "apns-relay links _StringProcessing (2.2 MB of binary, 0.45 MiB resident when idle): search text with StringBytes.contains")
     }
 
-    @Test("an idle serve, its APNs connections open, keeps at most 12 MiB resident (VmRSS, as ps shows it)")
+    @Test("an idle serve, its APNs connections open, keeps at most 13 MiB resident (VmRSS, as ps shows it), of which at most 4 MiB its own (RssAnon)")
     func idleResidentMemory() async throws {
         let apple = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [RelayHarness.topic], teamID: RelayHarness.teamID,
@@ -106,6 +106,14 @@ struct FootprintTests {
         let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
         let kB = try #require(Int(line.dropFirst("VmRSS:".count).filter(\.isNumber)))
-        #expect(kB <= 12 * 1024, "an idle relay holds \(line)")
+        // Most of it is the binary's code in the page cache (file pages, shared by every process
+        // running it): 8.7 MB of its 10.3 MB of text is mapped once a relay is up. SQLite, linked
+        // in for the store of held pushes, made the binary 1.9 MB larger and an idle relay's file
+        // pages 0.6 MiB more (12.0 to 12.6 MiB) without running a line of it; what the relay
+        // allocates itself stayed at 2.7 MiB.
+        #expect(kB <= 13 * 1024, "an idle relay holds \(line)")
+        let anonymous = try #require(status.split(separator: "\n").first { $0.hasPrefix("RssAnon:") })
+        let anonymousKB = try #require(Int(anonymous.dropFirst("RssAnon:".count).filter(\.isNumber)))
+        #expect(anonymousKB <= 4 * 1024, "an idle relay allocates \(anonymous)")
     }
 }
