@@ -87,6 +87,7 @@ struct HoldServeTests {
         apple.stop()  // Apple is away from the start: its port refuses connections.
 
         let total = 10_000
+        let firstArrival = Int64(Date().timeIntervalSince1970)
         let answers = Answers()
         var relay = try await setup.start()
         // 16 senders, each a push at a time to a device of its own number; a push that meets a
@@ -138,6 +139,15 @@ struct HoldServeTests {
         let accepted = apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") }
         let missing = held.subtracting(accepted)
         #expect(delivered && missing.isEmpty, "\(missing.count) of \(held.count) held pushes never reached Apple (killed at \(killedAt))")
+        // Each as it was sent: the sender's encrypted body whole (the device decrypts it), and
+        // apns-expiration = arrival + TTL, as if it had gone out when it arrived.
+        let lastArrival = Int64(Date().timeIntervalSince1970)
+        let body = "\"m\":\"" + base64URLPadded(Sample.body) + "\",\"s\":\"" + Sample.salt + "\",\"k\":\"" + Sample.dh + "\""
+        for record in apple.records where record.status == 200 {
+            #expect(String(decoding: record.payload, as: UTF8.self).contains(body), "\(String(decoding: record.payload, as: UTF8.self))")
+            let expiration = Int64(record.header("apns-expiration") ?? "") ?? 0
+            #expect(expiration >= firstArrival + 86_400 && expiration <= lastArrival + 86_400, "apns-expiration \(expiration)")
+        }
         let twice = Dictionary(grouping: accepted, by: { $0 }).filter { $0.value.count > 1 }
         #expect(twice.isEmpty, "\(twice.count) pushes reached Apple twice")
         let drained = try await eventually(within: .seconds(10)) {
