@@ -91,7 +91,8 @@ package struct StoredPush: Sendable, Equatable {
 }
 
 /// What a store holds at most. A put that would go over `maxEntries` or `maxBytes` is refused
-/// (`PushStoreError.Code.capReached`); a device over `maxPerDevice` loses its oldest pushes.
+/// (`PushStoreError.Code.capReached`); a device over `maxPerDevice` loses its oldest pushes,
+/// but never one taken for delivery and not yet finished or released.
 package struct HoldLimits: Sendable, Equatable {
     package var maxEntries: Int
     package var maxBytes: Int

@@ -128,15 +128,17 @@ final class HeldTable {
         return HeldPushID(low: UInt64(database.lastInsertedRowID))
     }
 
-    /// Deletes `device`'s oldest pushes beyond the newest `keep`: their ids and bytes.
-    func trim(device: String, keep: Int) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
+    /// Deletes `device`'s oldest pushes beyond the newest `keep`, but none that `spare` names (a
+    /// push being delivered right now): their ids and bytes.
+    func trim(device: String, keep: Int, sparing spare: (HeldPushID) -> Bool) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
         deviceBeyond.bind(1, device)
         deviceBeyond.bind(2, Int64(keep))
         var victims: [(id: HeldPushID, bytes: Int)] = []
         do {
             defer { deviceBeyond.reset() }
             while try deviceBeyond.step() {
-                victims.append((HeldPushID(low: UInt64(deviceBeyond.int64(0))), Int(deviceBeyond.int64(1))))
+                let id = HeldPushID(low: UInt64(deviceBeyond.int64(0)))
+                if !spare(id) { victims.append((id, Int(deviceBeyond.int64(1)))) }
             }
         }
         for victim in victims { _ = try delete(victim.id) }

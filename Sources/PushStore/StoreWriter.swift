@@ -131,7 +131,9 @@ final class StoreWriter {
         var devices = Set<String>()
         // A device cap at or above the store's own can never bite: no per-device reads then.
         for push in pushes where limits.maxPerDevice < limits.maxEntries && devices.insert(push.deviceToken).inserted {
-            for victim in try table.trim(device: push.deviceToken, keep: limits.maxPerDevice) {
+            // A push out for delivery is spared: it may reach Apple in a moment, and counted as
+            // dropped it would be counted twice.
+            for victim in try table.trim(device: push.deviceToken, keep: limits.maxPerDevice, sparing: { leases[$0] != nil }) {
                 change.remove(victim.id, bytes: victim.bytes)
                 dropped += 1
             }

@@ -158,6 +158,24 @@ struct HeldPushStoreConformanceTests {
         #expect(nines.map(\.id) == Array(burst.ids.suffix(2)))
     }
 
+    @Test("a push taken for delivery is never dropped for its device's cap: it may be reaching Apple", arguments: StoreEngine.allCases)
+    func leasedSparedByDeviceCap(engine: StoreEngine) async throws {
+        let place = try engine.place()
+        defer { place.remove() }
+        let store = try place.open(HoldLimits(maxEntries: 1_000, maxBytes: 1 << 30, maxPerDevice: 2))
+        defer { store.close() }
+        let first = try await store.put([samplePush(0, device: 7)]).value().ids[0]
+        let out = try await store.take(max: 1, nowMs: Self.now, leaseMs: 60_000).value()
+        #expect(out.map(\.id) == [first])
+        var dropped = 0
+        for n in 1..<5 { dropped += try await store.put([samplePush(n, device: 7)]).value("put \(n)").droppedForDeviceCap }
+        // The taken one stays; of the four after it the newest two do.
+        #expect(dropped == 2)
+        try await store.release([first]).value()
+        let held = try await store.take(max: 10, nowMs: Self.now, leaseMs: 60_000).value()
+        #expect(held.map(\.push) == [samplePush(0, device: 7), samplePush(3, device: 7), samplePush(4, device: 7)])
+    }
+
     @Test("closed and opened again, the store holds everything it held, under the same ids", arguments: StoreEngine.allCases)
     func reopenKeepsEverything(engine: StoreEngine) async throws {
         let place = try engine.place()
