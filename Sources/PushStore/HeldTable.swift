@@ -29,7 +29,7 @@ final class HeldTable {
 
     let database: SQLiteDatabase
     private let begin, commit, rollback: SQLiteStatement
-    private let insert, deviceBeyond, deleteByID, deleteExpired, due, oldest, totals: SQLiteStatement
+    private let insert, deviceBeyond, deleteByID, expired, due, oldest, totals: SQLiteStatement
 
     /// Opens or creates the store at `path`, takes its lock, and checks its schema version.
     init(path: String) throws(PushStoreError) {
@@ -82,7 +82,7 @@ final class HeldTable {
         // Newest first along the (device, id) index: only the kept rows are stepped over.
         deviceBeyond = try SQLiteStatement(database, "SELECT id, bytes FROM held WHERE device = ?1 ORDER BY id DESC LIMIT -1 OFFSET ?2")
         deleteByID = try SQLiteStatement(database, "DELETE FROM held WHERE id = ?1 RETURNING bytes")
-        deleteExpired = try SQLiteStatement(database, "DELETE FROM held WHERE expires_ms <= ?1 RETURNING id, bytes")
+        expired = try SQLiteStatement(database, "SELECT id, bytes FROM held WHERE expires_ms <= ?1")
         due = try SQLiteStatement(database, """
             SELECT id, route, app, device, topic, apns_id, priority, collapse_id, push_type, urgency,
                    arrival_ms, ttl_s, payload, environment
@@ -154,15 +154,20 @@ final class HeldTable {
         return bytes
     }
 
-    /// Deletes every push expired at `nowMs`: their ids and bytes.
-    func deleteExpired(nowMs: Int64) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
-        deleteExpired.bind(1, nowMs)
-        defer { deleteExpired.reset() }
-        var gone: [(id: HeldPushID, bytes: Int)] = []
-        while try deleteExpired.step() {
-            gone.append((HeldPushID(low: UInt64(deleteExpired.int64(0))), Int(deleteExpired.int64(1))))
+    /// Deletes every push expired at `nowMs` but those `spare` names (out for delivery): their
+    /// ids and bytes.
+    func deleteExpired(nowMs: Int64, sparing spare: (HeldPushID) -> Bool) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
+        expired.bind(1, nowMs)
+        var victims: [(id: HeldPushID, bytes: Int)] = []
+        do {
+            defer { expired.reset() }
+            while try expired.step() {
+                let id = HeldPushID(low: UInt64(expired.int64(0)))
+                if !spare(id) { victims.append((id, Int(expired.int64(1)))) }
+            }
         }
-        return gone
+        for victim in victims { _ = try delete(victim.id) }
+        return victims
     }
 
     /// Up to `limit` unexpired pushes with ids after `after`, oldest first.
