@@ -74,7 +74,7 @@ final class HeldDelivery: @unchecked Sendable {
         }
     }
 
-    private func took(_ result: Result<[StoredPush], PushStoreError>, from store: SQLitePushStore) {
+    private func took(_ result: Result<[StoredPush], PushStoreError>, from store: any HeldPushStore) {
         taking = false
         switch result {
         case .failure(let error):
@@ -92,7 +92,7 @@ final class HeldDelivery: @unchecked Sendable {
         }
     }
 
-    private func send(_ stored: StoredPush, store: SQLitePushStore) {
+    private func send(_ stored: StoredPush, store: any HeldPushStore) {
         let push = stored.push
         guard let sender = senders(push.app) else {
             // Its app left APPS_FILE: nothing can send it, and kept it would stand first in
@@ -117,7 +117,7 @@ final class HeldDelivery: @unchecked Sendable {
         }
     }
 
-    private func answered(_ stored: StoredPush, _ result: Result<APNsResponse, APNsError>, store: SQLitePushStore) {
+    private func answered(_ stored: StoredPush, _ result: Result<APNsResponse, APNsError>, store: any HeldPushStore) {
         inFlight -= 1
         guard HoldPolicy.isSettled(result), case .success(let response) = result else {
             store.release([stored.id]) { _ in }
@@ -134,7 +134,7 @@ final class HeldDelivery: @unchecked Sendable {
     }
 
     /// Removes a push Apple answered (or that can never be sent) from the store, and says so.
-    private func settle(_ stored: StoredPush, store: SQLitePushStore, delivered: Bool, why: String?) {
+    private func settle(_ stored: StoredPush, store: any HeldPushStore, delivered: Bool, why: String?) {
         store.finish([stored.id]) { _ in }
         let push = stored.push
         var fields: [String: LogValue] = [
@@ -167,7 +167,7 @@ final class HeldDelivery: @unchecked Sendable {
         }
     }
 
-    private func sweepIfDue(_ store: SQLitePushStore) {
+    private func sweepIfDue(_ store: any HeldPushStore) {
         let instant = ContinuousClock.now
         if let last = lastSweep, instant - last < Self.tick { return }
         sweep(store)
@@ -175,7 +175,7 @@ final class HeldDelivery: @unchecked Sendable {
 
     /// Drops what expired and counts what is left; while anything is held, comes back in a
     /// tick to do it again and to deliver what is due.
-    private func sweep(_ store: SQLitePushStore) {
+    private func sweep(_ store: any HeldPushStore) {
         lastSweep = ContinuousClock.now
         store.dropExpired(nowMs: nowMs) { result in
             if case .success(let count) = result, count > 0 {

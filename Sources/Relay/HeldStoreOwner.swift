@@ -14,7 +14,7 @@ package final class HeldStoreOwner: Sendable {
 
     private enum State {
         case notOpened
-        case open(SQLitePushStore)
+        case open(any HeldPushStore)
         /// The last open failed: the next try waits until `retryAt` (a failing disk is not asked
         /// again for every push), with what was wrong.
         case failed(PushStoreError, retryAt: ContinuousClock.Instant)
@@ -41,7 +41,7 @@ package final class HeldStoreOwner: Sendable {
     }
 
     /// The store, opened now if it was not; nil (and why) when it cannot be.
-    package func store() -> Result<SQLitePushStore, PushStoreError> {
+    package func store() -> Result<any HeldPushStore, PushStoreError> {
         state.withLock { state in
             switch state {
             case .open(let store): return .success(store)
@@ -61,7 +61,7 @@ package final class HeldStoreOwner: Sendable {
     }
 
     /// The store if it is open: what delivery reads (it never creates the file).
-    package var openStore: SQLitePushStore? {
+    package var openStore: (any HeldPushStore)? {
         state.withLock { state in
             if case .open(let store) = state { return store }
             return nil
@@ -70,7 +70,7 @@ package final class HeldStoreOwner: Sendable {
 
     /// Answers what was asked, then lets go of the file; later calls answer `closed`.
     package func close() {
-        let open: SQLitePushStore? = state.withLock { state in
+        let open: (any HeldPushStore)? = state.withLock { state in
             defer { state = .closed }
             if case .open(let store) = state { return store }
             return nil

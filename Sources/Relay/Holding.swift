@@ -36,7 +36,7 @@ package final class Holding: Sendable {
     /// Stores `push` durably, then calls `completion`: success means it survives a kill -9 and
     /// will be delivered once Apple takes it. Runs `completion` on the store's thread.
     package func hold(_ push: HeldPush, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        let store: SQLitePushStore
+        let store: any HeldPushStore
         switch owner.store() {
         case .success(let open): store = open
         case .failure(let error): return completion(.failure(refusal(error)))
