@@ -3,19 +3,26 @@ import Glibc
 #endif
 import TestWaits
 
-/// A port on 127.0.0.1 that was free a moment ago.
+/// A port on 127.0.0.1 for a program a test starts and must tell its port before it binds.
+///
+/// A port the kernel gave a moment ago (bind to 0, then close) can be given again to anyone
+/// before the program binds it, and a test then spoke to another test's relay (a fresh clone's
+/// make test, its listening line missing from its own log). So the port comes from below the
+/// kernel's ephemeral range (32768-60999 on Debian), which no bind to 0 and no outgoing
+/// connection takes, and is reserved with a lock file (the one `lockPort` uses) that every test
+/// process on this machine respects; the reservation lasts as long as this process.
 func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    for _ in 0..<500 {
+        let port = Int.random(in: 20_000..<32_000)
+        let fd = open("/tmp/apns-relay-tests-port-\(port).lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { continue }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0, try portIsFree(port) {
+            // Kept open: the lock goes with the process.
+            return port
+        }
+        close(fd)
     }
-    guard bound else { throw TestHTTP.Failure(description: "no free port on 127.0.0.1") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    throw TestHTTP.Failure(description: "no free port on 127.0.0.1 between 20000 and 32000")
 }
 
 /// True when nothing on 127.0.0.1 holds `port` (a test that must use a program's fixed default).
