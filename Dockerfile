@@ -52,10 +52,18 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 apns-relay \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin apns-relay
+      --shell /usr/sbin/nologin apns-relay \
+ && install -d -o 10001 -g 10001 -m 0700 /var/lib/apns-relay
 COPY --from=build /out/apns-relay /usr/local/bin/apns-relay
 COPY --from=build /out/swift-backtrace /usr/local/libexec/swift-backtrace
 
+# The pushes held while Apple is out of reach (STORE_PATH's default, held.sqlite here). Made
+# above, owned by the relay's user, before it is declared a volume: a named volume mounted here
+# starts as a copy of it, ownership included, so uid 10001 can write to it; a change made to the
+# directory after this line would not reach the image. Keep it in a named volume (`docker run -v
+# apns-relay-held:/var/lib/apns-relay`, compose's `held`): the anonymous volume Docker makes
+# otherwise is lost with `docker run --rm` or when the container is removed.
+VOLUME /var/lib/apns-relay
 # Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 10001:10001
 # SWIFT_BACKTRACE: the runtime looks for its backtracer beside a shared runtime library, which a

@@ -24,6 +24,10 @@ K8S_DIR = os.path.join(ROOT, "deploy/kubernetes")
 UNIT = os.path.join(ROOT, "deploy/systemd/apns-relay.service")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 PROMETHEUS_DIR = os.path.join(ROOT, "deploy/prometheus")
+# Where every deployment keeps the pushes held while Apple is out of reach: the directory of
+# STORE_PATH's default. Each keeps it across restarts (a volume, a StateDirectory), owned by the
+# relay's user (uid 10001).
+STATE_DIR = "/var/lib/apns-relay"
 # Kubernetes versions to validate against: the oldest still commonly run and the newest shipped.
 K8S_VERSIONS = ["1.30", "1.37"]
 # The relay's default push deadline; every timeout in front of it must be longer.
@@ -81,6 +85,13 @@ def relay_variables():
     check(all(n in seen for n in names if "_" in n), "the stray scan finds the enums' own names")
     check(not strays, "Sources/Relay reads variables only through enum Variable and enum ForeignVariable", ", ".join(sorted(strays)))
     return names
+
+
+def check_store_default():
+    """The deployments keep STATE_DIR because STORE_PATH's default lies in it."""
+    found = [rel(p) for p in sorted(glob.glob(os.path.join(ROOT, "Sources/Relay/*.swift")))
+             if f'"{STATE_DIR}/' in open(p, encoding="utf-8").read()]
+    check(bool(found), f"STORE_PATH's default, in Sources/Relay, lies in {STATE_DIR} (the directory every deployment keeps)")
 
 
 def check_env_example(variables):
@@ -141,11 +152,12 @@ def check_kubernetes(variables):
     by_kind = {}
     for path, doc in docs:
         by_kind.setdefault(doc.get("kind"), []).append(doc)
-    for kind in ["Namespace", "ConfigMap", "Deployment", "Service",
+    for kind in ["Namespace", "ConfigMap", "StatefulSet", "Service",
                  "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress"]:
         check(kind in by_kind, f"a {kind} is defined")
     check("Secret" not in by_kind, "no Secret manifest (a placeholder applied over the real one would replace it)")
-    if not all(k in by_kind for k in ["ConfigMap", "Deployment", "HorizontalPodAutoscaler"]):
+    check("Deployment" not in by_kind, "no Deployment (its replicas would share one store, or each lose it with an emptyDir)")
+    if not all(k in by_kind for k in ["ConfigMap", "StatefulSet", "HorizontalPodAutoscaler"]):
         return
 
     config = by_kind["ConfigMap"][0].get("data", {})
@@ -154,11 +166,11 @@ def check_kubernetes(variables):
     unknown = [k for k in config if k not in variables]
     check(not unknown, "every ConfigMap key is a variable the relay reads", ", ".join(unknown))
 
-    deployment = by_kind["Deployment"][0]
+    deployment = by_kind["StatefulSet"][0]
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     container = pod["containers"][0]
-    check("replicas" not in spec, "the Deployment leaves replicas to the HPA (a replicas field resets it at every apply)")
+    check("replicas" not in spec, "the StatefulSet leaves replicas to the HPA (a replicas field resets it at every apply)")
     check(not deployment["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/scrape"),
           "the pods carry no prometheus.io/scrape annotation (prometheus-kubernetes.yml scrapes them as job apns-relay)")
     check(pod.get("securityContext", {}).get("runAsNonRoot") is True, "the pod runs as non-root")
@@ -178,7 +190,7 @@ def check_kubernetes(variables):
     env_names = [e["name"] for e in container.get("env", [])]
     check(all(n in variables for n in env_names), "every container env name is a variable the relay reads",
           ", ".join(env_names))
-    check(not [n for n in env_names if CREDENTIAL.match(n)], "the Deployment sets no credential variable", ", ".join(env_names))
+    check(not [n for n in env_names if CREDENTIAL.match(n)], "the StatefulSet sets no credential variable", ", ".join(env_names))
     sources = container.get("envFrom", [])
     check([list(x) for x in sources] == [["secretRef"], ["configMapRef"]] and sources[-1]["configMapRef"]["name"] == by_kind["ConfigMap"][0]["metadata"]["name"],
           "the container reads the env file's Secret, then the ConfigMap (whose PORT the probes use wins)", str(sources))
@@ -186,19 +198,21 @@ def check_kubernetes(variables):
     check(bool(files) and all(v["secret"].get("optional") is True for v in files),
           "the key files come from a Secret volume, optional (an inline key needs none)")
     image = container.get("image", "")
-    check(":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), "the Deployment's image has a fixed tag", image)
+    check(":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), "the StatefulSet's image has a fixed tag", image)
     check_kustomization(deployment, image)
+    check_kubernetes_store(pod, container, spec)
 
     hpa = by_kind["HorizontalPodAutoscaler"][0]
     check(hpa["apiVersion"] == "autoscaling/v2", "the HPA uses autoscaling/v2")
-    check(hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"], "the HPA targets the Deployment")
+    target = hpa["spec"]["scaleTargetRef"]
+    check(target["kind"] == "StatefulSet" and target["name"] == deployment["metadata"]["name"], "the HPA targets the StatefulSet", str(target))
     check(hpa["spec"].get("minReplicas", 1) >= 2, "the HPA keeps 2 or more replicas")
     selector = spec["selector"]["matchLabels"]
     for kind in ["Service", "PodDisruptionBudget"]:
         doc = by_kind[kind][0]
         sel = doc["spec"]["selector"]
         sel = sel.get("matchLabels", sel)
-        check(sel == selector, f"the {kind} selects the Deployment's pods")
+        check(sel == selector, f"the {kind} selects the StatefulSet's pods")
     annotations = by_kind["Ingress"][0]["metadata"].get("annotations", {})
     check("nginx.ingress.kubernetes.io/proxy-body-size" in annotations, "the Ingress caps the body size")
     check_ingress_routes(by_kind["Ingress"][0])
@@ -215,11 +229,30 @@ def check_kustomization(deployment, image):
     check(sorted(resources) == sorted(manifests), "the kustomization applies every manifest of deploy/kubernetes",
           f"{resources} vs {manifests}")
     check(resources[:1] == ["namespace.yaml"], "the kustomization lists the Namespace first")
-    check(k.get("namespace") == deployment["metadata"]["namespace"], "the kustomization's namespace is the Deployment's")
+    check(k.get("namespace") == deployment["metadata"]["namespace"], "the kustomization's namespace is the StatefulSet's")
     images = {i["name"]: i for i in k.get("images", [])}
     name = image.rsplit(":", 1)[0]
     tag = str(images.get(name, {}).get("newTag", ""))
-    check(bool(tag) and tag != "latest", "the kustomization pins the Deployment's image to a tag", str(k.get("images")))
+    check(bool(tag) and tag != "latest", "the kustomization pins the StatefulSet's image to a tag", str(k.get("images")))
+
+
+def check_kubernetes_store(pod, container, spec):
+    """Each pod keeps its held pushes in a claim of its own that outlives it: not an emptyDir
+    (deleted with the pod), not one claim shared by every replica (one process per store)."""
+    mount = next((m for m in container.get("volumeMounts", []) if m.get("mountPath") == STATE_DIR), None)
+    if not check(mount is not None and not mount.get("readOnly"), f"the container mounts a writable volume at {STATE_DIR}", str(mount)):
+        return
+    templates = {t["metadata"]["name"]: t for t in spec.get("volumeClaimTemplates", [])}
+    pod_volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    check(mount["name"] in templates and mount["name"] not in pod_volumes,
+          f"{STATE_DIR} is a claim of the StatefulSet's volumeClaimTemplates (one per pod), not a pod volume (an emptyDir dies with its pod)",
+          f"{mount['name']}: {pod_volumes.get(mount['name'])}")
+    template = templates.get(mount["name"], {"spec": {}})
+    check(template["spec"].get("accessModes") == ["ReadWriteOnce"], "the held pushes' claim is ReadWriteOnce (one pod's store)")
+    check(pod.get("securityContext", {}).get("fsGroup") == 10001, "the pod's fsGroup is 10001, so uid 10001 may write to its claim")
+    retention = spec.get("persistentVolumeClaimRetentionPolicy", {})
+    check(retention.get("whenScaled") == "Retain" and retention.get("whenDeleted") == "Retain",
+          "a claim is kept when the HPA scales down or the StatefulSet is deleted (it may hold pushes)", str(retention))
 
 
 # Paths a proxy in front must pass to the relay (Mastodon deletes a subscription on the proxy's
@@ -287,6 +320,10 @@ def check_compose():
     check(not [n for n in environment if CREDENTIAL.match(n)], "compose sets no credential variable (the env file does)",
           ", ".join(environment))
     check(relay.get("env_file") == ["apns-relay.env"], "compose reads the operator's env file")
+    held = [str(v) for v in relay.get("volumes", []) if str(v).split(":")[1:2] == [STATE_DIR]]
+    named = held[0].split(":")[0] if held else ""
+    check(bool(named) and named in (compose.get("volumes") or {}),
+          f"the relay keeps {STATE_DIR} in a named volume of the compose file (it outlives the container)", str(held))
     check(not [k for k in compose if k not in ("services", "volumes", "networks", "secrets", "configs") and not k.startswith("x-")],
           "compose has only the top-level keys Debian 12's docker-compose 1.29 accepts (no `name:`)", ", ".join(compose))
     grace = str(relay.get("stop_grace_period", "10s"))
@@ -381,6 +418,9 @@ def check_systemd():
     assigned = [v.split("=", 1)[0] for k, v in sections.get("Service", []) if k == "Environment"]
     check(not [n for n in assigned if CREDENTIAL.match(n)], "the unit sets no credential variable", ", ".join(assigned))
     check(service.get("ExecReload") == "/bin/kill -HUP $MAINPID", "systemctl reload sends SIGHUP (ExecReload=)")
+    check(service.get("StateDirectory") == os.path.basename(STATE_DIR) and STATE_DIR.startswith("/var/lib/"),
+          f"the unit has StateDirectory={os.path.basename(STATE_DIR)}: {STATE_DIR} exists, owned by the service user, writable under ProtectSystem=strict",
+          f"got {service.get('StateDirectory')!r}")
     stop = seconds(service.get("TimeoutStopSec", "90s").rstrip())
     check(stop is not None and stop > PUSH_DEADLINE_S, "TimeoutStopSec exceeds the push deadline")
 
@@ -433,6 +473,14 @@ def check_dockerfile():
     check(not re.match(r"#\s*syntax\s*=", text), "no # syntax= line (BuildKit would fetch a frontend from a registry)")
     check(not any(l.startswith("ENV ") and re.search(r"\bPORT=", l) for l in instructions),
           "the image sets no PORT (the foreign relays' env files take their own default)")
+    # A change to a volume's directory after VOLUME never reaches the image, so it is made (owned
+    # by the relay's user: a named volume starts as its copy) in a RUN before the VOLUME line.
+    stage = instructions[[i for i, l in enumerate(instructions) if l.upper().startswith("FROM ")][-1]:]
+    volume = [i for i, l in enumerate(stage) if re.fullmatch(rf'VOLUME\s+(\[\s*"{STATE_DIR}"\s*\]|{STATE_DIR})', l)]
+    made = [i for i, l in enumerate(stage) if l.upper().startswith("RUN ")
+            and re.search(rf"install -d -o 10001 -g 10001 -m 07[05]0 {STATE_DIR}(\s|$)", l)]
+    check(bool(volume) and bool(made) and made[0] < volume[0],
+          f"the image makes {STATE_DIR} owned by 10001, then declares it a VOLUME (make docker-test writes to it as 10001)")
 
 
 # --- Prometheus alerting rules ----------------------------------------------------------------
@@ -489,18 +537,19 @@ def check_prometheus_rules():
         check(f'up{{job="{job}"}} == 0' in down and f'absent(up{{job="{job}"}})' in down,
               f"ApnsRelayDown fires for a target of job {job} that is down or absent", down)
     kube = yaml.safe_load(open(os.path.join(PROMETHEUS_DIR, "prometheus-kubernetes.yml"), encoding="utf-8"))["scrape_configs"][0]
-    deployment = next(d for _, d in k8s_documents() if d.get("kind") == "Deployment")
+    deployment = next(d for _, d in k8s_documents() if d.get("kind") == "StatefulSet")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     ports = [p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])]
     keeps = {tuple(r["source_labels"]): r["regex"] for r in kube["relabel_configs"] if r.get("action") == "keep"}
     check(keeps.get(("__meta_kubernetes_pod_label_app_kubernetes_io_name",)) == labels.get("app.kubernetes.io/name")
           and keeps.get(("__meta_kubernetes_pod_container_port_name",)) in ports,
-          "prometheus-kubernetes.yml keeps the Deployment's pods and their named port", str(keeps))
+          "prometheus-kubernetes.yml keeps the StatefulSet's pods and their named port", str(keeps))
 
 
 def main():
     variables = relay_variables()
     check_env_example(variables)
+    check_store_default()
     check_kubernetes(variables)
     check_compose()
     check_nginx()

@@ -2,13 +2,15 @@
 # Builds the project's Dockerfile, unchanged, with a real Docker engine, and runs the image:
 #   `demo --once` in the container, then `serve` against the APNs emulator (on the host, over
 #   loopback): the HEALTHCHECK goes healthy, a push is delivered, the process runs as uid 10001,
-#   and SIGTERM ends it with status 0 within 10 s; then toot-relay's env file (a .p12, HTTPS from
+#   the image's /var/lib/apns-relay (the held pushes) is a volume uid 10001 can write to, and
+#   SIGTERM ends it with status 0 within 10 s; then toot-relay's env file (a .p12, HTTPS from
 #   CRT_FILENAME/KEY_FILENAME): the HEALTHCHECK goes healthy over HTTPS and pushes over HTTPS
 #   reach the emulator with the certificate; then a relay crashed with SIGSEGV logs a
 #   backtrace that names its functions (the image carries the Swift backtracer); then
 #   deploy/docker-compose.yml, unchanged, with metatext-apns's, toot-relay's and
-#   webpush-apn-relay's env files (each healthy, pushes on both routes delivered), and whole
-#   (nginx in front) with the relay recreated at a new address: nginx finds it again. Prints the
+#   webpush-apn-relay's env files (each healthy, pushes on both routes delivered, its named volume
+#   at /var/lib/apns-relay writable by the relay's uid), and whole (nginx in front) with the relay
+#   recreated at a new address: nginx finds it again, and the volume kept what the old one wrote. Prints the
 #   image's layer sizes. The build uses the classic builder (DOCKER_BUILDKIT=0), Debian 12's default.
 #
 # No registry is reachable, so the base images the Dockerfile names are made here and kept in
@@ -59,7 +61,7 @@ mock_pid=
 compose_mock_pid=
 cleanup() {
     declare -F compose_down >/dev/null && compose_down
-    [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
+    [ -z "$container" ] || docker rm -fv "$container" >/dev/null 2>&1 || true
     if [ -n "$compose_mock_pid" ]; then kill -TERM "$compose_mock_pid" 2>/dev/null || true; fi
     if [ -n "$mock_pid" ]; then kill -TERM "$mock_pid" 2>/dev/null || true; fi
     if [ -n "$dockerd_pid" ]; then
@@ -87,6 +89,10 @@ else
         sleep 0.1
     done
     docker info >/dev/null 2>&1 || skip "no Docker engine could be started: $(tail -3 "$work/dockerd.log")"
+    # The first `docker info` can wait until the engine answers, so the loop may end before it
+    # read the pid file: without this the engine was left running after the test.
+    [ -n "$dockerd_pid" ] || dockerd_pid=$(as_root cat "$work/dockerd.pid" 2>/dev/null || true)
+    [ -n "$dockerd_pid" ] || fail "dockerd wrote no pid file $work/dockerd.pid, so it could not be stopped at the end"
     say "dockerd pid $dockerd_pid"
 fi
 
@@ -226,6 +232,19 @@ uid=$(awk '/^Uid:/ {print $2}' "/proc/$host_pid/status")
 [ "$uid" = 10001 ] || fail "the relay runs as uid $uid, not 10001"
 ok "the relay runs as uid 10001 (configured user $(docker inspect -f '{{.Config.User}}' "$container"))"
 
+# The held pushes' directory (STORE_PATH's default): a VOLUME of the image, made owned by 10001
+# before it was declared, so the volume Docker mounts there starts so. The image's user, as the
+# relay runs, creates a file in it (the directory, not the relay: opening the store is the
+# relay's own test). --rm removes the anonymous volume with the container.
+volumes=$(docker image inspect -f '{{json .Config.Volumes}}' "$IMAGE")
+grep -q '"/var/lib/apns-relay"' <<<"$volumes" || fail "the image declares no volume /var/lib/apns-relay: $volumes"
+probe=$(docker run --rm --network host --read-only --entrypoint /bin/sh "$IMAGE" -c \
+    'id -u && touch /var/lib/apns-relay/probe && stat -c "%u:%g %a" /var/lib/apns-relay /var/lib/apns-relay/probe' 2>&1) \
+    || fail "uid 10001 cannot create a file in the image's /var/lib/apns-relay: $probe"
+[ "$(head -2 <<<"$probe" | tr '\n' ' ')" = "10001 10001:10001 700 " ] \
+    || fail "the image's /var/lib/apns-relay is not 10001's (0700), or the user is not 10001: $probe"
+ok "/var/lib/apns-relay is a volume of the image, 10001's (0700): uid 10001 creates a file in it under --read-only"
+
 t0=$(date +%s.%N)
 docker kill --signal TERM "$container" >/dev/null
 code=$(timeout 10 /usr/bin/docker wait "$container" 2>/dev/null) || fail "the container did not stop within 10 s of SIGTERM"
@@ -237,7 +256,7 @@ ok "SIGTERM: exit 0 after ${elapsed} s"
 # A toot-relay operator swaps the image and keeps the env file: the .p12 (no TOPIC, its UID is the
 # topic), CA_FILENAME, and HTTPS from CRT_FILENAME/KEY_FILENAME with no proxy in front. The image's
 # HEALTHCHECK must speak HTTPS there, and a push over HTTPS must reach Apple with the certificate.
-docker rm "$container" >/dev/null
+docker rm -v "$container" >/dev/null
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
     -addext subjectAltName=DNS:localhost -days 30 -keyout "$work/relay.key" -out "$work/relay.crt" 2>/dev/null \
     || fail "openssl could not make the relay's HTTPS certificate"
@@ -276,7 +295,7 @@ for _ in $(seq 50); do [ "$(grep -cE '^200 .*cx\.c3\.toot' "$work/mock.out")" -g
 [ "$(grep -cE '^200 .*cx\.c3\.toot' "$work/mock.out")" -ge 2 ] \
     || fail "the emulator recorded no push for cx.c3.toot: $(tail -5 "$work/mock.out")"
 ok "two pushes over HTTPS (both routes) reach the emulator with the .p12's certificate and topic"
-docker rm -f "$container" >/dev/null
+docker rm -fv "$container" >/dev/null
 
 # ---- a crash names its functions -------------------------------------------------------------
 say "docker run -d $IMAGE, then SIGSEGV to its event loop"
@@ -297,7 +316,7 @@ for _ in $(seq 300); do logs_have 'Backtrace took' && break; sleep 0.2; done
 docker logs "$container" >"$work/crash.out" 2>&1
 # The runtime returns from its handler after the backtrace (a real fault would strike again and
 # end the process; a signal sent does not): the container is removed here.
-docker rm -f "$container" >/dev/null
+docker rm -fv "$container" >/dev/null
 grep -q 'EventLoop.run(' "$work/crash.out" \
     || fail "the crash's log names no relay function: $(grep -v '^{' "$work/crash.out" | tail -20)"
 ok "a crash logs a backtrace naming its functions: $(grep -m1 -o 'EventLoop.run([a-z:]*)' "$work/crash.out")"
@@ -362,7 +381,7 @@ compose_down() {
     placeholders=()
     [ -n "$compose_project" ] || return 0
     compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
-        -f "$compose_dir/$compose_override" down -t 10 >/dev/null 2>&1 || true
+        -f "$compose_dir/$compose_override" down -v -t 10 >/dev/null 2>&1 || true
     compose_project=
     container=
 }
@@ -415,8 +434,15 @@ PY
     for _ in $(seq 50); do [ "$(grep -cE "^200 .*$token.*${topics[$relay]}" "$work/compose-mock.out")" -ge 2 ] && break; sleep 0.1; done
     [ "$(grep -cE "^200 .*$token.*${topics[$relay]}" "$work/compose-mock.out")" -ge 2 ] \
         || fail "$relay's env file: the emulator has no 2 pushes for ${topics[$relay]}: $(tail -3 "$work/compose-mock.out")"
+    # compose's named volume `held` at /var/lib/apns-relay (the root filesystem is read-only):
+    # the relay's uid writes to it.
+    mount=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/var/lib/apns-relay"}}{{.Type}} {{.Name}}{{end}}{{end}}' "$container")
+    [ "$mount" = "volume ${compose_project//-/}_held" ] || [ "$mount" = "volume ${compose_project}_held" ] \
+        || fail "$relay's env file under compose: /var/lib/apns-relay is not the named volume held: '$mount'"
+    written=$(docker exec "$container" sh -c 'touch /var/lib/apns-relay/probe && id -u' 2>&1) && [ "$written" = 10001 ] \
+        || fail "$relay's env file under compose: the relay's uid cannot write to the volume held: $written"
     names=$(docker logs "$container" 2>&1 | grep -o 'read the variable names of [^"]*' | head -1 || true)
-    ok "$relay's env file through deploy/docker-compose.yml unchanged: healthy, both routes 201 at ${topics[$relay]}${names:+ ($names)}"
+    ok "$relay's env file through deploy/docker-compose.yml unchanged: healthy, both routes 201 at ${topics[$relay]}, uid 10001 writes to the volume held${names:+ ($names)}"
     compose_down
 done
 kill -TERM "$compose_mock_pid" 2>/dev/null || true
@@ -475,6 +501,7 @@ ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{
 relay_container=$(compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
     -f "$compose_dir/$compose_override" ps -q relay)
 old_ip=$(ip_of "$relay_container")
+docker exec "$relay_container" sh -c 'echo kept >/var/lib/apns-relay/kept' || fail "could not write to the relay's volume held"
 compose "${compose_env[@]}" docker-compose -p "$compose_project" -f "$compose_dir/docker-compose.yml" \
     -f "$compose_dir/$compose_override" rm -sf relay >/dev/null 2>&1
 for _ in $(seq 8); do
@@ -493,6 +520,9 @@ for _ in $(seq 60); do [ "$(through_nginx /health)" = 200 ] && break; sleep 0.5;
 [ "$(through_nginx /health)" = 200 ] \
     || fail "after the relay was recreated ($old_ip -> $new_ip), compose's nginx answers $(through_nginx /health), not the relay's 200"
 ok "the relay recreated at a new address ($old_ip -> $new_ip, the old one taken): nginx found it by name, 200 within $((SECONDS - t0)) s"
+[ "$(docker exec "$relay_container" cat /var/lib/apns-relay/kept 2>&1)" = kept ] \
+    || fail "the recreated relay's /var/lib/apns-relay lost what the old one wrote (not compose's named volume?)"
+ok "the recreated relay finds what the old one wrote to /var/lib/apns-relay (compose's named volume held)"
 compose_down
 
 say "done"

@@ -9,11 +9,16 @@
 #   - the 502 alert fires (a RELAY_TO_TOPIC the emulator refuses), not for DeviceTokenNotForTopic
 #     (tokens of another app, which anyone can send); the reconnect-churn alert's expression holds
 #     (the emulator sends GOAWAY after every 10th request on a connection);
+#   - holding: pushes to a token the emulator answers 503 for are held on disk (STORE_PATH in the
+#     work directory, HOLD_MAX_PUSHES=3, HOLD_MAX_PER_DEVICE=2) and answered 201 with
+#     X-Relay-Held: true; a third push to one device drops its oldest; a push past the cap is
+#     answered 503; the held-push panels return data, and ApnsRelayHoldNearCap's and
+#     ApnsRelayHoldFailing's expressions hold;
 #   - the alerts of a healthy relay stay quiet (down, no connection, token refused or signed too
-#     often, 503/504 ratio, degraded payloads, latency, certificates);
+#     often, 503/504 ratio, degraded payloads, latency, certificates, pushes held 10 minutes);
 #   - once the relay is stopped, ApnsRelayDown's expression holds for its target (up == 0), and
 #     for a job with no target at all (absent).
-# Bounded: about 45 s of load and scrapes; every process started here is stopped by its PID.
+# Bounded: about 55 s of load and scrapes; every process started here is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -52,11 +57,13 @@ cat >"$work/apps.json" <<JSON
 {"apps": [{"name": "beta", "p12_file": "$work/push/push.p12", "p12_password": "pw"}]}
 JSON
 # RELAY_TO_TOPIC names an app the emulator's key may not push to: /relay-to pushes answer 502.
+# The held pushes' store is in the work directory, with caps small enough to reach.
 env -i PATH="$PATH" HOME="$work" APNS_AUTH_KEY_FILE="$key_file" APNS_KEY_ID="$kid" APPLE_TEAM_ID="$team" \
     TOPIC=com.example.app RELAY_TO_TOPIC=com.misconfigured.app APPS_FILE="$work/apps.json" \
     APNS_HOST="localhost:$mock_port" APNS_SANDBOX_HOST="localhost:$mock_port" APNS_CA_FILE="$work/ca.pem" \
     TLS_CERT_FILE="$work/https.crt" TLS_KEY_FILE="$work/https.key" \
     BIND_ADDRESS=127.0.0.1 PORT="$relay_port" PUSH_TIMEOUT_MS=2000 LOG_LEVEL=warning \
+    STORE_PATH="$work/held.sqlite" HOLD_MAX_PUSHES=3 HOLD_MAX_PER_DEVICE=2 \
     "$BIN/apns-relay" serve >"$work/relay.out" 2>&1 &
 relay_pid=$!
 pids+=($relay_pid)
@@ -85,7 +92,7 @@ curl -fsS "http://127.0.0.1:$prom_port/-/ready" >/dev/null || fail "Prometheus d
 curl -fsS --cacert "$work/https.crt" "https://127.0.0.1:$relay_port/ready" >/dev/null || fail "the relay did not become ready"
 echo "  relay https://127.0.0.1:$relay_port -> emulator 127.0.0.1:$mock_port; Prometheus 127.0.0.1:$prom_port scrapes it every 1 s"
 
-echo "== 25 s of pushes, then the panels and the alerts through Prometheus's API"
+echo "== 25 s of pushes, then pushes Apple refuses with 503 (held), then the panels and the alerts through Prometheus's API"
 python3 - "$relay_port" "$prom_port" "$PWD/deploy/grafana/apns-relay.json" "$PWD/deploy/prometheus/alerts.yml" "$work/https.crt" <<'PY' || fail "see above"
 import base64, http.client, json, os, re, socket, ssl, sys, time, urllib.parse, urllib.request
 relay, prom, dashboard_path, rules_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -101,7 +108,7 @@ def headers():
     return {"Content-Encoding": "aesgcm", "Encryption": "salt=" + b64(os.urandom(16)),
             "Crypto-Key": "dh=" + b64(b"\x04" + os.urandom(64)), "TTL": "60"}
 
-statuses = {}
+statuses, marked = {}, 0
 c = connect()
 end, n = time.monotonic() + 25, 0
 while time.monotonic() < end:
@@ -133,6 +140,7 @@ while time.monotonic() < end:
         c.request("POST", path, body=body, headers=headers())
         r = c.getresponse(); r.read()
         statuses[r.status] = statuses.get(r.status, 0) + 1
+        marked += r.getheader("x-relay-held") is not None
         if r.getheader("connection", "").lower() == "close":
             c.close(); c = connect()
     except Exception as e:
@@ -143,6 +151,25 @@ print(f"  answers: {dict(sorted(statuses.items(), key=str))}")
 check(statuses.get(201, 0) > 100 and statuses.get(502, 0) > 0 and statuses.get(410, 0) > 0 and statuses.get(413, 0) > 0,
       "the load got 201s, 410s for dead tokens, 502s for the refused topic and 413s")
 check(all(s in (201, 410, 413, 502) for s in statuses), "no other answer (no 503/504 although APNs sent GOAWAY every 10 requests)")
+check(marked == 0, "no answer Apple gave carries X-Relay-Held", f"{marked} did")
+
+# Holding: the emulator answers 503 ServiceUnavailable to every push for a token starting 5030, so
+# the relay holds them (HOLD_MAX_PER_DEVICE=2, HOLD_MAX_PUSHES=3). Three to device 1 (its oldest
+# dropped: 2 held), one to device 2 (3 held: the cap), one to device 3 (over the cap: 503).
+held_answers = []
+for device in ["01", "01", "01", "02", "03"]:
+    try:
+        c.request("POST", f"/push/5030{'ab' * 29}{device}/held", body=os.urandom(200), headers=headers())
+        r = c.getresponse(); r.read()
+        held_answers.append((r.status, r.getheader("x-relay-held")))
+        if r.getheader("connection", "").lower() == "close":
+            c.close(); c = connect()
+    except Exception as e:
+        held_answers.append((type(e).__name__, None))
+        c.close(); c = connect()
+print(f"  pushes Apple answers 503: {held_answers}")
+check(held_answers[:4] == [(201, "true")] * 4, "pushes Apple answers 503 are held: 201 with X-Relay-Held: true", str(held_answers))
+check(held_answers[4][0] == 503 and held_answers[4][1] is None, "the push past HOLD_MAX_PUSHES is answered 503, not held", str(held_answers[4]))
 time.sleep(3)  # two more scrapes after the last push
 
 def query(expr):
@@ -178,7 +205,8 @@ alerts = {rule["name"]: rule for group in rules for rule in group["rules"]}
 check(len(alerts) == len(re.findall(r"^\s+- alert: ", open(rules_path).read(), re.M)), f"Prometheus loaded every rule ({len(alerts)})")
 check(all(rule["health"] == "ok" for rule in alerts.values()), "every rule evaluates without error",
       str({name: rule.get("lastError") for name, rule in alerts.items() if rule["health"] != "ok"}))
-should_hold = {"ApnsRelayMisconfigured", "ApnsRelayReconnectChurn"}
+# The store is at its cap (3 of HOLD_MAX_PUSHES=3) and one push could not be held.
+should_hold = {"ApnsRelayMisconfigured", "ApnsRelayReconnectChurn", "ApnsRelayHoldNearCap", "ApnsRelayHoldFailing"}
 for name, rule in sorted(alerts.items()):
     # rate() and increase() divide by their whole range: over this test's half minute of history
     # a 5-minute range would read a storm as a fifth of itself. Each range is cut to 30 s here
@@ -196,6 +224,14 @@ check(reasons == ["TopicDisallowed"], "ApnsRelayMisconfigured is firing in Prome
       str([(a["labels"]["alertname"], a["labels"].get("reason"), a["state"]) for a in firing]))
 check(statuses.get(502, 0) > 0 and len(query('relay_misconfiguration_total{reason="DeviceTokenNotForTopic"}')) > 0,
       "the relay counted the DeviceTokenNotForTopic 502s (the alert left them out)")
+def value(expr):
+    result = query(expr)
+    return [float(r["value"][1]) for r in result]
+for expr, expected in [("relay_hold_enabled", 1), ("relay_held_pushes", 3), ("relay_hold_limit_pushes", 3),
+                       ("relay_held_pushes_total", 4), ('relay_held_dropped_total{reason="device_cap"}', 1),
+                       ('relay_hold_failures_total{reason="cap_reached"}', 1)]:
+    got = value(expr)
+    check(got == [expected], f"{expr} is {expected}", str(got))
 unknown = query('relay_unknown_app_pushes_total')
 check(len(unknown) == 1 and float(unknown[0]["value"][1]) > 0 and not query('relay_misconfiguration_total{reason="UnknownApp"}'),
       "the pushes to an app the relay does not serve counted apart (relay_unknown_app_pushes_total), not as a misconfiguration",
