@@ -38,6 +38,9 @@ package final class HoldMetrics: Sendable {
         expired = registry.counter("relay_held_expired_total", help: "Held pushes dropped at arrival + TTL, never sent.")
         droppedForDeviceCap = registry.counter("relay_held_dropped_total", help: "Held pushes dropped before delivery, by reason.",
                                                labels: ["reason": "device_cap"])
+        // Every reason from the start, at 0: a dashboard's rate and an alert see a series before
+        // the first failure.
+        for failure in [Failure.capReached, .diskFull, .storeError] { _ = failureCounter(failure) }
     }
 
     /// Why a push that should have been held was answered 503 instead.
@@ -47,8 +50,10 @@ package final class HoldMetrics: Sendable {
         case storeError = "store_error"
     }
 
-    package func countFailure(_ failure: Failure) {
+    package func countFailure(_ failure: Failure) { failureCounter(failure).increment() }
+
+    private func failureCounter(_ failure: Failure) -> Counter {
         registry.counter("relay_hold_failures_total", help: "Pushes that should have been held but were answered 503: the store at its cap, the disk full, or the store failing.",
-                         labels: ["reason": failure.rawValue]).increment()
+                         labels: ["reason": failure.rawValue])
     }
 }
