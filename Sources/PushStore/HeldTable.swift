@@ -133,16 +133,7 @@ final class HeldTable {
     func trim(device: String, keep: Int, sparing spare: (HeldPushID) -> Bool) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
         deviceBeyond.bind(1, device)
         deviceBeyond.bind(2, Int64(keep))
-        var victims: [(id: HeldPushID, bytes: Int)] = []
-        do {
-            defer { deviceBeyond.reset() }
-            while try deviceBeyond.step() {
-                let id = HeldPushID(low: UInt64(deviceBeyond.int64(0)))
-                if !spare(id) { victims.append((id, Int(deviceBeyond.int64(1)))) }
-            }
-        }
-        for victim in victims { _ = try delete(victim.id) }
-        return victims
+        return try deleteRows(of: deviceBeyond, sparing: spare)
     }
 
     /// Deletes one push: its bytes, or nil when it was not held.
@@ -158,12 +149,19 @@ final class HeldTable {
     /// ids and bytes.
     func deleteExpired(nowMs: Int64, sparing spare: (HeldPushID) -> Bool) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
         expired.bind(1, nowMs)
+        return try deleteRows(of: expired, sparing: spare)
+    }
+
+    /// Deletes the rows `selection` (bound, yielding id and bytes) finds, but those `spare`
+    /// names: their ids and bytes. Read whole first, then deleted, so the read never steps over
+    /// rows it is deleting.
+    private func deleteRows(of selection: SQLiteStatement, sparing spare: (HeldPushID) -> Bool) throws(PushStoreError) -> [(id: HeldPushID, bytes: Int)] {
         var victims: [(id: HeldPushID, bytes: Int)] = []
         do {
-            defer { expired.reset() }
-            while try expired.step() {
-                let id = HeldPushID(low: UInt64(expired.int64(0)))
-                if !spare(id) { victims.append((id, Int(expired.int64(1)))) }
+            defer { selection.reset() }
+            while try selection.step() {
+                let id = HeldPushID(low: UInt64(selection.int64(0)))
+                if !spare(id) { victims.append((id, Int(selection.int64(1)))) }
             }
         }
         for victim in victims { _ = try delete(victim.id) }

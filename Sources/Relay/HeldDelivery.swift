@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import APNs
 import Basics
 import Observability
@@ -30,8 +31,12 @@ final class HeldDelivery: @unchecked Sendable {
     private var wakeScheduled = false
     private var stopped = false
     private var lastSweep: ContinuousClock.Instant?
-    /// What the store held at its last count, for `/health` and the gauges.
-    private var lastCounts = HeldCounts(entries: 0, bytes: 0, oldestArrivalMs: nil, leased: 0)
+    /// What the store held at its last count, for `/health` and the gauges: read from event
+    /// loops, which must not wait behind the queue.
+    private let lastCounts = Mutex(HeldCounts(entries: 0, bytes: 0, oldestArrivalMs: nil, leased: 0))
+    /// A `wake` is queued and has not run yet: every push held during an outage wakes the
+    /// delivery, and one queued wake serves them all.
+    private let wakeQueued = Atomic(false)
 
     /// How often, while the store holds any push, expired ones are dropped, the store is
     /// counted, and (while Apple is out of reach) the oldest is tried.
@@ -52,14 +57,20 @@ final class HeldDelivery: @unchecked Sendable {
 
     /// Something may be held now (a push was just held, or the relay started on a store that
     /// holds pushes): deliver it when Apple takes it.
-    func wake() { queue.async { self.pump() } }
+    func wake() {
+        guard !wakeQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async {
+            self.wakeQueued.store(false, ordering: .releasing)
+            self.pump()
+        }
+    }
 
     /// Takes no more pushes; those in flight end by their deadline and go back to the store if
     /// Apple did not answer them.
     func stop() { queue.sync { stopped = true } }
 
     /// What the store held at its last count (taken at most a tick ago while it holds any).
-    var counts: HeldCounts { queue.sync { lastCounts } }
+    var counts: HeldCounts { lastCounts.withLock { $0 } }
 
     private var nowMs: Int64 { now().nanosecondsSince1970 / 1_000_000 }
 
@@ -185,10 +196,8 @@ final class HeldDelivery: @unchecked Sendable {
         }
         store.counts { result in
             guard case .success(let counts) = result else { return }
-            self.queue.async {
-                self.lastCounts = counts
-                if counts.entries > 0 { self.wakeAfterTick() }
-            }
+            self.lastCounts.withLock { $0 = counts }
+            if counts.entries > 0 { self.queue.async { self.wakeAfterTick() } }
         }
     }
 }

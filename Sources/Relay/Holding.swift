@@ -27,19 +27,14 @@ package final class Holding: Sendable {
         if owner.openStore != nil { delivery.wake() }
     }
 
-    /// Why a push that should have been held was not: the caller answers 503 as before.
-    package struct Refusal: Error, Sendable {
-        package let failure: HoldMetrics.Failure
-        package let message: String
-    }
-
     /// Stores `push` durably, then calls `completion`: success means it survives a kill -9 and
-    /// will be delivered once Apple takes it. Runs `completion` on the store's thread.
-    package func hold(_ push: HeldPush, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
+    /// will be delivered once Apple takes it; a failure (counted here) is why it could not be
+    /// held, and the caller answers 503 as before. Runs `completion` on the store's thread.
+    package func hold(_ push: HeldPush, completion: @escaping @Sendable (Result<Void, PushStoreError>) -> Void) {
         let store: any HeldPushStore
         switch owner.store() {
         case .success(let open): store = open
-        case .failure(let error): return completion(.failure(refusal(error)))
+        case .failure(let error): return completion(.failure(counted(error)))
         }
         store.put([push]) { result in
             switch result {
@@ -49,19 +44,19 @@ package final class Holding: Sendable {
                 completion(.success(()))
                 self.delivery.wake()
             case .failure(let error):
-                completion(.failure(self.refusal(error)))
+                completion(.failure(self.counted(error)))
             }
         }
     }
 
-    private func refusal(_ error: PushStoreError) -> Refusal {
+    private func counted(_ error: PushStoreError) -> PushStoreError {
         let failure: HoldMetrics.Failure = switch error.code {
         case .capReached: .capReached
         case .diskFull: .diskFull
         default: .storeError
         }
         metrics.countFailure(failure)
-        return Refusal(failure: failure, message: error.message)
+        return error
     }
 
     /// What the store held at its last count.

@@ -380,7 +380,7 @@ package final class RelayResponder: HTTPResponder {
                     var log = pending
                     switch outcome {
                     case .success: log.held = why
-                    case .failure(let refusal): log.holdFailed = refusal.message
+                    case .failure(let error): log.holdFailed = error.message
                     }
                     self.deliver(self.answered(result, log: log, started: started), route: label, app: appName, to: completion)
                 }
