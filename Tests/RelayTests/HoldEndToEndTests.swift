@@ -150,7 +150,7 @@ struct HoldEndToEndTests {
         }
     }
 
-    @Test("a full disk: the push that does not fit is answered 503 (never a 4xx), counted as disk_full, and pushes fit again once there is room", .enabled(if: getuid() == 0))
+    @Test("a full disk: the push that does not fit is answered as without holding (503, or 504 at its deadline; never a 4xx), counted as disk_full, and pushes fit again once there is room", .enabled(if: getuid() == 0))
     func fullDisk() async throws {
         // A real file system of 320 KiB (tmpfs), so SQLite meets ENOSPC as on a full disk.
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("hold-full-\(getpid())-\(UUID().uuidString)").path
@@ -171,10 +171,12 @@ struct HoldEndToEndTests {
                 statuses.append(answer.status)
                 if answer.status != 201 { break }
             }
-            #expect(statuses.last == 503, "the disk filled: \(statuses.count) pushes, last \(statuses.last ?? 0)")
-            #expect(statuses.allSatisfy { $0 == 201 || $0 == 503 })
+            // Answered as without holding: 503 when the client found Apple unreachable, 504 when
+            // the push's deadline came first (on a loaded machine it can).
+            #expect(statuses.last == 503 || statuses.last == 504, "the disk filled: \(statuses.count) pushes, last \(statuses.last ?? 0)")
+            #expect(statuses.allSatisfy { $0 == 201 || $0 == 503 || $0 == 504 })
             #expect(try await Self.metrics(h).contains(#"relay_hold_failures_total{reason="disk_full"} 1"#))
-            #expect(h.logs.records.contains { $0.message == "push answered 503" && ($0.metadata["hold.failed"]?.description.contains("full") ?? false) })
+            #expect(h.logs.records.contains { $0.message.hasPrefix("push answered 50") && ($0.metadata["hold.failed"]?.description.contains("full") ?? false) })
             try FileManager.default.removeItem(atPath: filler)
             let again = try await h.push(token: token("f0ffff"), id: "again", extra: [("TTL", "3600")])
             #expect(again.status == 201 && again.header("X-Relay-Held") == "true", "\(again.status) \(again.reason ?? "")")
