@@ -25,9 +25,13 @@ public struct TestCertificates: Sendable {
     ///   - commonName: the leaf's CN (clients check the SANs, not the CN).
     ///   - subjectAltNames: host names become DNS entries and IP literals IP entries.
     ///   - validDays: validity from one hour ago (tolerating clock skew).
+    ///   - caName: the CA's CN. Another CA standing in for a new root (as Apple moved APNs to in
+    ///     2025) takes another name, as a real new root has, so a client that trusts only the old
+    ///     one fails for want of the issuer, not for a signature that does not match its name.
     public static func make(commonName: String = "localhost",
                             subjectAltNames: [String] = ["localhost", "127.0.0.1", "::1"],
-                            validDays: Int = 30) throws -> TestCertificates {
+                            validDays: Int = 30,
+                            caName: String = "apns-relay throw-away test CA") throws -> TestCertificates {
         guard validDays > 0 else {
             throw TLSError(.badConfiguration, "validDays must be positive, not \(validDays)")
         }
@@ -46,7 +50,7 @@ public struct TestCertificates: Sendable {
         let leafKey = try generateP256Key()
         defer { EVP_PKEY_free(leafKey) }
 
-        let ca = try makeCertificate(subject: [("CN", "apns-relay throw-away test CA")], publicKey: caKey,
+        let ca = try makeCertificate(subject: [("CN", caName)], publicKey: caKey,
                                      issuer: nil, signingKey: caKey, validity: validity, extensions: [
                                          (NID_basic_constraints, "critical,CA:TRUE"),
                                          (NID_key_usage, "critical,keyCertSign,cRLSign"),
