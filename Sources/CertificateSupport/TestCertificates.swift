@@ -25,9 +25,10 @@ public struct TestCertificates: Sendable {
     ///   - commonName: the leaf's CN (clients check the SANs, not the CN).
     ///   - subjectAltNames: host names become DNS entries and IP literals IP entries.
     ///   - validDays: validity from one hour ago (tolerating clock skew).
-    ///   - caName: the CA's CN. Another CA standing in for a new root (as Apple moved APNs to in
-    ///     2025) takes another name, as a real new root has, so a client that trusts only the old
-    ///     one fails for want of the issuer, not for a signature that does not match its name.
+    ///   - caName: the CA's CN. A CA standing in for a new root (Apple moved APNs to one in 2025)
+    ///     takes its own name, as a real new root has, so what a client reports names which CA it
+    ///     was shown. (A client trusting another CA fails with "unable to get local issuer" either
+    ///     way: the leaf's authority key id names the signing key, not just the name.)
     public static func make(commonName: String = "localhost",
                             subjectAltNames: [String] = ["localhost", "127.0.0.1", "::1"],
                             validDays: Int = 30,
