@@ -57,8 +57,8 @@ let usage = """
                             other-ca     open connections cut, new ones get a server certificate
                                          from another CA (see --other-ca-out), as when Apple moved
                                          to a new root CA in 2025
-                            unavailable  connections kept, every push answered 503
-                                         {"reason":"ServiceUnavailable"}
+                            unavailable  connections kept, every push that passes the checks
+                                         answered 503 {"reason":"ServiceUnavailable"}
                           SIGUSR1 ends the outage in force and begins the next (after the last,
                           the first); SIGUSR2 ends it: serving normally, own certificate. Each
                           change prints "outage NAME begins" or "outage NAME ends" on stdout
