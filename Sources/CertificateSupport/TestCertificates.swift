@@ -25,9 +25,14 @@ public struct TestCertificates: Sendable {
     ///   - commonName: the leaf's CN (clients check the SANs, not the CN).
     ///   - subjectAltNames: host names become DNS entries and IP literals IP entries.
     ///   - validDays: validity from one hour ago (tolerating clock skew).
+    ///   - caName: the CA's CN. A CA standing in for a new root (Apple moved APNs to one in 2025)
+    ///     takes its own name, as a real new root has, so what a client reports names which CA it
+    ///     was shown. (A client trusting another CA fails with "unable to get local issuer" either
+    ///     way: the leaf's authority key id names the signing key, not just the name.)
     public static func make(commonName: String = "localhost",
                             subjectAltNames: [String] = ["localhost", "127.0.0.1", "::1"],
-                            validDays: Int = 30) throws -> TestCertificates {
+                            validDays: Int = 30,
+                            caName: String = "apns-relay throw-away test CA") throws -> TestCertificates {
         guard validDays > 0 else {
             throw TLSError(.badConfiguration, "validDays must be positive, not \(validDays)")
         }
@@ -46,7 +51,7 @@ public struct TestCertificates: Sendable {
         let leafKey = try generateP256Key()
         defer { EVP_PKEY_free(leafKey) }
 
-        let ca = try makeCertificate(subject: [("CN", "apns-relay throw-away test CA")], publicKey: caKey,
+        let ca = try makeCertificate(subject: [("CN", caName)], publicKey: caKey,
                                      issuer: nil, signingKey: caKey, validity: validity, extensions: [
                                          (NID_basic_constraints, "critical,CA:TRUE"),
                                          (NID_key_usage, "critical,keyCertSign,cRLSign"),

@@ -34,7 +34,7 @@ import Synchronization
 /// | body over 4096 bytes (5120 for `voip`) | 413 `PayloadTooLarge` |
 /// | with `strictPayload` on: body not a JSON object with an `aps` object | 400 `BadPayload` (a reason Apple does not have: off by default, Apple accepts `{}`) |
 ///
-/// Then the scripted faults (`MockFaults`), then 200.
+/// Then the scripted faults (`MockFaults`: `everyPush`, else by token prefix), then 200.
 ///
 /// The provider token is judged before the device token, as Apple does: a push to a token no
 /// device has (all zeros) answers 403 with a bad provider token and 400 `BadDeviceToken` with a

@@ -21,41 +21,28 @@ extension MockKeyVerifier {
 /// `MockAPNsRules` and the decision carried out on the connection's event loop.
 ///
 /// Besides answering, it can misbehave the way Apple's servers do (cut connections, GOAWAY,
-/// refuse connections for a while, die and come back on the same port), so the relay's
-/// recovery paths are tested against real sockets rather than a fake.
+/// refuse connections for a while, die and come back on the same port) and go out of reach in
+/// every way Apple does (`MockAPNsServer+Outages.swift`), so the relay's recovery paths are
+/// tested against real sockets rather than a fake.
 ///
 /// Control methods (`stop`, `restart`, `dropAllConnections`…) block briefly until the loops
 /// have acted; call them from a test or main thread, never from one of the emulator's loops.
 public final class MockAPNsServer: Sendable {
     /// Judges every request; also holds the records and the faults, which tests change at run time.
     public let rules: MockAPNsRules
-    /// The CA that signed the server certificate: what a client must trust (its only extra root).
+    /// The CA that signed the emulator's own server certificate: what a client must trust (its
+    /// only extra root), until `presentCertificate` puts another CA's certificate forward.
     public let caPEM: String
     /// The CA, its key and the server certificate. The same CA vouches for clients: a client
     /// certificate it signed (`certificates.issuePushClientCertificate`) authenticates a
     /// connection as Apple's provider certificates do.
     public let certificates: TestCertificates
-    /// The bound port; kept across `restart` and `refuseConnections`, as clients reconnect to it.
-    public let port: Int
+    /// The bound port; kept across `restart`, `refuseConnections` and every outage, as clients
+    /// reconnect to it.
+    public var port: Int { listener.port }
 
-    private let host: String
-    private let loopCount: Int
-    private let tls: TLSContext
-    private let shared: MockServerShared
-    private let listening: Mutex<ListenState>
-
-    /// What the listener side owns; guarded by its own lock, never taken on a loop thread, so
-    /// binding (which waits for a loop) cannot deadlock with a connection callback.
-    private struct ListenState {
-        var group: EventLoopGroup?
-        var server: HTTP2Server?
-        /// The port, kept while nothing listens on it (stopped, refusing): a connect is refused,
-        /// and no other server (a parallel test's) is given the port before this one comes back.
-        var hold: PortHold?
-        /// Bumped by every stop/refuse/restart, so a late "listen again" from an older
-        /// `refuseConnections` does nothing.
-        var generation = 0
-    }
+    let shared: MockServerShared
+    let listener: MockListener
 
     /// Starts listening at once.
     ///
@@ -81,33 +68,18 @@ public final class MockAPNsServer: Sendable {
         onRecord: (@Sendable (MockRecord) -> Void)? = nil
     ) throws -> MockAPNsServer {
         let certificates = try certificates ?? TestCertificates.make()
-        let tls = try TLSContext.server(certificateChainPEM: certificates.certificatePEM,
-                                        privateKeyPEM: certificates.privateKeyPEM,
-                                        clientCertificateCAPEM: certificates.caPEM)
         let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime, onRecord: onRecord)
-        let group = try EventLoopGroup(loopCount: max(1, loopCount))
-        let server: HTTP2Server
-        do {
-            server = try listen(host: host, port: port, tls: tls, group: group, shared: shared)
-        } catch {
-            group.shutdown()
-            throw error
-        }
-        return MockAPNsServer(host: host, port: server.port, loopCount: max(1, loopCount), tls: tls,
-                              certificates: certificates, shared: shared, group: group, server: server)
+        let listener = try MockListener(host: host, port: port, loopCount: max(1, loopCount),
+                                        certificates: certificates, shared: shared)
+        return MockAPNsServer(certificates: certificates, shared: shared, listener: listener)
     }
 
-    private init(host: String, port: Int, loopCount: Int, tls: TLSContext, certificates: TestCertificates,
-                 shared: MockServerShared, group: EventLoopGroup, server: HTTP2Server) {
-        self.host = host
-        self.port = port
-        self.loopCount = loopCount
-        self.tls = tls
+    private init(certificates: TestCertificates, shared: MockServerShared, listener: MockListener) {
         self.caPEM = certificates.caPEM
         self.certificates = certificates
         self.shared = shared
         self.rules = shared.rules
-        self.listening = Mutex(ListenState(group: group, server: server))
+        self.listener = listener
     }
 
     deinit {
@@ -141,68 +113,35 @@ public final class MockAPNsServer: Sendable {
     /// Cuts every open connection without GOAWAY or close_notify, as a crashed server would:
     /// the client must fail (or retry) every stream in flight by itself.
     public func dropAllConnections() {
-        onEveryConnection { connection, _ in connection.close(abruptly: true) }
+        shared.onEveryConnection { connection, _ in connection.close(abruptly: true) }
     }
 
     /// Sends GOAWAY (NO_ERROR, debug data `{"reason":…}`) on every open connection, as Apple
     /// does before a restart; the connections stay open for the streams already accepted.
     public func goAwayAll(debugReason: String = "Shutdown") {
         let debug = Array(#"{"reason":""#.utf8) + Array(debugReason.utf8) + Array(#""}"#.utf8)
-        onEveryConnection { connection, handler in handler.goAway(connection, lastStreamID: nil, debugData: debug) }
+        shared.onEveryConnection { connection, handler in handler.goAway(connection, lastStreamID: nil, debugData: debug) }
     }
 
     /// Sets the `SETTINGS_MAX_CONCURRENT_STREAMS` of every authenticated connection now (and
     /// of later ones after their first success), as Apple lowers or raises it at run time.
     public func advertiseMaxConcurrentStreams(_ limit: UInt32) {
         rules.maxConcurrentStreams = limit
-        onEveryConnection { connection, handler in handler.advertise(limit, on: connection) }
+        shared.onEveryConnection { connection, handler in handler.advertise(limit, on: connection) }
     }
 
     /// Stops listening (connects are refused) for `duration`, then listens again on the same
-    /// port; open connections are left alone. Tests the client's reconnect back-off.
+    /// port; open connections are left alone. Tests the client's reconnect back-off
+    /// (`takeAway` also cuts them, as when Apple goes out of reach).
     public func refuseConnections(for duration: Duration) {
-        let generation = listening.withLock { state -> Int in
-            state.server?.close()
-            state.server = nil
-            if state.hold == nil { state.hold = try? PortHold(host: host, port: port) }
-            state.generation += 1
-            return state.generation
-        }
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) { [weak self] in
-            self?.listenAgain(ifGeneration: generation, attempts: 50)
-        }
-    }
-
-    private func listenAgain(ifGeneration generation: Int, attempts: Int) {
-        let failed = listening.withLock { state -> Bool in
-            guard state.generation == generation, state.server == nil, let group = state.group else { return false }
-            state.hold = nil
-            do {
-                state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
-                return false
-            } catch {
-                return true
-            }
-        }
-        if failed && attempts > 1 {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [weak self] in
-                self?.listenAgain(ifGeneration: generation, attempts: attempts - 1)
-            }
-        }
+        guard let generation = try? listener.become(.away) else { return }
+        listener.serve(after: duration, ifGeneration: generation)
     }
 
     /// Kills the emulator: stops listening, cuts every connection abruptly and stops its loops.
     /// Records and counters survive, so a test can inspect them; `restart` brings it back.
     public func stop() {
-        let group = listening.withLock { state -> EventLoopGroup? in
-            state.generation += 1
-            state.server?.close()
-            if state.hold == nil { state.hold = try? PortHold(host: host, port: port) }
-            defer { state.server = nil; state.group = nil }
-            return state.group
-        }
-        guard let group else { return }
+        guard let group = listener.stop() else { return }
         dropAllConnections()
         group.shutdown()
     }
@@ -211,47 +150,6 @@ public final class MockAPNsServer: Sendable {
     /// as when Apple's front end is restarted: clients must reconnect on their own.
     public func restart() throws {
         stop()
-        let group = try EventLoopGroup(loopCount: loopCount)
-        try listening.withLock { state in
-            state.hold = nil
-            do {
-                state.server = try Self.listen(host: host, port: port, tls: tls, group: group, shared: shared)
-                state.group = group
-                state.generation += 1
-            } catch {
-                group.shutdown()
-                throw error
-            }
-        }
-    }
-
-    // MARK: Plumbing
-
-    private static func listen(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, shared: MockServerShared) throws -> HTTP2Server {
-        // Apple advertises one stream until the first authenticated request; the rules raise it.
-        try HTTP2Server.start(host: host, port: port, tls: tls, group: group, maxConcurrentStreams: 1) { connection in
-            let id = shared.connectionCount.add(1, ordering: .relaxed).newValue
-            let open = shared.openConnectionCount.add(1, ordering: .relaxed).newValue
-            shared.maxOpenConnections.max(open, ordering: .relaxed)
-            let handler = MockConnectionHandler(id: id, shared: shared)
-            shared.connections.withLock { $0[id] = LoopBound((connection, handler), on: connection.loop) }
-            return handler
-        }
-    }
-
-    /// Runs `body` on each open connection's loop and waits (bounded) until all have run.
-    private func onEveryConnection(_ body: @escaping @Sendable (HTTP2ServerConnection, MockConnectionHandler) -> Void) {
-        let all = shared.connections.withLock { Array($0.values) }
-        let done = DispatchGroup()
-        for bound in all {
-            done.enter()
-            bound.loop.execute {
-                let (connection, handler) = bound.value
-                body(connection, handler)
-                done.leave()
-            }
-        }
-        // A loop already shut down drops the job; don't wait forever for it.
-        _ = done.wait(timeout: .now() + 2)
+        try listener.become(.serving)
     }
 }

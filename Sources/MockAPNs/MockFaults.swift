@@ -8,6 +8,9 @@ public enum MockFault: Sendable, Equatable {
     case neverAnswer
     /// Reset the stream with `REFUSED_STREAM`.
     case refuseStream
+
+    /// 503 `{"reason":"ServiceUnavailable"}`: Apple's answer while the service is unavailable.
+    public static let serviceUnavailable = MockFault.reject(status: 503, reason: "ServiceUnavailable")
 }
 
 /// Scripted faults: chosen by the device token's first hex digits, so that a test picks the
@@ -31,6 +34,10 @@ public enum MockFault: Sendable, Equatable {
 /// | `de1a` | answered normally after 2 s (set `byTokenPrefix["de1a"]` for another delay) |
 /// | `0ff0` | never answered |
 /// | `7e5e` | RST_STREAM `REFUSED_STREAM` |
+///
+/// `everyPush`, when set, is the fault of every push whatever its token (ahead of the table: a
+/// service that is unavailable answers 503 to a dead token's push too), e.g. `.serviceUnavailable`
+/// while Apple is unavailable (`MockAPNsServer.answerUnavailable`).
 public struct MockFaults: Sendable {
     /// Lower-case hex prefix → fault; the longest matching prefix wins.
     public var byTokenPrefix: [String: MockFault]
@@ -38,15 +45,19 @@ public struct MockFaults: Sendable {
     public var globalDelay: Duration?
     /// Send GOAWAY `Shutdown` after the Nth request on each connection (that request is answered).
     public var goAwayAfterRequests: Int?
+    /// The fault of every push that passed the checks, ahead of `byTokenPrefix`; nil for none.
+    public var everyPush: MockFault?
 
     public init(
         byTokenPrefix: [String: MockFault] = [:],
         globalDelay: Duration? = nil,
-        goAwayAfterRequests: Int? = nil
+        goAwayAfterRequests: Int? = nil,
+        everyPush: MockFault? = nil
     ) {
         self.byTokenPrefix = byTokenPrefix
         self.globalDelay = globalDelay
         self.goAwayAfterRequests = goAwayAfterRequests
+        self.everyPush = everyPush
     }
 
     /// No faults at all: every valid request succeeds.
@@ -77,15 +88,16 @@ public struct MockFaults: Sendable {
         Prefix.deviceTokenNotForTopic: .reject(status: 400, reason: "DeviceTokenNotForTopic"),
         Prefix.tooManyRequests: .reject(status: 429, reason: "TooManyRequests"),
         Prefix.internalServerError: .reject(status: 500, reason: "InternalServerError"),
-        Prefix.serviceUnavailable: .reject(status: 503, reason: "ServiceUnavailable"),
+        Prefix.serviceUnavailable: MockFault.serviceUnavailable,
         Prefix.shutdown: .reject(status: 503, reason: "Shutdown"),
         Prefix.delay: .delay(.seconds(2)),
         Prefix.neverAnswer: .neverAnswer,
         Prefix.refuseStream: .refuseStream,
     ]
 
-    /// The fault for a (lower-cased) device token; the longest matching prefix wins.
+    /// The fault for a (lower-cased) device token: `everyPush`, else the longest matching prefix's.
     func fault(forToken token: String) -> MockFault? {
+        if let everyPush { return everyPush }
         var best: (length: Int, fault: MockFault)?
         for (prefix, fault) in byTokenPrefix where token.hasPrefix(prefix.lowercased()) {
             if let current = best, current.length >= prefix.count { continue }

@@ -20,6 +20,11 @@ final class MockServerShared: Sendable {
     let streamCount = Atomic<Int>(0)
     let maxOpenStreams = Atomic<Int>(0)
     let maxOpenConnections = Atomic<Int>(0)
+    /// Bumped by every `answerUnavailable`/`answerNormally`, so a timed end scheduled before a
+    /// later change does nothing.
+    let answerGeneration = Atomic<Int>(0)
+    /// Connections accepted while silent (never spoken to), since start.
+    let silentConnectionCount = Atomic<Int>(0)
     /// Open connections by emulator connection id (unique across restarts), each with its
     /// handler, both touched on the connection's loop alone.
     let connections = Mutex<[Int: LoopBound<(HTTP2ServerConnection, MockConnectionHandler)>]>([:])
@@ -28,5 +33,21 @@ final class MockServerShared: Sendable {
         self.rules = rules
         self.unixTime = unixTime
         self.onRecord = onRecord
+    }
+
+    /// Runs `body` on each open connection's loop and waits (bounded) until all have run.
+    func onEveryConnection(_ body: @escaping @Sendable (HTTP2ServerConnection, MockConnectionHandler) -> Void) {
+        let all = connections.withLock { Array($0.values) }
+        let done = DispatchGroup()
+        for bound in all {
+            done.enter()
+            bound.loop.execute {
+                let (connection, handler) = bound.value
+                body(connection, handler)
+                done.leave()
+            }
+        }
+        // A loop already shut down drops the job; don't wait forever for it.
+        _ = done.wait(timeout: .now() + 2)
     }
 }

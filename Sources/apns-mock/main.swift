@@ -50,6 +50,23 @@ let usage = """
                           refused), the topic judged and the credential that authenticated it
                           (auth: a token's team and key, or a certificate's topic and team), so an
                           app developer sees exactly what their server sends
+      --outage LIST       the outages SIGUSR1 begins, in turn (comma-separated; default away):
+                            away         open connections cut, connects refused on the same port
+                            silent       open connections cut, connects accepted and never
+                                         answered (the client's TLS handshake times out)
+                            other-ca     open connections cut, new ones get a server certificate
+                                         from another CA (see --other-ca-out), as when Apple moved
+                                         to a new root CA in 2025
+                            unavailable  connections kept, every push that passes the checks
+                                         answered 503 {"reason":"ServiceUnavailable"}
+                          SIGUSR1 ends the outage in force and begins the next (after the last,
+                          the first); SIGUSR2 ends it: serving normally, own certificate. Each
+                          change prints "outage NAME begins" or "outage NAME ends" on stdout
+      --outage-after S    begin the first outage S seconds after start; with --outage-for, each
+                          next one S seconds after the previous ended, once through the list
+      --outage-for S      an outage (timed or signalled) ends by itself after S seconds
+      --other-ca-out FILE write the other CA's certificate (PEM), the one other-ca presents, for a
+                          client to be given as an operator would (default with other-ca: a temp file)
       --help              this text
 
     Device tokens starting with dead, 0ee0, 0bad, d7f7, 4290, 5000, 5030, 5031, de1a, 0ff0, 7e5e
@@ -84,6 +101,10 @@ struct Options {
     var clientCertOut: String?
     var clientCertTopic: String?
     var clientCertPassword: String?
+    var outages: [OutageKind] = [.away]
+    var outageAfter: Int?
+    var outageFor: Int?
+    var otherCAOut: String?
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -126,6 +147,15 @@ func parse(_ arguments: [String]) -> Options {
         case "--record": options.recordFile = value(flag)
         case "--require-push-type": options.requirePushType = true
         case "--strict-payload": options.strictPayload = true
+        case "--outage":
+            switch OutageKind.list(value(flag)) {
+            case .success(let kinds): options.outages = kinds
+            case .failure(let error):
+                fail("--outage: \"\(error.word)\" is no outage (away, silent, other-ca, unavailable, comma-separated)")
+            }
+        case "--outage-after": options.outageAfter = number(flag, 1...86_400)
+        case "--outage-for": options.outageFor = number(flag, 1...86_400)
+        case "--other-ca-out": options.otherCAOut = value(flag)
         default: fail("unknown option \(flag) (see --help)")
         }
     }
@@ -299,6 +329,32 @@ if let privateKeyPath { banner += " private-key=\(privateKeyPath)" }
 if let directory = options.clientCertOut {
     banner += writeClientCertificate(into: directory, topic: options.clientCertTopic ?? options.topics[0])
 }
+
+// The other CA exists from start-up, so its file is there before any outage begins.
+var otherCA: TestCertificates?
+if options.otherCAOut != nil || options.outages.contains(.otherCA) {
+    do {
+        otherCA = try TestCertificates.make(caName: "apns-mock other CA")
+    } catch {
+        fail("cannot make the other CA's certificates: \(error)")
+    }
+    let path = options.otherCAOut ?? tempDirectory().appendingPathComponent("other-ca.pem").path
+    write(otherCA!.caPEM, to: path, what: "other CA certificate")
+    banner += " other-ca=\(path)"
+}
+let outages = OutageDriver(server: server, kinds: options.outages, lasting: options.outageFor, otherCA: otherCA)
+// SIGUSR1/SIGUSR2 would kill the process until handled: sources set up before the banner, so a
+// script that waited for it can signal at once.
+var signalSources: [DispatchSourceSignal] = []
+for (sig, action) in [(SIGUSR1, { outages.beginNext() }), (SIGUSR2, { outages.end() })] {
+    signal(sig, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    source.setEventHandler(handler: action)
+    source.resume()
+    signalSources.append(source)
+}
+if let after = options.outageAfter { outages.schedule(after: after) }
+
 FileHandle.standardOutput.write(Data((banner + "\n").utf8))
 
 var statsTimer: DispatchSourceTimer?
@@ -314,7 +370,6 @@ if let every = options.statsEvery {
 }
 
 // SIGINT/SIGTERM through dispatch sources, so the handler may do real work (stop the server).
-var signalSources: [DispatchSourceSignal] = []
 for sig in [SIGINT, SIGTERM] {
     signal(sig, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)

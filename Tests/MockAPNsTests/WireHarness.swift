@@ -85,17 +85,18 @@ final class Harness: Sendable {
 
     /// - Parameter tls: the client's context; nil is the harness's (trusts the emulator's CA,
     ///   presents no certificate).
-    func connect(_ client: Client, tls: TLSContext? = nil) async throws -> Result<HTTP2ClientConnection, TransportError> {
+    ///   - timeout: the client's bound on connect, TLS handshake and SETTINGS.
+    func connect(_ client: Client, tls: TLSContext? = nil, timeout: Duration = .seconds(5)) async throws -> Result<HTTP2ClientConnection, TransportError> {
         let box = Mutex<Handover<Result<HTTP2ClientConnection, TransportError>>?>(nil)
         let loop = group.loops[0]
         let (port, tls) = (server.port, tls ?? self.tls)
         loop.execute {
-            HTTP2ClientConnection.connect(host: "localhost", port: port, tls: tls, on: loop, timeout: .seconds(5),
+            HTTP2ClientConnection.connect(host: "localhost", port: port, tls: tls, on: loop, timeout: timeout,
                                           delegate: client) { result in
                 box.withLock { $0 = Handover(value: result) }
             }
         }
-        _ = try await eventually { box.withLock { $0 != nil } }
+        _ = try await eventually(within: timeout + .seconds(5)) { box.withLock { $0 != nil } }
         return box.withLock { $0 }?.value ?? .failure(TransportError(.timedOut, "test: no answer"))
     }
 
