@@ -30,9 +30,11 @@ let maxStreamsPerConnection = 2000
 let connectsPerSlotPerSecond = 2.0
 /// The held pushes' store, in the run's directory.
 let storeFileName = "held.sqlite"
-/// A push sent this close to Apple's return may meet it back (a connect under way succeeds), so
-/// the away criterion counts pushes sent until this long before the emulator restarts.
-let awayMargin = 1.0
+/// A push sent this close to Apple's return may meet it back: the pool keeps a push queued while a
+/// reconnect attempt is due before its deadline (the relay's PUSH_TIMEOUT_MS, 8 s), and that
+/// attempt may find Apple back. The away criterion counts pushes sent until this long before the
+/// emulator restarts.
+let awayMargin = 8.0
 
 struct SoakSettings {
     var seconds: Double
@@ -115,6 +117,7 @@ func run() -> Int32 {
     // every push the emulator answered for good: 200, or 410 for a dead token (a push to a dead
     // token held while Apple was away is answered 201, and meets its 410 when delivered).
     let delivered = DeliveredIDs()
+    let soakStart = monotonicNanos()
     let keys: [(id: String, key: ES256PrivateKey)]
     let emulator: MockAPNsServer
     let relayPort: Int
@@ -130,7 +133,8 @@ func run() -> Int32 {
             certificates: certificates, recordCapacity: 100, onRecord: { record in
                 if record.status == 200 || record.status == 410, let id = record.apnsID, let number = uuidKey(id.utf8),
                    !delivered.insert(number) {
-                    say("relay-soak: the emulator answered apns-id \(id) \(record.status) a second time")
+                    say("relay-soak: the emulator answered apns-id \(id) \(record.status.map(String.init) ?? "?") a second time, "
+                        + "\(fixed(Double(monotonicNanos() - soakStart) / 1e9, 1)) s after it started")
                 }
             })
         relayPort = try freeLoopbackPort()
