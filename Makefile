@@ -72,7 +72,14 @@ mock: deps
 # loops" row shows that a pool of at least one connection per loop keeps every push on its loop),
 # BENCH_LOG_LEVELS (info,warning). RSS is reported whole (VmRSS, VmHWM) and split: anonymous
 # pages (what the relay allocates) apart from file pages (the binary's read-only pages, shared
-# with every process running it).
+# with every process running it). Every relay runs with STORE_PATH in the bench's temporary
+# directory: holding is on, and with Apple up the store is never opened. Then the hold scenario:
+# the emulator stopped (connects refused), the same clients for BENCH_SECONDS + 20 s, each push to
+# a device of its own: held pushes/s (201 X-Relay-Held), overall and in the seconds answered at
+# once (the store's rate; bound 10,000/s), then the emulator back: the drain (held pushes
+# delivered/s), every held push delivered once. BENCH_HOLD_MILLION=1 then holds a million pushes
+# (about 100 s) and gives RSS before and after (flat: they are on disk). BENCH_SKIP_HOLD=1 leaves
+# the scenario out.
 bench: ship
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh relay-bench
 	RELAY_BINARY="$$PWD/.build/ship/apns-relay" .build/ship/relay-bench
@@ -87,7 +94,11 @@ bench: ship
 # answered) while GOAWAY bursts and storms, an emulator restart, MAX_CONCURRENT_STREAMS changes,
 # floods up to the connection cap and SIGHUP key rotations happen; one table, exit 1 unless every
 # criterion holds (no 201 lost, the status table kept, /health always up, reconnects within the
-# back-off, RSS and fds back). SOAK_RATE (200) sets the normal clients' pushes per second.
+# back-off, RSS and fds back). SOAK_RATE (200) sets the normal clients' pushes per second. Before
+# the chaos, Apple is away (the emulator stopped) for min(60 s, SOAK_SECONDS / 3), added to the
+# run (SOAK_SECONDS=60: 80 s): the relay holds in STORE_PATH (the run's temporary directory), every
+# push sent then is answered 201 held, and once Apple is back every 201 of the run must reach the
+# emulator, none twice.
 soak: deps
 	$(SWIFT) build -c release --product apns-relay
 	$(SWIFT) build -c release --product relay-soak

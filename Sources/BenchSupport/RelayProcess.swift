@@ -88,6 +88,13 @@ package final class RelayProcess {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
     }
 
+    /// What each open file descriptor refers to now ("/path", "socket:[…]", "anon_inode:[eventfd]").
+    package func openFileDescriptorTargets() -> [String]? {
+        let directory = "/proc/\(pid)/fd"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+        return entries.map { (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0)) ?? "?" }
+    }
+
     private func statusField(_ name: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(name) {

@@ -54,12 +54,18 @@ package struct WebPushRequestTemplate: Sendable {
     private let prefixes: [[UInt8]]
     private let suffixes: [[UInt8]]
 
-    package init(token: String, host: String, variants: [PushVariant]) {
+    /// Whether each request goes to a device of its own (`write` puts the id's hex digits at the
+    /// token's end): a relay holding pushes keeps at most HOLD_MAX_PER_DEVICE per device, so a
+    /// load of many held pushes must spread them as Mastodon's fan-out does.
+    private let tokenPerPush: Bool
+
+    package init(token: String, host: String, variants: [PushVariant], tokenPerPush: Bool = false) {
+        self.tokenPerPush = tokenPerPush
         // Mastodon signs with VAPID in `Authorization`; the relay ignores it, but it is part of the
         // bytes it must parse, so a token-sized value goes along.
         let vapid = "WebPush " + Base64URL.encode(randomBytes(36)) + "." + Base64URL.encode(randomBytes(90))
             + "." + Base64URL.encode(randomBytes(64))
-        prefixes = variants.map { _ in Array("POST /push/\(token)/".utf8) }
+        prefixes = variants.map { _ in Array("POST /push/\(tokenPerPush ? String(token.dropLast(16)) : token + "/")".utf8) }
         suffixes = variants.map { v in
             var head = " HTTP/1.1\r\n"
             head += "Host: \(host)\r\n"
@@ -81,6 +87,10 @@ package struct WebPushRequestTemplate: Sendable {
         let v = id % prefixes.count
         out.removeAll(keepingCapacity: true)
         out.append(contentsOf: prefixes[v])
+        if tokenPerPush {
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(Hex.digit(UInt8(truncatingIfNeeded: UInt64(id) >> UInt64(shift)) & 0x0f)) }
+            out.append(UInt8(ascii: "/"))
+        }
         DecimalText.append(id, to: &out)
         out.append(contentsOf: suffixes[v])
     }

@@ -18,6 +18,11 @@ struct LoadResult: Sendable {
     var acceptedIDs: [UInt128] = []
     /// Success answers without a readable `apns-id`.
     var successWithoutID = 0
+    /// 201s that said `X-Relay-Held: true` (the relay kept the push for later), in all and in the window.
+    var held = 0
+    var measuredHeld = 0
+    /// Per second since the phase began: answers, and the slowest of them (ns).
+    var seconds: [(answers: Int, slowest: UInt64)] = []
     /// Connections that failed or closed under a request, and requests that got no answer.
     var connectionErrors = 0
     var unanswered = 0
@@ -26,6 +31,7 @@ struct LoadResult: Sendable {
     var generatorCPUSeconds = 0.0
 
     var pushesPerSecond: Double { windowSeconds > 0 ? Double(measuredCount) / windowSeconds : .nan }
+    var heldPerSecond: Double { windowSeconds > 0 ? Double(measuredHeld) / windowSeconds : .nan }
     func answers(otherThan status: Int) -> Int { statusCounts.filter { $0.key != status }.reduce(0) { $0 + $1.value } }
 }
 
@@ -42,6 +48,11 @@ final class LoadPhase: @unchecked Sendable {
     var onFinished: (() -> Void)?
     /// The loop thread's CPU clock when the phase began.
     var cpuAtStart = 0.0
+    /// Clients stop sending once this many answers are in (nil: at the window's end).
+    var answerLimit: Int?
+    private var answers = 0
+    /// When the window was set (monotonic ns), for the per-second counts; 0 before.
+    private var phaseStart: UInt64 = 0
 
     init(expectedPushes: Int) {
         result.latencies.reserveCapacity(expectedPushes)
@@ -50,11 +61,21 @@ final class LoadPhase: @unchecked Sendable {
 
     /// Counts an answer that arrived at `now` after `latency`.
     @inline(__always)
-    func record(now: UInt64, latency: UInt64) {
+    func record(now: UInt64, latency: UInt64, held: Bool = false) {
+        if held { result.held += 1 }
+        if phaseStart > 0 {
+            let second = Int((now &- phaseStart) / 1_000_000_000)
+            while result.seconds.count <= second { result.seconds.append((0, 0)) }
+            result.seconds[second].answers += 1
+            result.seconds[second].slowest = max(result.seconds[second].slowest, latency)
+        }
         if now >= measureStart && now < measureEnd {
             result.measuredCount += 1
+            if held { result.measuredHeld += 1 }
             result.latencies.append(latency)
         }
+        answers += 1
+        if let limit = answerLimit, answers >= limit { accepting = false }
     }
 
     func noteError(_ text: String) {
@@ -147,7 +168,7 @@ final class HTTP1BenchClient: TCPStreamHandler {
         while waiting, let response = parseResponse() {
             let now = monotonicNanos()
             waiting = false
-            phase.record(now: now, latency: now &- sentAt)
+            phase.record(now: now, latency: now &- sentAt, held: response.held)
             phase.result.statusCounts[response.status, default: 0] += 1
             if response.status == 201 {
                 if let id = response.apnsID { phase.result.acceptedIDs.append(id) } else { phase.result.successWithoutID += 1 }
@@ -184,6 +205,7 @@ final class HTTP1BenchClient: TCPStreamHandler {
         var status: Int
         var apnsID: UInt128?
         var close: Bool
+        var held: Bool
     }
 
     /// Takes one whole response (head and `Content-Length` body) off the inbox, or nil until
@@ -203,12 +225,13 @@ final class HTTP1BenchClient: TCPStreamHandler {
             var status = 0
             for j in 9..<12 {
                 let d = Int(b[j]) - 48
-                guard d >= 0 && d <= 9 else { return (Response(status: 0, apnsID: nil, close: true), count) }
+                guard d >= 0 && d <= 9 else { return (Response(status: 0, apnsID: nil, close: true, held: false), count) }
                 status = status * 10 + d
             }
             var contentLength = 0
             var apnsID: UInt128?
             var close = false
+            var held = false
             var lineStart = 0
             while b[lineStart] != 10 { lineStart += 1 }
             lineStart += 1
@@ -226,13 +249,15 @@ final class HTTP1BenchClient: TCPStreamHandler {
                     for c in value where c >= 48 && c <= 57 { contentLength = contentLength * 10 + Int(c - 48) }
                 } else if Self.equalsLowercased(name, "apns-id") {
                     apnsID = uuidKey(value)
+                } else if Self.equalsLowercased(name, "x-relay-held") {
+                    held = value.count == 4 && (value[0] | 0x20) == UInt8(ascii: "t")
                 } else if Self.equalsLowercased(name, "connection") {
                     close = value.count == 5 && (value[0] | 0x20) == UInt8(ascii: "c")
                 }
                 lineStart = lineEnd + 2
             }
             guard count >= headEnd + contentLength else { return nil }
-            return (Response(status: status, apnsID: apnsID, close: close), headEnd + contentLength)
+            return (Response(status: status, apnsID: apnsID, close: close, held: held), headEnd + contentLength)
         }
         guard let (response, length) = parsed else { return nil }
         if length >= inbox.count { inbox.removeAll(keepingCapacity: true) } else { inbox.removeFirst(length) }
@@ -253,6 +278,7 @@ extension LoadPhase {
     /// which clients stop sending; call on the loop.
     func openWindow(warmup: Double, seconds: Double, on loop: EventLoop) {
         let start = monotonicNanos()
+        phaseStart = start
         measureStart = start + UInt64(warmup * 1e9)
         measureEnd = measureStart + UInt64(seconds * 1e9)
         result.windowSeconds = seconds
@@ -297,14 +323,19 @@ final class ResultBox: @unchecked Sendable {
 }
 
 /// The relay phase: `settings.connections` clients against the relay at 127.0.0.1:`port`.
-func runHTTP1Load(port: Int, settings: BenchSettings, variants: [PushVariant]) throws -> LoadResult {
+/// - Parameters:
+///   - tokenPerPush: every push to a device of its own (held pushes: HOLD_MAX_PER_DEVICE).
+///   - answerLimit: stop once this many answers are in (the window is then only a bound).
+func runHTTP1Load(port: Int, settings: BenchSettings, variants: [PushVariant], tokenPerPush: Bool = false,
+                  answerLimit: Int? = nil) throws -> LoadResult {
     let group = try EventLoopGroup(loopCount: 1)
     defer { group.shutdown() }
     let loop = group.loops[0]
-    let phase = LoadPhase(expectedPushes: 200_000)
+    let phase = LoadPhase(expectedPushes: answerLimit ?? 200_000)
+    phase.answerLimit = answerLimit
     let clients = ClientList()
     let templates = (0..<settings.connections).map { _ in
-        WebPushRequestTemplate(token: makeDeviceToken(), host: "127.0.0.1:\(port)", variants: variants)
+        WebPushRequestTemplate(token: makeDeviceToken(), host: "127.0.0.1:\(port)", variants: variants, tokenPerPush: tokenPerPush)
     }
     return drivePhase(phase, settings: settings, loop: loop, begin: {
         phase.active = templates.count

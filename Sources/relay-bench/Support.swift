@@ -20,6 +20,10 @@ struct BenchSettings {
     /// One relay phase per LOG_LEVEL (BENCH_LOG_LEVELS, default `info,warning`): the default
     /// level writes a line per push, `warning` none, so the two show what logging costs.
     var logLevels = ["info", "warning"]
+    /// BENCH_SKIP_HOLD=1 leaves out the hold scenario (Apple away; HoldScenario.swift).
+    var skipHold = false
+    /// BENCH_HOLD_MILLION=1 adds its last part: RSS before and after a million pushes are held.
+    var holdMillion = false
     /// Seconds of load before measuring starts, so connection set-up and the first
     /// authenticated request don't count.
     var warmup: Double { min(2, max(0.5, seconds / 10)) }
@@ -35,7 +39,9 @@ struct BenchSettings {
             pool: Int(try number("BENCH_POOL", Double(max(2, eventLoops ?? 2)), 1...64)),
             eventLoops: eventLoops,
             skipCeiling: env["BENCH_SKIP_CEILING"] == "1",
-            logLevels: try levels(env["BENCH_LOG_LEVELS"]))
+            logLevels: try levels(env["BENCH_LOG_LEVELS"]),
+            skipHold: env["BENCH_SKIP_HOLD"] == "1",
+            holdMillion: env["BENCH_HOLD_MILLION"] == "1")
     }
 }
 

@@ -5,7 +5,10 @@
 // Environment: BENCH_SECONDS (20), BENCH_CONNECTIONS (64), BENCH_POOL (2, or BENCH_EVENT_LOOPS when
 // more), BENCH_EVENT_LOOPS (the relay's EVENT_LOOPS; unset: one per CPU it may use), RELAY_BINARY
 // (.build/release/apns-relay), BENCH_LOG_LEVELS (info,warning: one relay phase per level),
-// BENCH_SKIP_CEILING (1: the relay phases only, for profiling).
+// BENCH_SKIP_CEILING (1: the relay phases only, for profiling), BENCH_SKIP_HOLD (1: no hold
+// scenario), BENCH_HOLD_MILLION (1: the hold scenario also holds a million pushes, about 100 s).
+// Every relay runs with a STORE_PATH of its own in the bench's temporary directory, so holding is
+// on as in production; with Apple up the store stays unopened.
 // `relay-bench slow-bodies` runs the slow-body memory measurement instead (SlowBodies.swift).
 import Foundation
 import Synchronization
@@ -68,7 +71,7 @@ func runRelayPhase(settings: BenchSettings, logLevel: String, emulatorPort: Int,
         let port = try freeLoopbackPort()
         relay = try RelayProcess(binary: binary, environment: relayEnvironment(
             directory: directory, emulatorPort: emulatorPort, port: port, pool: settings.pool, logLevel: logLevel,
-            eventLoops: settings.eventLoops),
+            eventLoops: settings.eventLoops, storePath: directory.appendingPathComponent("held-\(logLevel).sqlite").path),
             port: port, logURL: directory.appendingPathComponent("relay-\(logLevel).log"))
     } catch {
         findings.failure = "could not start \(binary.path) serve: \(error)"
@@ -152,7 +155,7 @@ private func anonKiB(pid: Int32) -> Int? {
 /// `apns-relay serve`'s environment: the emulator as both APNs hosts, its CA, the bench's key.
 /// glibc's MALLOC_* tunables in the bench's own environment pass through, for profiling.
 func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, logLevel: String = "warning",
-                      eventLoops: Int? = nil) -> [String: String] {
+                      eventLoops: Int? = nil, storePath: String? = nil) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MALLOC_") }
     environment.merge([
         "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
@@ -169,6 +172,7 @@ func relayEnvironment(directory: URL, emulatorPort: Int, port: Int, pool: Int, l
         "LOG_LEVEL": logLevel,
     ]) { $1 }
     if let eventLoops { environment["EVENT_LOOPS"] = String(eventLoops) }
+    if let storePath { environment["STORE_PATH"] = storePath }
     return environment
 }
 
@@ -261,7 +265,16 @@ func run() -> Int32 {
         }
     }
 
+    var hold: HoldFindings?
+    if !settings.skipHold {
+        print("phase \(phases.count + (settings.skipCeiling ? 1 : 2)) (hold): emulator stopped, \(settings.connections) HTTP/1.1 clients "
+              + "-> apns-relay serve (STORE_PATH) for \(fixed(settings.seconds + holdLead, 0)) s, then the emulator back"
+              + (settings.holdMillion ? ", then away again until a million are held" : "") + " …")
+        hold = runHoldScenario(settings: settings, emulator: emulator, directory: directory, delivered: delivered, variants: variants)
+    }
+
     printReport(settings: settings, phases: phases, ceiling: ceiling, ceilingCPU: ceilingCPU, binaryBytes: binaryBytes)
+    if let hold { printHoldReport(hold, settings: settings) }
     for relay in phases {
         if let error = relay.load?.firstError { print("relay phase (LOG_LEVEL=\(relay.logLevel)), first error: \(error)") }
     }
@@ -270,8 +283,9 @@ func run() -> Int32 {
         print("relay log (LOG_LEVEL=\(relay.logLevel)): \(relay.logLines.count) lines at warning or above; first ones:")
         for line in relay.logLines.prefix(3) { print("  " + line.prefix(300)) }
     }
-    printJSON(settings: settings, phases: phases, ceiling: ceiling, binaryBytes: binaryBytes)
+    printJSON(settings: settings, phases: phases, ceiling: ceiling, binaryBytes: binaryBytes, hold: hold)
     if phases.contains(where: { $0.failure != nil || $0.lost > 0 }) || ceilingFailure != nil { return 1 }
+    if let hold, !holdFailures(hold).isEmpty { return 1 }
     return 0
 }
 
@@ -359,7 +373,7 @@ func sigtermText(_ relay: RelayFindings) -> String {
 
 /// One JSON line: the `LOG_LEVEL=warning` phase under the historical keys (comparable with older
 /// runs), the `info` phase under `info_`-prefixed ones, then what both share.
-func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadResult?, binaryBytes: Int?) {
+func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadResult?, binaryBytes: Int?, hold: HoldFindings?) {
     let cl = ceiling.map { LatencySummary($0.latencies) }
     func int(_ v: Int?) -> String { v.map(String.init) ?? "null" }
     func relayFields(_ relay: RelayFindings, prefix: String) -> [(String, String)] {
@@ -409,6 +423,27 @@ func printJSON(settings: BenchSettings, phases: [RelayFindings], ceiling: LoadRe
         ("connections", String(settings.connections)),
         ("pool", String(settings.pool)),
     ]
+    if let hold {
+        fields += [
+            ("held_pushes_per_s", jsonNumber(hold.load?.heldPerSecond ?? .nan, 1)),
+            ("held_pushes_per_s_at_once", jsonNumber(hold.load?.atOnce.perSecond ?? .nan, 1)),
+            ("held_cpu_us_per_push", jsonNumber(hold.cpuSeconds.flatMap { cpu in
+                hold.load.map { cpu / Double(max(1, $0.statusCounts.values.reduce(0, +))) * 1e6 } } ?? .nan, 1)),
+            ("held_not_201_held", int(hold.load.map { $0.statusCounts.values.reduce(0, +) - $0.held })),
+            ("held_drain_per_s", jsonNumber(hold.drainPerSecond ?? .nan, 1)),
+            ("held_first_delivery_s", jsonNumber(hold.firstDelivery ?? .nan, 1)),
+            ("held_lost", int(hold.lost)),
+            ("held_delivered_twice", String(hold.repeats)),
+        ]
+        if let m = hold.million {
+            fields += [
+                ("million_held", String(m.load.held)),
+                ("million_rss_before_kib", int(m.before.rss)), ("million_anon_before_kib", int(m.before.anon)),
+                ("million_rss_after_kib", int(m.after.rss)), ("million_anon_after_kib", int(m.after.anon)),
+                ("million_store_bytes", int(m.after.storeBytes)),
+            ]
+        }
+    }
     print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
 }
 

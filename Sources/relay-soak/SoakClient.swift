@@ -63,7 +63,7 @@ final class SoakConnection {
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
         let status = statusLine.count >= 2 ? Int(statusLine[1]) ?? 0 : 0
-        var answer = Answer(status: status, retryAfter: false, apnsID: nil, close: false)
+        var answer = Answer(status: status, retryAfter: false, apnsID: nil, close: false, held: false)
         var length = 0
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -74,6 +74,7 @@ final class SoakConnection {
             case "retry-after": answer.retryAfter = Int(value) != nil
             case "apns-id": answer.apnsID = uuidKey(value.utf8)
             case "connection": answer.close = value.lowercased() == "close"
+            case "x-relay-held": answer.held = value.lowercased() == "true"
             default: break
             }
         }
@@ -93,8 +94,12 @@ final class SoakWorker: Sendable {
     ///   - deadShare: the share of a normal thread's pushes that go to its dead token.
     init(index: Int, kind: PushKind, port: Int, variants: [PushVariant], interval: Double, deadShare: Double, tally: Tally) {
         let host = "127.0.0.1:\(port)"
-        let own = WebPushRequestTemplate(token: makeDeviceToken(prefix: kind.tokenPrefix), host: host, variants: variants)
-        let dead = WebPushRequestTemplate(token: makeDeviceToken(prefix: PushKind.dead.tokenPrefix), host: host, variants: variants)
+        // A device per push, as Mastodon's fan-out spreads them: a relay holding pushes keeps only
+        // the newest HOLD_MAX_PER_DEVICE (100) of one device, which one client would pass in
+        // seconds while Apple is away.
+        let own = WebPushRequestTemplate(token: makeDeviceToken(prefix: kind.tokenPrefix), host: host, variants: variants, tokenPerPush: true)
+        let dead = WebPushRequestTemplate(token: makeDeviceToken(prefix: PushKind.dead.tokenPrefix), host: host, variants: variants,
+                                          tokenPerPush: true)
         Thread { [self] in
             let connection = SoakConnection(port: port)
             var request: [UInt8] = []

@@ -1,5 +1,6 @@
 // The kinds of push the soak sends, and every answer judged by the relay's status table.
 import Synchronization
+import BenchSupport
 
 /// What a push was meant to meet at the emulator (its device token's prefix picks the fault).
 enum PushKind: String, CaseIterable, Sendable {
@@ -8,7 +9,8 @@ enum PushKind: String, CaseIterable, Sendable {
     case dead
     /// `de1a…`: Apple answers 200 after 2 s.
     case slow
-    /// `0ff0…`: Apple never answers; the relay must answer 504 at its push deadline.
+    /// `0ff0…`: Apple never answers; at its push deadline the relay holds the push (a written,
+    /// unanswered push), answering 201 held, or 504 when it cannot.
     case neverAnswered
 
     var tokenPrefix: String {
@@ -27,14 +29,19 @@ struct Answer {
     var retryAfter: Bool
     var apnsID: UInt128?
     var close: Bool
+    /// `X-Relay-Held: true`: the relay kept the push to deliver once Apple takes it.
+    var held: Bool
 }
 
 /// Every answer of the run, tallied by kind; shared by the client threads.
 final class Tally: Sendable {
     struct Counts: Sendable {
         var byKindAndStatus: [PushKind: [Int: Int]] = [:]
-        /// apns-ids of every 201.
+        /// apns-ids of every 201 but the never-answered kind's (Apple never answers those: held,
+        /// they stay in the store until their TTL).
         var accepted: [UInt128] = []
+        /// 201s of the never-answered kind: held after the push deadline.
+        var neverAnsweredHeld = 0
         var createdWithoutID = 0
         /// A 4xx for a token that was not dead: Mastodon would delete a live subscription.
         var wrong4xx = 0
@@ -50,6 +57,8 @@ final class Tally: Sendable {
         var calmNormalCreated = 0
         /// Every normal push's send time and status (0: no answer): a few hundred thousand at most.
         var normalLog: [(sentAt: UInt64, status: Int)] = []
+        /// Every push's send time, kind and answer (status 0: none), and whether it was held.
+        var heldLog: [(sentAt: UInt64, kind: PushKind, status: Int, held: Bool)] = []
     }
 
     private let counts = Mutex(Counts())
@@ -68,8 +77,11 @@ final class Tally: Sendable {
             }
             c.byKindAndStatus[kind, default: [:]][answer.status, default: 0] += 1
             if kind == .normal { c.normalLog.append((sentAt, answer.status)) }
+            c.heldLog.append((sentAt, kind, answer.status, answer.status == 201 && answer.held))
             var wrong: String?
             switch answer.status {
+            case 201 where kind == .neverAnswered:
+                c.neverAnsweredHeld += 1
             case 201:
                 if let id = answer.apnsID { c.accepted.append(id) } else { c.createdWithoutID += 1 }
             case 410 where kind == .dead:
@@ -95,12 +107,31 @@ final class Tally: Sendable {
             if calm { c.calmNormal += 1 }
             c.unanswered += 1
             if kind == .normal { c.normalLog.append((sentAt, 0)) }
+            c.heldLog.append((sentAt, kind, 0, false))
             c.byKindAndStatus[kind, default: [:]][0, default: 0] += 1
             if c.examples.count < 5 { c.examples.append("no answer for a \(kind.rawValue) token: \(why)") }
         }
     }
 
     var snapshot: Counts { counts.withLock { $0 } }
+
+    /// Pushes of any kind sent from `from` until `to` (monotonic nanoseconds), how many of them
+    /// were answered 201 held, and the first few that were not (kind, answer, when).
+    func pushes(sentFrom from: UInt64, to: UInt64) -> (sent: Int, held: Int, others: [String]) {
+        counts.withLock { c in
+            var sent = 0, held = 0
+            var others: [String] = []
+            for push in c.heldLog where push.sentAt >= from && push.sentAt < to {
+                sent += 1
+                if push.held {
+                    held += 1
+                } else if others.count < 5 {
+                    others.append("\(push.kind.rawValue) \(push.status) sent \(fixed(Double(push.sentAt - from) / 1e9, 2)) s in")
+                }
+            }
+            return (sent, held, others)
+        }
+    }
 
     /// Normal pushes sent inside `windows` (monotonic nanoseconds), and how many of them got 201.
     func normalPushes(sentIn windows: [(from: UInt64, to: UInt64)]) -> (sent: Int, created: Int) {

@@ -1,7 +1,9 @@
 // relay-soak: a bounded soak and chaos run of the release relay (`apns-relay serve`, a child
 // process) against the APNs emulator in this process, on loopback only. SOAK_SECONDS (300) of
 // mixed pushes while a schedule injects Apple's faults, hostile-client floods and SIGHUP key
-// rotations; then one table of criteria, and exit status 1 unless every one holds.
+// rotations, and before them Apple away (the emulator stopped) for min(60 s, SOAK_SECONDS / 3),
+// added to the run: the relay holds every push in its store (STORE_PATH) and delivers them when
+// Apple is back; then one table of criteria, and exit status 1 unless every one holds.
 //
 // Environment: SOAK_SECONDS (300), SOAK_RATE (200 pushes/s from the normal clients),
 // RELAY_BINARY (.build/release/apns-relay).
@@ -26,6 +28,13 @@ let connectionCap = 40
 let maxStreamsPerConnection = 2000
 /// How fast the pool may reconnect a slot in a storm ("a couple of connects per slot per second").
 let connectsPerSlotPerSecond = 2.0
+/// The held pushes' store, in the run's directory.
+let storeFileName = "held.sqlite"
+/// A push sent this close to Apple's return may meet it back: the pool keeps a push queued while a
+/// reconnect attempt is due before its deadline (the relay's PUSH_TIMEOUT_MS, 8 s), and that
+/// attempt may find Apple back. The away criterion counts pushes sent until this long before the
+/// emulator restarts.
+let awayMargin = 8.0
 
 struct SoakSettings {
     var seconds: Double
@@ -57,6 +66,7 @@ func writeSettings(directory: URL, keyIndex: Int, keys: [(id: String, key: ES256
         APNS_CA_FILE=\(directory.appendingPathComponent("emulator-ca.pem").path)
         MAX_CONNECTIONS=\(connectionCap)
         APNS_MAX_STREAMS_PER_CONNECTION=\(maxStreamsPerConnection)
+        STORE_PATH=\(directory.appendingPathComponent(storeFileName).path)
         LOG_LEVEL=notice
 
         """.write(to: directory.appendingPathComponent("relay.env"), atomically: true, encoding: .utf8)
@@ -103,8 +113,11 @@ func run() -> Int32 {
 
     // The emulator, trusting every key, with the standard faults (dead, slow, never-answered tokens)
     // and Apple's token rules: a token over an hour old is refused, and so is a new token for a
-    // key sooner than 20 minutes after its previous one, on any connection.
+    // key sooner than 20 minutes after its previous one, on any connection. `delivered` holds
+    // every push the emulator answered for good: 200, or 410 for a dead token (a push to a dead
+    // token held while Apple was away is answered 201, and meets its 410 when delivered).
     let delivered = DeliveredIDs()
+    let soakStart = monotonicNanos()
     let keys: [(id: String, key: ES256PrivateKey)]
     let emulator: MockAPNsServer
     let relayPort: Int
@@ -118,8 +131,10 @@ func run() -> Int32 {
         emulator = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: trusted, faults: .standard),
             certificates: certificates, recordCapacity: 100, onRecord: { record in
-                if record.status == 200, let id = record.apnsID, let number = uuidKey(id.utf8) {
-                    delivered.insert(number)
+                if record.status == 200 || record.status == 410, let id = record.apnsID, let number = uuidKey(id.utf8),
+                   !delivered.insert(number) {
+                    say("relay-soak: the emulator answered apns-id \(id) \(record.status.map(String.init) ?? "?") a second time, "
+                        + "\(fixed(Double(monotonicNanos() - soakStart) / 1e9, 1)) s after it started")
                 }
             })
         relayPort = try freeLoopbackPort()
@@ -149,14 +164,19 @@ func run() -> Int32 {
     let readyBy = Date().addingTimeInterval(10)
     while Date() < readyBy, (try? httpGetStatus(port: relayPort, path: "/ready").get()) != 200 { usleep(100_000) }
     usleep(500_000)
-    let fdBaseline = relay.openFileDescriptors()
+    // The store's file, -wal and -shm are opened with the first push held and stay open.
+    let storePrefix = directory.appendingPathComponent(storeFileName).path
+    func fdCount(_ targets: [String]?) -> Int? { targets?.count { !$0.hasPrefix(storePrefix) } }
+    let fdBaselineTargets = relay.openFileDescriptorTargets()
+    let fdBaseline = fdCount(fdBaselineTargets)
 
     let runStart = monotonicNanos()
     let warmup = max(5, settings.seconds / 10)
+    let away = min(60, settings.seconds / 3)
     // The calm tail is long enough for the last event (at most 5 s) to end, then its second
     // half checks that the relay delivers again.
     let tail = max(10, settings.seconds / 10)
-    say("relay-soak: \(fixed(settings.seconds, 0)) s (warm-up \(fixed(warmup, 0)) s, chaos, calm \(fixed(tail, 0)) s), "
+    say("relay-soak: \(fixed(settings.seconds + away, 0)) s (warm-up \(fixed(warmup, 0)) s, Apple away \(fixed(away, 0)) s, chaos, calm \(fixed(tail, 0)) s), "
           + "\(fixed(settings.rate, 0)) pushes/s, relay pid \(relay.pid) on 127.0.0.1:\(relayPort), emulator on 127.0.0.1:\(emulator.port), "
           + "pool \(poolSize), MAX_CONNECTIONS \(connectionCap), APNS_MAX_STREAMS_PER_CONNECTION \(maxStreamsPerConnection)")
 
@@ -179,6 +199,18 @@ func run() -> Int32 {
     usleep(UInt32(warmup * 1e6))
     let rssWarm = relay.rssKiB()
 
+    // Apple away: every push meets connects refused, and must be answered 201 held.
+    emulator.stop()
+    // From when the relay has seen its connections go (a push sent before may still have met one).
+    let readyGoneBy = Date().addingTimeInterval(5)
+    while Date() < readyGoneBy, (try? httpGetStatus(port: relayPort, path: "/ready").get()) == 200 { usleep(20_000) }
+    let awayFrom = monotonicNanos()
+    say("relay-soak: \(fixed(Double(awayFrom - runStart) / 1e9, 0))s Apple away for \(fixed(away, 0)) s (emulator stopped, its port refusing)")
+    usleep(UInt32(away * 1e6))
+    let awayUntil = monotonicNanos() - UInt64(awayMargin * 1e9)
+    do { try emulator.restart() } catch { say("relay-soak: the emulator did not come back: \(error)") }
+    say("relay-soak: \(fixed(Double(monotonicNanos() - runStart) / 1e9, 0))s Apple back")
+
     let chaosLog = ChaosLog()
     var keyIndex = 0
     let chaos = ChaosSchedule(
@@ -189,12 +221,12 @@ func run() -> Int32 {
         },
         relayReady: { (try? httpGetStatus(port: relayPort, path: "/ready").get()) == 200 },
         log: chaosLog, runStart: runStart)
-    let chaosEnd = runStart + UInt64((settings.seconds - tail) * 1e9)
+    let chaosEnd = runStart + UInt64((settings.seconds + away - tail) * 1e9)
     let window = settings.seconds - tail - warmup
     chaos.run(from: monotonicNanos(), until: chaosEnd, spacing: min(7, window / Double(ChaosEvent.allCases.count)))
-    let calmFrom = runStart + UInt64((settings.seconds - tail / 2) * 1e9)
+    let calmFrom = runStart + UInt64((settings.seconds + away - tail / 2) * 1e9)
     tally.startCalm(at: calmFrom)
-    let remaining = Double(runStart) / 1e9 + settings.seconds - Double(monotonicNanos()) / 1e9
+    let remaining = Double(runStart) / 1e9 + settings.seconds + away - Double(monotonicNanos()) / 1e9
     if remaining > 0 { usleep(UInt32(remaining * 1e6)) }
 
     // Stop the load; a never-answered push may take the whole push deadline to end.
@@ -205,14 +237,15 @@ func run() -> Int32 {
     let elapsed = Double(monotonicNanos() - runStart) / 1e9
 
     // Settle: the relay's fds go back to what it had before any client came (bounded wait).
-    var fdEnd = relay.openFileDescriptors()
+    var fdEnd = fdCount(relay.openFileDescriptorTargets())
     let settleBy = Date().addingTimeInterval(15)
-    while Date() < settleBy, let now = relay.openFileDescriptors(), let base = fdBaseline, now > base {
+    while Date() < settleBy, let now = fdCount(relay.openFileDescriptorTargets()), let base = fdBaseline, now > base {
         usleep(200_000)
-        fdEnd = relay.openFileDescriptors()
+        fdEnd = fdCount(relay.openFileDescriptorTargets())
     }
     sleep(2)
-    fdEnd = relay.openFileDescriptors()
+    let fdEndTargets = relay.openFileDescriptorTargets()
+    fdEnd = fdCount(fdEndTargets)
     let rssEnd = relay.rssKiB()
     let peakRSS = relay.peakRSSKiB()
     let metricsText = (try? httpGet(port: relayPort, path: "/metrics").get()).map { String(decoding: $0.body, as: UTF8.self) }
@@ -224,7 +257,17 @@ func run() -> Int32 {
     let emulatorStreams = emulator.streamCount
     usleep(300_000)
     let counts = tally.snapshot
+    // Held pushes still on their way (the last ones held in the calm tail): bounded.
+    let drainBy = Date().addingTimeInterval(30)
+    while Date() < drainBy, delivered.missing(counts.accepted) > 0 { usleep(100_000) }
     let lost = delivered.missing(counts.accepted)
+    let repeats = delivered.repeats
+    let awayPushes = tally.pushes(sentFrom: awayFrom, to: awayUntil)
+    let heldMetrics = (try? httpGet(port: relayPort, path: "/metrics").get()).map { String(decoding: $0.body, as: UTF8.self) }.map { text in
+        ["relay_held_pushes_total", "relay_held_delivered_total", "relay_held_refused_total", "relay_held_expired_total",
+         "relay_held_dropped_total", "relay_held_pushes", "relay_hold_failures_total"]
+            .map { "\($0) \(metric($0, in: text).map { fixed($0, 0) } ?? "?")" }.joined(separator: ", ")
+    }
     let relayAlive = relay.process.isRunning
     let logLines = relay.logLines()
     let exitStatus = relay.terminate(timeout: 12)
@@ -246,6 +289,10 @@ func run() -> Int32 {
     criteria.append(Criterion(name: "201s missing from the emulator's records", measured: "\(lost) of \(counts.accepted.count)"
                               + (counts.createdWithoutID > 0 ? " (+\(counts.createdWithoutID) without apns-id)" : ""),
                               bound: "0", holds: lost == 0 && counts.createdWithoutID == 0 && !counts.accepted.isEmpty))
+    criteria.append(Criterion(name: "201s the emulator recorded twice", measured: "\(repeats)", bound: "0", holds: repeats == 0))
+    criteria.append(Criterion(name: "pushes answered 201 held while Apple was away",
+                              measured: "\(awayPushes.held) of \(awayPushes.sent)", bound: "all",
+                              holds: awayPushes.sent > 0 && awayPushes.held == awayPushes.sent))
     criteria.append(Criterion(name: "4xx for tokens that are not dead", measured: "\(counts.wrong4xx)", bound: "0", holds: counts.wrong4xx == 0))
     criteria.append(Criterion(name: "non-2xx outside 410 dead / 503+Retry-After / 504", measured: "\(counts.wrongStatus)", bound: "0",
                               holds: counts.wrongStatus == 0))
@@ -293,6 +340,7 @@ func run() -> Int32 {
         load.append("\(kind.rawValue) " + statuses.joined(separator: " "))
     }
     say("answers by kind: " + load.joined(separator: "; "))
+    say("holding: \(heldMetrics ?? "no /metrics"); never-answered pushes answered 201 held: \(counts.neverAnsweredHeld) (the emulator never answers them)")
     say("relay peak RSS \(peakRSS.map { fixed(Double($0) / 1024, 1) } ?? "?") MiB; emulator streams \(emulatorStreams); relay log \(logLines.count) lines")
     let signings = logLines.filter { $0.contains("provider token signed") }.map { line in
         line.range(of: #""apns.token_reason":"[a-z_]+""#, options: .regularExpression).map { String(line[$0].dropFirst(21).dropLast()) } ?? "?"
@@ -301,6 +349,14 @@ func run() -> Int32 {
         + newTokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     if !counts.examples.isEmpty { say("first wrong answers: " + counts.examples.joined(separator: "; ")) }
     if let first = healthCounts.firstFailure { say("first /health failure: \(first)") }
+    if !awayPushes.others.isEmpty { say("pushes not answered 201 held while Apple was away: " + awayPushes.others.joined(separator: "; ")) }
+    if let end = fdEndTargets, let base = fdBaselineTargets {
+        // What the relay has open at the end beyond the baseline, by kind (socket numbers dropped).
+        func kind(_ target: String) -> String { target.hasPrefix("socket:") ? "socket" : target }
+        var extra = end.map(kind)
+        for target in base.map(kind) { if let i = extra.firstIndex(of: target) { extra.remove(at: i) } }
+        if !extra.isEmpty { say("fds open at the end beyond the baseline: " + extra.sorted().joined(separator: ", ")) }
+    }
 
     let widths = (max(6, criteria.map { $0.name.count }.max()!), max(8, criteria.map { $0.measured.count }.max()!), max(5, criteria.map { $0.bound.count }.max()!))
     func row(_ a: String, _ b: String, _ c: String, _ d: String) -> String {

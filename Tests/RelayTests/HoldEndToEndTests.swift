@@ -60,6 +60,28 @@ struct HoldEndToEndTests {
         }
     }
 
+    @Test("a held push Apple never answers does not hold up the ones behind it: it keeps its lease, the next try takes the next")
+    func unansweredHeldPushDoesNotBlock() async throws {
+        let (hold, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            // Held first, so first in line: Apple takes it and never answers.
+            let stuck = try await h.push(token: token(MockFaults.Prefix.neverAnswer), id: "stuck", extra: [("TTL", "3600")])
+            #expect(stuck.status == 201 && stuck.header("X-Relay-Held") == "true", "\(stuck.status)")
+            let answers = try await Self.pushes(h, count: 5, first: 1)
+            #expect(answers.allSatisfy { $0.status == 201 && $0.header("X-Relay-Held") == "true" })
+
+            try h.apple.restart()
+            // Released after its timeout, the unanswered push stood first again at every try
+            // (one a second, 2 s each): none of the five went in 20 s.
+            let delivered = try await eventually(within: .seconds(20)) { h.apple.records.filter { $0.status == 200 }.count >= 5 }
+            #expect(delivered, "\(h.apple.records.filter { $0.status == 200 }.count) of 5 delivered")
+            #expect(Set(h.apple.records.filter { $0.status == 200 }.compactMap { $0.header("apns-id") })
+                    == Set(answers.compactMap { $0.header("apns-id") }))
+        }
+    }
+
     @Test("never held: TTL 0 (503, as before), Apple's 4xx (410 stands), and a push over the cap (503)")
     func neverHeld() async throws {
         var (hold, directory) = try Self.store()
