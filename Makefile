@@ -30,10 +30,10 @@ ship: deps
 
 # The suites that run the product as a user does, spawning the apns-relay executable or building
 # a package against the APNs library (the relay over sockets against the emulator, serve and
-# SIGHUP, the other relays' env files, HTTPS and APPS_FILE, the demo, check, send, send-many and
-# clean-token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
+# SIGHUP, the other relays' env files, HTTPS and APPS_FILE, two relays sharing one provider token,
+# the demo, check, send, send-many, clean-token and token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
-E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|FleetTokenServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
 # Two passes. First every suite against the debug build: all but SERIAL_SUITES in parallel, then
 # those one after another. They need Swift's task pool (2 threads on a 2-core machine) to

@@ -74,9 +74,6 @@ public struct APNsClientConfiguration: Sendable {
     /// Streams a connection opens before it is retired (drained while a fresh one takes its
     /// place): HTTP/2 client stream ids end at 2^31, i.e. 2^30 requests per connection.
     public var maxStreamsPerConnection = APNsClientConfiguration.machine.maxStreamsPerConnection
-    /// When the shared provider token is renewed (50 min) and how often Apple's refusal may force
-    /// a new one (20 min).
-    package var tokenPolicy = ProviderTokenPolicy()
 
     /// The pool's defaults live with the state machine that enforces them, written once.
     private static let machine = PoolConfiguration()

@@ -26,9 +26,10 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
     /// The HTTP/2 connection once connected (read by the test seams).
     private(set) var h2: HTTP2ClientConnection?
     private var phase = Phase.connecting(startedAt: .now, tcpDone: false)
-    /// The shared token's generation and `iat` that `sharedHeaders` carries (0: none yet).
+    /// The shared token's generation that `sharedHeaders` carries (0: none yet), and when it is
+    /// due for replacement (Unix seconds, `APNsCredentials.Current.renewAt`).
     private var tokenGeneration: UInt64 = 0
-    private var tokenIssuedAt: Int64 = 0
+    private var tokenRenewAt: Int64 = 0
     /// The first stream sent with `tokenGeneration` (nil until one is): stream ids rise, so a
     /// stream below it went out with an earlier token, which is all Apple's ExpiredProviderToken
     /// needs to know (`APNsCredentials.refusedAsExpired`).
@@ -194,16 +195,14 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
             if sharedHeaders.count == 0 { HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host) }
             return
         }
-        let policy = configuration.tokenPolicy
         let now = unixTime()
-        if tokenGeneration != 0, credentials.generation == tokenGeneration,
-           !policy.needsRenewal(now: now, issuedAt: tokenIssuedAt) { return }
-        let current = try credentials.current(now: now, policy: policy)
+        if tokenGeneration != 0, credentials.generation == tokenGeneration, now < tokenRenewAt { return }
+        let current = try credentials.current(now: now)
         if let reason = current.signed { observer?.providerTokenSigned(environment: environment, reason: reason) }
+        tokenRenewAt = current.renewAt
         guard current.generation != tokenGeneration else { return }
         tokenGeneration = current.generation
         tokenFirstStream = nil
-        tokenIssuedAt = current.token.issuedAt
         HTTP2ClientSession.startShared(&sharedHeaders, authority: h2?.authority ?? endpoint.host)
         sharedHeaders.append("authorization", current.token.authorization)
     }
@@ -295,8 +294,7 @@ final class APNsConnection: HTTP2ClientConnectionDelegate {
                 APNsResponse.parse(status: response.status, apnsID: apnsID, uniqueID: response.header("apns-unique-id"),
                                    body: response.body, device: notification.token, sentID: notification.apnsID))
             if case .expiredProviderToken(let refused) = classified,
-               !(configuration.credentials?.refusedAsExpired(generation: tokenGeneration(of: id), now: unixTime(),
-                                                             policy: configuration.tokenPolicy) ?? false) {
+               !(configuration.credentials?.refusedAsExpired(generation: tokenGeneration(of: id), now: unixTime()) ?? false) {
                 // No newer token to retry with (Apple's refusals already forced one lately): the answer stands.
                 outcome = .final(refused)
             } else {

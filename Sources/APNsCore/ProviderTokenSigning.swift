@@ -5,7 +5,7 @@ internal import Basics
 package enum ProviderTokenSigning: String, NamedCode {
     /// The first push of the process (or of a client) needed one.
     case firstUse = "first_use"
-    /// The token was about 50 minutes old (`ProviderTokenPolicy.renewAfterSeconds`).
+    /// The token's window ended (`ProviderTokenPolicy.renewalTime`).
     case age
     /// Apple answered 403 ExpiredProviderToken to the current token.
     case expired

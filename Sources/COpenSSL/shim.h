@@ -185,6 +185,50 @@ static inline int copenssl_p256_private_raw(const EVP_PKEY *pkey, unsigned char 
     return ok;
 }
 
+/* ECDSA P-256 over a 32-byte digest with a nonce k the caller chose (RFC 6979's, so a provider
+   token's signature is the same in every process). OpenSSL 3.0 has no deterministic ECDSA; its
+   ECDSA_do_sign_ex takes the nonce as the pair ECDSA_sign_setup would otherwise draw at random:
+   kinv = k^-1 mod n and rp = x(k*G) mod n. It and the EC_KEY it needs are deprecated in 3.0 but
+   present; the deprecation is silenced here only, for this one use. k is inverted and multiplied
+   with BN_FLG_CONSTTIME set, as OpenSSL's own setup does. Writes r||s, each half left-padded to
+   32 bytes; 1 on success, 0 when k is not in [1, n-1] or OpenSSL failed. */
+static inline int copenssl_p256_sign_with_nonce(EVP_PKEY *pkey, const unsigned char *digest32,
+                                                const unsigned char *k32, unsigned char *out64) {
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    int ok = 0;
+    EC_KEY *ec = EVP_PKEY_get1_EC_KEY(pkey);
+    const EC_GROUP *group = ec != NULL ? EC_KEY_get0_group(ec) : NULL;
+    const BIGNUM *order = group != NULL ? EC_GROUP_get0_order(group) : NULL;
+    const BIGNUM *r = NULL, *s = NULL;
+    EC_POINT *point = group != NULL ? EC_POINT_new(group) : NULL;
+    BN_CTX *ctx = BN_CTX_new();
+    BIGNUM *k = BN_secure_new(), *kinv = BN_secure_new(), *x = BN_new(), *rp = BN_new();
+    ECDSA_SIG *sig = NULL;
+    if (order == NULL || point == NULL || ctx == NULL || k == NULL || kinv == NULL || x == NULL || rp == NULL) goto done;
+    if (BN_bin2bn(k32, 32, k) == NULL || BN_is_zero(k) || BN_cmp(k, order) >= 0) goto done;
+    BN_set_flags(k, BN_FLG_CONSTTIME);
+    if (EC_POINT_mul(group, point, k, NULL, NULL, ctx) != 1) goto done;
+    if (EC_POINT_get_affine_coordinates(group, point, x, NULL, ctx) != 1) goto done;
+    if (BN_nnmod(rp, x, order, ctx) != 1 || BN_is_zero(rp)) goto done;
+    if (BN_mod_inverse(kinv, k, order, ctx) == NULL) goto done;
+    sig = ECDSA_do_sign_ex(digest32, 32, kinv, rp, ec);
+    if (sig == NULL) goto done;
+    ECDSA_SIG_get0(sig, &r, &s);
+    ok = BN_cmp(r, rp) == 0 && BN_bn2binpad(r, out64, 32) == 32 && BN_bn2binpad(s, out64 + 32, 32) == 32;
+done:
+    ECDSA_SIG_free(sig);
+    BN_clear_free(k);
+    BN_clear_free(kinv);
+    BN_free(x);
+    BN_free(rp);
+    BN_CTX_free(ctx);
+    EC_POINT_free(point);
+    EC_KEY_free(ec);
+#pragma clang diagnostic pop
+    return ok;
+}
+
 /* The tag controls are macros of macros. */
 static inline int copenssl_gcm_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag16) {
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag16);

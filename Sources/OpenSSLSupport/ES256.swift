@@ -37,8 +37,8 @@ extension KeyError: CodedError {}
 // private key.
 /// The P-256 private key that signs APNs provider tokens (ES256).
 ///
-/// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after `init`, and OpenSSL 3
-/// allows concurrent signing with one key (each signature gets its own `EVP_MD_CTX`).
+/// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after `init`; signing only reads it
+/// (OpenSSL 3 takes the key's own lock to cache the `EC_KEY` that `ECDSA_do_sign_ex` needs).
 public final class ES256PrivateKey: @unchecked Sendable {
     let pkey: OpaquePointer
     /// Derived once: verifying our own tokens (tests, the emulator) is common.
@@ -97,6 +97,15 @@ public final class ES256PrivateKey: @unchecked Sendable {
         return copenssl_p256_from_raw(scalar, scalar.count, point, point.count)
     }
 
+    /// The key whose private scalar is `scalar` (32 bytes, big-endian), e.g. a test vector's.
+    /// - Throws: `KeyError.notAKey` when it is not a P-256 private key (zero, or not below n).
+    package convenience init(scalar: [UInt8]) throws {
+        guard let key = try Self.key(scalar: scalar, stored: nil) else {
+            throw KeyError(.notAKey, "the scalar is not a P-256 private key (32 bytes, in 1 ..< n)")
+        }
+        try self.init(owning: key)
+    }
+
     deinit {
         EVP_PKEY_free(pkey)
     }
@@ -112,45 +121,34 @@ public final class ES256PrivateKey: @unchecked Sendable {
         (try? encodePrivateKeyPEM(pkey)) ?? ""
     }
 
-    /// Signs with ECDSA P-256 / SHA-256 and returns the JWS form: raw r‖s, exactly 64
-    /// bytes. OpenSSL produces DER; each half is left-padded to 32 bytes, because a
-    /// plain conversion drops leading zeros about once in 128 signatures and Apple
-    /// then rejects the token.
+    /// Signs with ECDSA P-256 / SHA-256, deterministically: the nonce is RFC 6979's (`RFC6979`),
+    /// so one key signs one message to the same bytes in every process and every time. That is
+    /// what lets every relay of a fleet present the byte-identical provider token (Apple counts
+    /// new tokens per team, not per process). Returns the JWS form: raw r‖s, exactly 64 bytes,
+    /// each half left-padded to 32 (a plain conversion drops leading zeros about once in 128
+    /// signatures and Apple then rejects the token). `s` is left as ECDSA computes it, not
+    /// lowered to n − s: ES256 verifiers, Apple's among them, accept either, and RFC 6979's test
+    /// vectors are the unlowered values.
     public func sign(_ message: UnsafeRawBufferPointer) throws -> [UInt8] {
         OpenSSLErrorQueue.clearQueue()
-        guard let md = EVP_MD_CTX_new() else {
-            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("out of memory"))
+        var digest = [UInt8](repeating: 0, count: 32)
+        guard copenssl_sha256(message.baseAddress, message.count, &digest) == 1 else {
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not hash the message"))
         }
-        defer { EVP_MD_CTX_free(md) }
-        let data = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        guard EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey) == 1 else {
-            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not start signing"))
+        var scalar = [UInt8](repeating: 0, count: 32)
+        defer { for index in scalar.indices { scalar[index] = 0 } }
+        guard copenssl_p256_private_raw(pkey, &scalar) == 1 else {
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not read the private key"))
         }
-        var derLength = 0
-        guard EVP_DigestSign(md, nil, &derLength, data, message.count) == 1, derLength > 0 else {
-            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not size the signature"))
+        guard var nonce = RFC6979.nonce(privateKey: scalar, digest: digest) else {
+            throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not derive the RFC 6979 nonce"))
         }
-        var der = [UInt8](repeating: 0, count: derLength)
-        guard EVP_DigestSign(md, &der, &derLength, data, message.count) == 1 else {
+        defer { for index in nonce.indices { nonce[index] = 0 } }
+        var raw = [UInt8](repeating: 0, count: 64)
+        guard copenssl_p256_sign_with_nonce(pkey, digest, nonce, &raw) == 1 else {
             throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not sign"))
         }
-        return try der.withUnsafeBufferPointer { buffer -> [UInt8] in
-            // d2i advances the pointer it is given: hand it a copy.
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let signature = d2i_ECDSA_SIG(nil, &cursor, derLength) else {
-                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("could not decode the DER signature"))
-            }
-            defer { ECDSA_SIG_free(signature) }
-            var raw = [UInt8](repeating: 0, count: 64)
-            let ok = raw.withUnsafeMutableBufferPointer { out -> Bool in
-                BN_bn2binpad(ECDSA_SIG_get0_r(signature), out.baseAddress!, 32) == 32
-                    && BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + 32, 32) == 32
-            }
-            guard ok else {
-                throw KeyError(.operationFailed, OpenSSLErrorQueue.message("a signature half did not fit in 32 bytes"))
-            }
-            return raw
-        }
+        return raw
     }
 
     /// Signs `message`; see `sign(_: UnsafeRawBufferPointer)`.

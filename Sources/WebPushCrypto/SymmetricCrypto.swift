@@ -7,21 +7,10 @@ package enum HKDF {
     /// HMAC-SHA-256 of `data` keyed with `key`, exposed because the WebPush drafts
     /// describe some steps as a bare HMAC.
     package static func hmacSHA256(key: [UInt8], data: [UInt8]) throws -> [UInt8] {
-        // An empty key is the same as a key of zeros (HMAC pads keys with zeros); passing
-        // a real buffer avoids OpenSSL's NULL-key special cases.
-        let key = key.isEmpty ? [UInt8](repeating: 0, count: 32) : key
-        var out = [UInt8](repeating: 0, count: 32)
-        var outLength: UInt32 = 0
-        OpenSSLErrorQueue.clearQueue()
-        let ok = key.withUnsafeBytes { k in
-            data.withUnsafeBufferPointer { d in
-                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &out, &outLength) != nil
-            }
-        }
-        guard ok, outLength == 32 else {
+        guard let mac = HMACSHA256.mac(key: key, data: data) else {
             throw CryptoError(.operationFailed, OpenSSLErrorQueue.message("HMAC-SHA-256 failed"))
         }
-        return out
+        return mac
     }
 
     /// HKDF-Extract: the pseudorandom key from input keying material and a salt.

@@ -32,7 +32,7 @@ enum Check {
         case .token(let key):
             let token: ProviderToken
             do {
-                token = try ProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: now,
+                token = try ProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: ProviderTokenPolicy().issuedAt(now: now),
                                           signer: RelayServer.signingKey(key))
             } catch {
                 fail("\(key.variable) cannot sign a provider token: \(error)")

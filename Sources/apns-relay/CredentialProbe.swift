@@ -60,7 +60,7 @@ enum CredentialProbe {
                            message: "\(what) accepted: APNs checked it and answered \(response.status) \(reason) for the all-zero probe token")
         case 429 where response.reason == .tooManyProviderTokenUpdates:
             return Verdict(credentialsAccepted: false,
-                           message: "APNs refused this check's provider token as one new token too many for the key (429 TooManyProviderTokenUpdates): Apple takes a new token per key at most every 20 minutes, and a relay running with this key has signed its own; the key was not judged. Run the check before starting serve, or 20 minutes after the last new token")
+                           message: "APNs refused this check's provider token as one new token too many for the key (429 TooManyProviderTokenUpdates): Apple takes a new token per key at most every 20 minutes, and another token for this key was new less than 20 minutes ago (by another tool, or an older relay that signed a token per process: a relay now presents the same token as this check in each half hour); the key was not judged. Run the check again 20 minutes after that token")
         case 403 where certificate:
             return Verdict(credentialsAccepted: false,
                            message: "APNs refused the push certificate (403 \(reason)): check it is the app's Apple Push Services certificate, for this environment, and not revoked")

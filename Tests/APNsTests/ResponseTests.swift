@@ -225,11 +225,26 @@ struct ProviderTokenTests {
         }
     }
 
-    @Test("a token is renewed after 50 minutes, not before")
+    @Test("iat is the start of the 30-minute window: every second of a window gives the same, the next window the next")
+    func windows() {
+        let policy = ProviderTokenPolicy()
+        let start: Int64 = 1_800_000_000  // a multiple of 1800
+        for now in [start, start + 1, start + 30 * 60 - 1] { #expect(policy.issuedAt(now: now) == start, "\(now)") }
+        #expect(policy.issuedAt(now: start + 30 * 60) == start + 30 * 60)
+        #expect(policy.issuedAt(now: start - 1) == start - 30 * 60)
+        #expect(policy.issuedAt(now: -1) == -30 * 60, "floored before 1970 too")
+    }
+
+    @Test("a token is replaced when its window ends, or 20 minutes after its first use if that is later; at most 50 minutes old")
     func renewal() {
         let policy = ProviderTokenPolicy()
-        #expect(!policy.needsRenewal(now: 1000 + 49 * 60 + 59, issuedAt: 1000))
-        #expect(policy.needsRenewal(now: 1000 + 50 * 60, issuedAt: 1000))
+        let start: Int64 = 1_800_000_000
+        #expect(policy.renewalTime(issuedAt: start, inUseSince: start) == start + 30 * 60)
+        #expect(policy.renewalTime(issuedAt: start, inUseSince: start + 10 * 60) == start + 30 * 60)
+        #expect(policy.renewalTime(issuedAt: start, inUseSince: start + 15 * 60) == start + 35 * 60)
+        #expect(policy.renewalTime(issuedAt: start, inUseSince: start + 30 * 60 - 1) == start + 50 * 60 - 1)
+        // A token signed for Apple's refusal (iat not at a window's start) ends with its window too.
+        #expect(policy.renewalTime(issuedAt: start + 100, inUseSince: start + 100) == start + 30 * 60)
     }
 
     @Test("no two rate-limited signings less than 20 minutes apart")
