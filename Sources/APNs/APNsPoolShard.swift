@@ -232,7 +232,9 @@ final class APNsPoolShard: @unchecked Sendable {
 
     /// A push that could not go out says why, where the shard knows more than the machine: the
     /// last connect's failure, or the step of a connect still under way when its deadline came.
+    /// A push written and not answered had a connection: no connect explains it.
     private func explained(_ error: APNsError) -> APNsError {
+        guard !error.wasWritten else { return error }
         if error.code == .unavailable || error.code == .timeout, let why = lastConnectFailure {
             return APNsError(code: error.code, message: "\(why); \(error.message)", connectFailure: why)
         }

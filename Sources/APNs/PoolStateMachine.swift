@@ -307,8 +307,10 @@ struct PoolStateMachine<Request: PoolRequest> {
             // answered, and the stall check measures from now on.
             if case .inFlight(let c)? = pushes[id]?.state, let index = connections.index(forKey: c) {
                 connections.values[index].streams.update(id) { $0 = .pushEnded(at: now) }
+                end(id, with: .failure(.unanswered("no answer from APNs before the push's deadline")), into: &actions)
+            } else {
+                end(id, with: .failure(.timeout("the push's deadline passed before it was written to APNs")), into: &actions)
             }
-            end(id, with: .failure(.timeout("no answer from APNs before the push's deadline")), into: &actions)
         case .shutdown:
             shutdown(into: &actions)
         case .retireConnections:

@@ -37,16 +37,20 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why Apple could not be reached, as a value, when an `unavailable` or `timeout` push came
     /// after a failed connect: decide on its `code`, not on the message's words.
     package let connectFailure: APNsConnectFailure?
+    /// A `timeout` for a push written to a connection and not answered: Apple may have it. False
+    /// for every other failure, a timeout of a push still waiting to be written among them.
+    package let wasWritten: Bool
 
     /// For layers above (transport, relay) that report failures in the same shape.
     public init(code: Code, message: String) {
         self.init(code: code, message: message, connectFailure: nil)
     }
 
-    package init(code: Code, message: String, connectFailure: APNsConnectFailure?) {
+    package init(code: Code, message: String, connectFailure: APNsConnectFailure?, wasWritten: Bool = false) {
         self.code = code
         self.message = message
         self.connectFailure = connectFailure
+        self.wasWritten = wasWritten
     }
 
     public var description: String { "\(code): \(message)" }
@@ -56,6 +60,10 @@ public struct APNsError: Error, Sendable, Hashable, CustomStringConvertible {
 
     package static func badConfiguration(_ message: String) -> APNsError { .init(code: .badConfiguration, message: message) }
     package static func timeout(_ message: String) -> APNsError { .init(code: .timeout, message: message) }
+    /// The push was written and Apple did not answer it before its deadline.
+    package static func unanswered(_ message: String) -> APNsError {
+        .init(code: .timeout, message: message, connectFailure: nil, wasWritten: true)
+    }
     package static func overloaded(_ message: String) -> APNsError { .init(code: .overloaded, message: message) }
     package static func unavailable(_ message: String) -> APNsError { .init(code: .unavailable, message: message) }
     package static func invalid(_ message: String) -> APNsError { .init(code: .invalidNotification, message: message) }

@@ -34,7 +34,7 @@ package final class HoldMetrics: Sendable {
         limitBytes = registry.gauge("relay_hold_limit_bytes", help: "HOLD_MAX_BYTES: the most bytes the store holds.")
         held = registry.counter("relay_held_pushes_total", help: "Pushes answered 201 because they were held for later delivery.")
         delivered = registry.counter("relay_held_delivered_total", help: "Held pushes Apple accepted when they were sent again.")
-        refused = registry.counter("relay_held_refused_total", help: "Held pushes Apple refused with a 4xx when they were sent again.")
+        refused = registry.counter("relay_held_refused_total", help: "Held pushes Apple refused for good when they were sent again (a dead token, a request it can never take).")
         expired = registry.counter("relay_held_expired_total", help: "Held pushes dropped at arrival + TTL, never sent.")
         droppedForDeviceCap = registry.counter("relay_held_dropped_total", help: "Held pushes dropped before delivery, by reason.",
                                                labels: ["reason": "device_cap"])

@@ -26,10 +26,38 @@ package enum HoldPolicy {
         }
     }
 
-    /// Whether a held push that was sent again is done with: Apple answered it (accepted, or
-    /// refused for good with a 4xx). Anything else puts it back in the store.
-    package static func isSettled(_ result: Result<APNsResponse, APNsError>) -> Bool {
-        if case .success(let response) = result { return response.status < 500 }
-        return false
+    /// What a held push's try means for it.
+    package enum Retry: Equatable, Sendable {
+        /// Apple accepted it: it leaves the store.
+        case delivered
+        /// Apple refused it for good (a dead token, a request it can never take), or the client
+        /// refused to send it: it leaves the store, counted, and the subscription hears of a
+        /// dead token at its next live push.
+        case refused
+        /// Apple heard it and cannot take it now — a 4xx that a later try or the operator may
+        /// fix (429, the key or topic refused), or no answer to a push it was written: it stays,
+        /// leased, so the next try takes the push behind it; it is due again when the lease runs
+        /// out, until its TTL.
+        case later
+        /// It never reached Apple, or Apple's servers failed it (5xx): it goes back first in line.
+        case back
+    }
+
+    /// The rule for a held push's try. Nothing Apple could take later is ever dropped here: only
+    /// expiry and the device cap drop what was answered 201.
+    package static func retry(after result: Result<APNsResponse, APNsError>) -> Retry {
+        switch result {
+        case .success(let response):
+            if response.ok { return .delivered }
+            if response.status >= 500 { return .back }
+            switch response.reason?.category {
+            case .tokenDead?, .malformedRequest?: return .refused
+            default: return .later
+            }
+        case .failure(let error):
+            if error.wasWritten { return .later }
+            // The client's own rules refuse it (the push, not the relay): no try can send it.
+            return error.code == .invalidNotification ? .refused : .back
+        }
     }
 }

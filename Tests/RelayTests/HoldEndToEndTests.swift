@@ -82,6 +82,32 @@ struct HoldEndToEndTests {
         }
     }
 
+    @Test("a held push Apple answers with a 4xx it may take later (429) stays held, leased, behind the others, and is tried again; never dropped as refused")
+    func refusedForNowStaysHeld() async throws {
+        let (hold, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            // Held first, so first in line: Apple answers it 429 TooManyRequests every time.
+            let busy = try await h.push(token: token(MockFaults.Prefix.tooManyRequests), id: "busy", extra: [("TTL", "3600")])
+            #expect(busy.status == 201 && busy.header("X-Relay-Held") == "true", "\(busy.status)")
+            let answers = try await Self.pushes(h, count: 5, first: 1)
+            #expect(answers.allSatisfy { $0.status == 201 && $0.header("X-Relay-Held") == "true" })
+
+            try h.apple.restart()
+            let busyID = busy.header("apns-id")
+            func tries() -> Int { h.apple.records.filter { $0.header("apns-id") == busyID }.count }
+            #expect(try await eventually(within: .seconds(20)) { try await Self.metrics(h).contains("relay_held_delivered_total 5") })
+            #expect(tries() == 1, "leased after its 429: not tried again before the lease runs out")
+            let page = try await Self.metrics(h)
+            #expect(page.contains("relay_held_refused_total 0") && page.contains("relay_held_pushes 1"), "\(page)")
+            // Past its lease (the push deadline + 60 s), it is due again: tried, still kept.
+            h.wallClock.advance(by: 70)
+            #expect(try await eventually(within: .seconds(10)) { tries() >= 2 }, "tried \(tries()) times")
+            #expect(try await Self.metrics(h).contains("relay_held_refused_total 0"))
+        }
+    }
+
     @Test("never held: TTL 0 (503, as before), Apple's 4xx (410 stands), and a push over the cap (503)")
     func neverHeld() async throws {
         var (hold, directory) = try Self.store()

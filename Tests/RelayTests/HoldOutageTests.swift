@@ -58,6 +58,11 @@ struct HoldOutageTests {
             #expect(ids.count == 20)
             // Nothing held reached Apple while it was out (503s are records, not deliveries).
             #expect(h.apple.records.filter { $0.status == 200 && ids.contains($0.header("apns-id") ?? "") }.isEmpty)
+            // The outage outlasts a try of the held pushes, so what that try leaves (a lease, a
+            // back-off) is in force when Apple comes back.
+            #expect(try await eventually(within: .seconds(10)) {
+                h.logs.records.contains { $0.message == "held pushes wait: APNs cannot take them now" }
+            })
 
             try outage.end(h.apple)
             let delivered = try await eventually(within: .seconds(30)) {
