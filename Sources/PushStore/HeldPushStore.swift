@@ -27,8 +27,9 @@ package protocol HeldPushStore: AnyObject, Sendable {
     /// Ends the lease of taken pushes without removing them: they are due again at once.
     func release(_ ids: [HeldPushID], completion: @escaping @Sendable (Result<Void, PushStoreError>) -> Void)
 
-    /// Removes every push whose arrival + TTL is at or before `nowMs` and that is not out for
-    /// delivery (taken, neither finished nor released: its answer settles it); answers how many went.
+    /// Removes every push whose arrival + TTL is at or before `nowMs` and that is not leased (taken,
+    /// neither finished nor released, its lease not run out: its answer, or a sweep after its
+    /// lease ends, settles it); answers how many went.
     func dropExpired(nowMs: Int64, completion: @escaping @Sendable (Result<Int, PushStoreError>) -> Void)
 
     /// What is held now.

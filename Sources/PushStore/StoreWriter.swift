@@ -91,7 +91,8 @@ final class StoreWriter {
                 for id in ids { if let gone = try table.delete(id) { change.remove(id, bytes: gone) } }
             }
             for (nowMs, _) in writes.drops {
-                // A push out for delivery is spared, as by the device cap: its answer settles it.
+                // A leased push is spared, as by the device cap: its answer, or a sweep after its
+                // lease ends, settles it.
                 let gone = try table.deleteExpired(nowMs: nowMs, sparing: { leases[$0] != nil })
                 for item in gone { change.remove(item.id, bytes: item.bytes) }
                 change.dropped.append(gone.count)

@@ -32,8 +32,8 @@ enum Check {
         case .token(let key):
             let token: ProviderToken
             do {
-                token = try ProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: ProviderTokenPolicy().issuedAt(now: now),
-                                          signer: RelayServer.signingKey(key))
+                let credentials = APNsCredentials(.init(keyID: key.keyID, teamID: key.teamID, signer: try RelayServer.signingKey(key)))
+                token = try credentials.current(now: now).token
             } catch {
                 fail("\(key.variable) cannot sign a provider token: \(error)")
             }
