@@ -63,7 +63,8 @@ let usage = """
                           the first); SIGUSR2 ends it: serving normally, own certificate. Each
                           change prints "outage NAME begins" or "outage NAME ends" on stdout
       --outage-after S    begin the first outage S seconds after start; with --outage-for, each
-                          next one S seconds after the previous ended, once through the list
+                          next one S seconds after the previous ended, once through the list;
+                          a signal takes over from the schedule, which then stops
       --outage-for S      an outage (timed or signalled) ends by itself after S seconds
       --other-ca-out FILE write the other CA's certificate (PEM), the one other-ca presents, for a
                           client to be given as an operator would (default with other-ca: a temp file)
