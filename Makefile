@@ -98,7 +98,9 @@ bench: ship
 # the chaos, Apple is away (the emulator stopped) for min(60 s, SOAK_SECONDS / 3), added to the
 # run (SOAK_SECONDS=60: 80 s): the relay holds in STORE_PATH (the run's temporary directory), every
 # push sent then is answered 201 held, and once Apple is back every 201 of the run must reach the
-# emulator, none twice.
+# emulator, none twice but where the emulator's answer to it was lost (its connection or stream
+# closed while the answer was delayed: the relay, like any client, cannot know Apple has it).
+# A failed run leaves the relay's log in .build/relay-soak-relay.log.
 soak: deps
 	$(SWIFT) build -c release --product apns-relay
 	$(SWIFT) build -c release --product relay-soak

@@ -57,6 +57,10 @@ public final class MockAPNsServer: Sendable {
     ///     `timestamp` are exact in tests.
     ///   - onRecord: called on a loop thread after each request is decided (e.g. a log line);
     ///     keep it short, it holds up that loop.
+    ///   - onAnswerLost: called on a loop thread with the `apns-id` of a push decided (and
+    ///     recorded) whose delayed answer never goes out, because its stream or connection closed
+    ///     first (the emulator stopped, the client gave up): "Apple" has the push and the client
+    ///     cannot know it, so a client that sends it again is right to.
     public static func start(
         configuration: MockAPNsConfiguration,
         host: String = "127.0.0.1",
@@ -65,10 +69,12 @@ public final class MockAPNsServer: Sendable {
         loopCount: Int = 1,
         recordCapacity: Int = 10_000,
         unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) },
-        onRecord: (@Sendable (MockRecord) -> Void)? = nil
+        onRecord: (@Sendable (MockRecord) -> Void)? = nil,
+        onAnswerLost: (@Sendable (String) -> Void)? = nil
     ) throws -> MockAPNsServer {
         let certificates = try certificates ?? TestCertificates.make()
-        let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime, onRecord: onRecord)
+        let shared = MockServerShared(rules: MockAPNsRules(configuration: configuration, recordCapacity: recordCapacity), unixTime: unixTime,
+                                      onRecord: onRecord, onAnswerLost: onAnswerLost)
         let listener = try MockListener(host: host, port: port, loopCount: max(1, loopCount),
                                         certificates: certificates, shared: shared)
         return MockAPNsServer(certificates: certificates, shared: shared, listener: listener)

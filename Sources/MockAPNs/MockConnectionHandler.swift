@@ -20,8 +20,9 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
     /// Set once a GOAWAY went out: Apple sends one per connection, and streams above it were
     /// never processed.
     private var goAwayLastStream: Int32?
-    /// Delayed answers waiting for their timer, so a closed stream or connection cancels them.
-    private var timers: [Int32: EventLoop.Timer] = [:]
+    /// Delayed answers waiting for their timer, so a closed stream or connection cancels them,
+    /// each with its push's `apns-id` (nil when the answer carries none).
+    private var timers: [Int32: (timer: EventLoop.Timer, apnsID: String?)] = [:]
     /// Streams received and not yet closed on this connection.
     private var openStreams = Set<Int32>()
     /// Whether the client certificate was read into `state`: once, at the first request, since the
@@ -59,11 +60,12 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
         case .respond(let response):
             send(response, on: connection, stream: id)
         case .delay(let delay, let response):
-            timers[id] = connection.loop.schedule(after: delay) { [weak self, weak connection] in
+            let timer = connection.loop.schedule(after: delay) { [weak self, weak connection] in
                 guard let self, let connection else { return }
                 self.timers[id] = nil
                 self.send(response, on: connection, stream: id)
             }
+            timers[id] = (timer, response.header("apns-id"))
         case .neverAnswer:
             break
         case .refuseStream:
@@ -96,18 +98,25 @@ final class MockConnectionHandler: HTTP2ServerConnectionDelegate {
         connection.goAway(lastStreamID: last, debugData: debugData)
     }
 
+    /// A delayed answer that will never go out: the push was decided (and recorded), its client
+    /// never hears how.
+    private func lose(_ pending: (timer: EventLoop.Timer, apnsID: String?)) {
+        pending.timer.cancel()
+        if let id = pending.apnsID { shared.onAnswerLost?(id) }
+    }
+
     private func send(_ response: MockResponse, on connection: HTTP2ServerConnection, stream id: Int32) {
         let headers = response.headers.map { HTTP2Header(name: $0.name, value: $0.value) }
         connection.respond(stream: id, status: response.status, headers: headers, body: response.body)
     }
 
     func connection(_ connection: HTTP2ServerConnection, streamDidClose id: Int32, errorCode: UInt32) {
-        timers.removeValue(forKey: id)?.cancel()
+        if let pending = timers.removeValue(forKey: id) { lose(pending) }
         openStreams.remove(id)
     }
 
     func connection(_ connection: HTTP2ServerConnection, didClose error: TransportError?) {
-        for timer in timers.values { timer.cancel() }
+        for pending in timers.values { lose(pending) }
         timers.removeAll()
         shared.openConnectionCount.subtract(1, ordering: .relaxed)
         let id = state.connectionID

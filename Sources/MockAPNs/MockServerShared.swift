@@ -15,6 +15,7 @@ final class MockServerShared: Sendable {
     let rules: MockAPNsRules
     let unixTime: @Sendable () -> Int64
     let onRecord: (@Sendable (MockRecord) -> Void)?
+    let onAnswerLost: (@Sendable (String) -> Void)?
     let connectionCount = Atomic<Int>(0)
     let openConnectionCount = Atomic<Int>(0)
     let streamCount = Atomic<Int>(0)
@@ -29,10 +30,12 @@ final class MockServerShared: Sendable {
     /// handler, both touched on the connection's loop alone.
     let connections = Mutex<[Int: LoopBound<(HTTP2ServerConnection, MockConnectionHandler)>]>([:])
 
-    init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?) {
+    init(rules: MockAPNsRules, unixTime: @escaping @Sendable () -> Int64, onRecord: (@Sendable (MockRecord) -> Void)?,
+         onAnswerLost: (@Sendable (String) -> Void)? = nil) {
         self.rules = rules
         self.unixTime = unixTime
         self.onRecord = onRecord
+        self.onAnswerLost = onAnswerLost
     }
 
     /// Runs `body` on each open connection's loop and waits (bounded) until all have run.

@@ -34,11 +34,14 @@ package enum HoldPolicy {
         /// refused to send it: it leaves the store, counted, and the subscription hears of a
         /// dead token at its next live push.
         case refused
-        /// Apple heard it and cannot take it now — a 4xx that a later try or the operator may
-        /// fix (429, the key or topic refused), or no answer to a push it was written: it stays,
-        /// leased, so the next try takes the push behind it; it is due again when the lease runs
-        /// out, until its TTL.
+        /// Apple answered a 4xx that a later try or the operator may fix (429, the key or topic
+        /// refused): it stays, leased, so the next try takes the push behind it; it is due again
+        /// when the lease runs out, until its TTL. The next pushes likely meet the same answer:
+        /// delivery slows to a try a second until one goes.
         case later
+        /// Written to Apple and not answered by its deadline: Apple may have it. It stays, leased
+        /// like `later`; Apple took the push, so delivery goes on at full pace with the others.
+        case unanswered
         /// It never reached Apple, or Apple's servers failed it (5xx): it goes back first in line.
         case back
     }
@@ -55,7 +58,7 @@ package enum HoldPolicy {
             default: return .later
             }
         case .failure(let error):
-            if error.wasWritten { return .later }
+            if error.wasWritten { return .unanswered }
             // The client's own rules refuse it (the push, not the relay): no try can send it.
             return error.code == .invalidNotification ? .refused : .back
         }

@@ -8,6 +8,7 @@
 // Environment: SOAK_SECONDS (300), SOAK_RATE (200 pushes/s from the normal clients),
 // RELAY_BINARY (.build/release/apns-relay).
 import Foundation
+import Synchronization
 import MockAPNs
 import OpenSSLSupport
 import BenchSupport
@@ -117,6 +118,9 @@ func run() -> Int32 {
     // every push the emulator answered for good: 200, or 410 for a dead token (a push to a dead
     // token held while Apple was away is answered 201, and meets its 410 when delivered).
     let delivered = DeliveredIDs()
+    // Pushes the emulator decided and never answered (a delayed answer whose connection went
+    // first), by apns-id: the relay is right to send each again, and Apple then has it twice.
+    let lostAnswers = Mutex([UInt128: Int]())
     let soakStart = monotonicNanos()
     let keys: [(id: String, key: ES256PrivateKey)]
     let emulator: MockAPNsServer
@@ -131,11 +135,13 @@ func run() -> Int32 {
         emulator = try MockAPNsServer.start(
             configuration: MockAPNsConfiguration(topics: [topic], teamID: teamID, keys: trusted, faults: .standard),
             certificates: certificates, recordCapacity: 100, onRecord: { record in
-                if record.status == 200 || record.status == 410, let id = record.apnsID, let number = uuidKey(id.utf8),
-                   !delivered.insert(number) {
+                guard record.status == 200 || record.status == 410, let id = record.apnsID, let number = uuidKey(id.utf8) else { return }
+                if !delivered.insert(number) {
                     say("relay-soak: the emulator answered apns-id \(id) \(record.status.map(String.init) ?? "?") a second time, "
                         + "\(fixed(Double(monotonicNanos() - soakStart) / 1e9, 1)) s after it started")
                 }
+            }, onAnswerLost: { id in
+                if let number = uuidKey(id.utf8) { lostAnswers.withLock { $0[number, default: 0] += 1 } }
             })
         relayPort = try freeLoopbackPort()
         try writeSettings(directory: directory, keyIndex: 0, keys: keys, relayPort: relayPort, emulatorPort: emulator.port)
@@ -164,10 +170,27 @@ func run() -> Int32 {
     let readyBy = Date().addingTimeInterval(10)
     while Date() < readyBy, (try? httpGetStatus(port: relayPort, path: "/ready").get()) != 200 { usleep(100_000) }
     usleep(500_000)
-    // The store's file, -wal and -shm are opened with the first push held and stay open.
+    // Not counted: the store's file, -wal and -shm, opened with the first push held and kept
+    // open; and Dispatch's own event manager (one epoll, one eventfd, one timerfd), which it
+    // makes once, with the first timer the held pushes' delivery sets.
     let storePrefix = directory.appendingPathComponent(storeFileName).path
-    func fdCount(_ targets: [String]?) -> Int? { targets?.count { !$0.hasPrefix(storePrefix) } }
     let fdBaselineTargets = relay.openFileDescriptorTargets()
+    let dispatchManager: Set<String> = ["anon_inode:[eventpoll]", "anon_inode:[eventfd]", "anon_inode:[timerfd]"]
+    func fdCount(_ targets: [String]?) -> Int? {
+        guard let targets else { return nil }
+        var baseline = fdBaselineTargets ?? []
+        var spared: Set<String> = []
+        var count = 0
+        for target in targets where !target.hasPrefix(storePrefix) {
+            if let i = baseline.firstIndex(of: target) {
+                baseline.remove(at: i)
+            } else if dispatchManager.contains(target), spared.insert(target).inserted {
+                continue
+            }
+            count += 1
+        }
+        return count
+    }
     let fdBaseline = fdCount(fdBaselineTargets)
 
     let runStart = monotonicNanos()
@@ -180,7 +203,10 @@ func run() -> Int32 {
           + "\(fixed(settings.rate, 0)) pushes/s, relay pid \(relay.pid) on 127.0.0.1:\(relayPort), emulator on 127.0.0.1:\(emulator.port), "
           + "pool \(poolSize), MAX_CONNECTIONS \(connectionCap), APNS_MAX_STREAMS_PER_CONNECTION \(maxStreamsPerConnection)")
 
-    // Load: 12 paced normal clients (a tenth of their pushes to dead tokens), 4 slow, 2 never answered.
+    // Load: 12 paced normal clients (a tenth of their pushes to dead tokens), 4 slow, 2 never
+    // answered. A slow or never-answered client sends its next push when the last would have
+    // been answered had Apple been there (2 s; the push deadline, 8 s), so Apple away, when the
+    // relay answers them at once, does not turn them into a flood of pushes no one can deliver.
     let tally = Tally()
     let normalClients = 12
     var workers: [SoakWorker] = []
@@ -189,10 +215,10 @@ func run() -> Int32 {
                                   interval: Double(normalClients) / settings.rate, deadShare: 0.1, tally: tally))
     }
     for i in 0..<4 {
-        workers.append(SoakWorker(index: 100 + i, kind: .slow, port: relayPort, variants: variants, interval: 0, deadShare: 0, tally: tally))
+        workers.append(SoakWorker(index: 100 + i, kind: .slow, port: relayPort, variants: variants, interval: 2, deadShare: 0, tally: tally))
     }
     for i in 0..<2 {
-        workers.append(SoakWorker(index: 200 + i, kind: .neverAnswered, port: relayPort, variants: variants, interval: 0, deadShare: 0, tally: tally))
+        workers.append(SoakWorker(index: 200 + i, kind: .neverAnswered, port: relayPort, variants: variants, interval: 8, deadShare: 0, tally: tally))
     }
     let health = HealthPoller(port: relayPort, runStart: runStart)
 
@@ -261,7 +287,13 @@ func run() -> Int32 {
     let drainBy = Date().addingTimeInterval(30)
     while Date() < drainBy, delivered.missing(counts.accepted) > 0 { usleep(100_000) }
     let lost = delivered.missing(counts.accepted)
-    let repeats = delivered.repeats
+    // A repeat is Apple's ambiguity, not the relay's bug, only as often as the emulator decided
+    // the push and its answer never went out.
+    let answersLost = lostAnswers.withLock { $0 }
+    let repeatedIDs = delivered.repeated
+    let unexplained = repeatedIDs.filter { $0.extra > answersLost[$0.id, default: 0] }
+    let explained = repeatedIDs.reduce(0) { $0 + min($1.extra, answersLost[$1.id, default: 0]) }
+    let repeats = repeatedIDs.reduce(0) { $0 + $1.extra } - explained
     let awayPushes = tally.pushes(sentFrom: awayFrom, to: awayUntil)
     let heldMetrics = (try? httpGet(port: relayPort, path: "/metrics").get()).map { String(decoding: $0.body, as: UTF8.self) }.map { text in
         ["relay_held_pushes_total", "relay_held_delivered_total", "relay_held_refused_total", "relay_held_expired_total",
@@ -289,7 +321,9 @@ func run() -> Int32 {
     criteria.append(Criterion(name: "201s missing from the emulator's records", measured: "\(lost) of \(counts.accepted.count)"
                               + (counts.createdWithoutID > 0 ? " (+\(counts.createdWithoutID) without apns-id)" : ""),
                               bound: "0", holds: lost == 0 && counts.createdWithoutID == 0 && !counts.accepted.isEmpty))
-    criteria.append(Criterion(name: "201s the emulator recorded twice", measured: "\(repeats)", bound: "0", holds: repeats == 0))
+    criteria.append(Criterion(name: "201s the emulator recorded again after answering them",
+                              measured: "\(repeats)" + (explained > 0 ? " (+\(explained) whose answer was lost)" : ""),
+                              bound: "0", holds: repeats == 0))
     criteria.append(Criterion(name: "pushes answered 201 held while Apple was away",
                               measured: "\(awayPushes.held) of \(awayPushes.sent)", bound: "all",
                               holds: awayPushes.sent > 0 && awayPushes.held == awayPushes.sent))
@@ -347,6 +381,11 @@ func run() -> Int32 {
     }
     say("provider token signings logged: \(signings.isEmpty ? "none" : signings.joined(separator: ", ")); new tokens per key at the emulator: "
         + newTokens.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+    if !unexplained.isEmpty {
+        say("pushes Apple had more than once, unexplained: " + unexplained.sorted { $0.firstSeen < $1.firstSeen }.prefix(5).map {
+            "first at \(fixed(Double($0.firstSeen - runStart) / 1e9, 1)) s, \($0.extra + 1) times, \(answersLost[$0.id, default: 0]) answers lost"
+        }.joined(separator: "; "))
+    }
     if !counts.examples.isEmpty { say("first wrong answers: " + counts.examples.joined(separator: "; ")) }
     if let first = healthCounts.firstFailure { say("first /health failure: \(first)") }
     if !awayPushes.others.isEmpty { say("pushes not answered 201 held while Apple was away: " + awayPushes.others.joined(separator: "; ")) }
@@ -370,6 +409,12 @@ func run() -> Int32 {
     let failed = criteria.filter { !$0.holds }.count
     say("")
     say(failed == 0 ? "relay-soak: every criterion held" : "relay-soak: \(failed) of \(criteria.count) criteria failed")
+    if failed > 0 {
+        // The run's directory goes; its relay's log stays for whoever reads the failure.
+        let kept = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/relay-soak-relay.log")
+        try? FileManager.default.removeItem(at: kept)
+        if (try? FileManager.default.copyItem(at: relay.logURL, to: kept)) != nil { say("relay-soak: the relay's log is in \(kept.path)") }
+    }
     return failed == 0 ? 0 : 1
 }
 

@@ -39,6 +39,28 @@ struct MockAPNsServerTests {
         #expect(harness.server.streamCount == 1)
     }
 
+    @Test("a delayed answer that never goes out (its stream reset by the client, its connection gone) is reported with its apns-id; one sent is not")
+    func answerLost() async throws {
+        let lost = Mutex<[String]>([])
+        let harness = try Harness(onAnswerLost: { id in lost.withLock { $0.append(id) } })
+        defer { harness.shutdown() }
+        let client = Client()
+        let connection = try await harness.connect(client).get()
+        let (sent, reset, cut) = ("00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002",
+                                  "00000000-0000-4000-8000-000000000003")
+        let answered = try await push(connection, headers: Wire.headers(apnsID: sent))
+        #expect(try #require(try await client.result(answered)).get().status == 200)
+        let delayed = Wire.token(MockFaults.Prefix.delay)
+        let cancelled = try await push(connection, token: delayed, headers: Wire.headers(apnsID: reset))
+        _ = try await push(connection, token: delayed, headers: Wire.headers(apnsID: cut))
+        #expect(try await eventually(within: .seconds(5)) { harness.server.records.count == 3 }, "both delayed pushes decided")
+        await onLoop(connection) { $0.cancel(stream: cancelled) }
+        #expect(try await eventually(within: .seconds(5)) { lost.withLock { $0 } == [reset] })
+        harness.server.stop()
+        #expect(try await eventually(within: .seconds(5)) { lost.withLock { $0 } == [reset, cut] })
+        #expect(harness.server.records.map(\.status) == [200, 200, 200], "decided, and recorded, as Apple had them")
+    }
+
     @Test("the sandbox answers carry apns-unique-id")
     func sandbox() async throws {
         let harness = try Harness(sandbox: true)

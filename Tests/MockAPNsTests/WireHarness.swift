@@ -76,9 +76,9 @@ final class Harness: Sendable {
     let group: EventLoopGroup
     let tls: TLSContext
 
-    init(sandbox: Bool = false, faults: MockFaults = .standard) throws {
+    init(sandbox: Bool = false, faults: MockFaults = .standard, onAnswerLost: (@Sendable (String) -> Void)? = nil) throws {
         server = try MockAPNsServer.start(configuration: Wire.configuration(sandbox: sandbox, faults: faults),
-                                          unixTime: { Wire.now })
+                                          unixTime: { Wire.now }, onAnswerLost: onAnswerLost)
         group = try EventLoopGroup(loopCount: 1)
         tls = try TLSContext.client(trustSystemStore: false, extraCAPEM: server.caPEM)
     }

@@ -82,6 +82,32 @@ struct HoldEndToEndTests {
         }
     }
 
+    @Test("held pushes Apple never answers do not slow the rest: a written push without an answer shows Apple is there, so delivery goes on at full pace")
+    func unansweredHeldPushesKeepThePace() async throws {
+        let (hold, directory) = try Self.store()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await RelayHarness.with(pushTimeout: .seconds(2), hold: hold) { h in
+            h.apple.stop()
+            // Held first, so first in line: Apple takes each and never answers.
+            for n in 0..<8 {
+                let stuck = try await h.push(token: token(MockFaults.Prefix.neverAnswer + String(format: "%02x", n)), id: "stuck\(n)",
+                                             extra: [("TTL", "3600")])
+                #expect(stuck.status == 201 && stuck.header("X-Relay-Held") == "true", "\(stuck.status)")
+            }
+            let answers = try await Self.pushes(h, count: 40, first: 10)
+            #expect(answers.allSatisfy { $0.status == 201 && $0.header("X-Relay-Held") == "true" })
+
+            try h.apple.restart()
+            let back = ContinuousClock.now
+            // Slowed to a try a second after each unanswered one (relay-soak: 316 of 9,916 held
+            // pushes still waiting at the end), the 40 came after the 8 had had their 2 s each,
+            // one at a time: over 16 s after Apple was back. Now they go together with the 8.
+            #expect(try await eventually(within: .seconds(40)) { h.apple.records.filter { $0.status == 200 }.count >= 40 })
+            let took = ContinuousClock.now - back
+            #expect(took < .seconds(8), "the 40 delivered \(took) after Apple was back")
+        }
+    }
+
     @Test("a held push Apple answers with a 4xx it may take later (429) stays held, leased, behind the others, and is tried again; never dropped as refused")
     func refusedForNowStaysHeld() async throws {
         let (hold, directory) = try Self.store()
@@ -108,7 +134,7 @@ struct HoldEndToEndTests {
         }
     }
 
-    @Test("never held: TTL 0 (503, as before), Apple's 4xx (410 stands), and a push over the cap (503)")
+    @Test("never held: TTL 0 (503, as before), Apple's 4xx (410 stands), and a push over the cap (503, or 504 at its deadline)")
     func neverHeld() async throws {
         var (hold, directory) = try Self.store()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -124,10 +150,12 @@ struct HoldEndToEndTests {
             #expect(zero.header("X-Relay-Held") == nil)
             let kept = try await Self.pushes(h, count: 2)
             #expect(kept.allSatisfy { $0.status == 201 })
+            // Answered as without holding: 503 when Apple was found unreachable first, 504 when
+            // the push's deadline came first (on a busy machine, the reconnect's back-off).
             let over = try await h.push(token: token("0b"), extra: [("TTL", "60")])
-            #expect(over.status == 503, "\(over.status)")
+            #expect(over.status == 503 || over.status == 504, "\(over.status)")
             #expect(over.header("X-Relay-Held") == nil)
-            #expect(h.logs.records.contains { $0.message == "push answered 503" && $0.metadata["hold.failed"] != nil })
+            #expect(h.logs.records.contains { $0.message == "push answered \(over.status)" && $0.metadata["hold.failed"] != nil })
             let page = String(decoding: try await TestHTTP.get(port: h.port, target: "/metrics").body, as: UTF8.self)
             #expect(page.contains(#"relay_hold_failures_total{reason="cap_reached"} 1"#), "\(page)")
         }

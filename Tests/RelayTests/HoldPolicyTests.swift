@@ -26,7 +26,7 @@ struct HoldPolicyTests {
         ("503 Shutdown", answer(503, .shutdown), true, .back),
         ("unavailable", .failure(.unavailable("connection refused")), true, .back),
         ("timeout, never written", .failure(.timeout("deadline before a stream was free")), true, .back),
-        ("timeout, written and not answered", .failure(.unanswered("no answer")), true, .later),
+        ("timeout, written and not answered", .failure(.unanswered("no answer")), true, .unanswered),
         ("overloaded", .failure(.overloaded("queue full")), false, .back),
         ("shuttingDown", .failure(.shuttingDown("stopping")), false, .back),
         ("invalidNotification", .failure(.invalid("bad topic")), false, .refused),
