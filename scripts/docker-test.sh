@@ -10,8 +10,14 @@
 #   deploy/docker-compose.yml, unchanged, with metatext-apns's, toot-relay's and
 #   webpush-apn-relay's env files (each healthy, pushes on both routes delivered, its named volume
 #   at /var/lib/apns-relay writable by the relay's uid), and whole (nginx in front) with the relay
-#   recreated at a new address: nginx finds it again, and the volume kept what the old one wrote. Prints the
-#   image's layer sizes. The build uses the classic builder (DOCKER_BUILDKIT=0), Debian 12's default.
+#   recreated at a new address: nginx finds it again, and the volume kept what the old one wrote; then,
+#   only when the image's relay reads STORE_URL (the Redis engine: with STORE_PATH too it refuses to
+#   start, naming STORE_URL; without the engine it starts, and the phase is skipped with one line),
+#   deploy/redis's image and two relays on 127.0.0.1 sharing it: pushes held while the emulator is
+#   away, Redis killed with SIGKILL and started on its volume, one relay stopped, every push
+#   delivered once by the other when the emulator is back; and deploy/docker-compose.redis.yml whole
+#   with two relay replicas behind nginx. Prints the image's layer sizes. The build uses the classic
+#   builder (DOCKER_BUILDKIT=0), Debian 12's default.
 #
 # No registry is reachable, so the base images the Dockerfile names are made here and kept in
 # Docker's own image store, labelled with a key of what they were made from (a later run with
