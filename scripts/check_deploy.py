@@ -474,13 +474,14 @@ def check_redis():
         def cli_call(*args):
             return subprocess.run([cli, "-p", str(port), *args], capture_output=True, text=True, timeout=10).stdout
 
+        version = " ".join(re.findall(r"v=(\S+)", subprocess.run([server, "--version"], capture_output=True, text=True).stdout))
         try:
             for _ in range(100):
                 if process.poll() is not None or cli_call("ping").strip() == "PONG":
                     break
                 time.sleep(0.1)
             up = check(process.poll() is None and cli_call("ping").strip() == "PONG",
-                       f"Debian's redis-server {subprocess.run([server, '--version'], capture_output=True, text=True).stdout.split()[2:3]} starts with {rel(REDIS_CONF)}",
+                       f"Debian's redis-server {version} starts with {rel(REDIS_CONF)}",
                        open(os.path.join(tmp, "log")).read()[-600:])
             if up:
                 for name, value in [("appendonly", "yes"), ("appendfsync", "always"), ("maxmemory-policy", "noeviction"),
