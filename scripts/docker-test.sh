@@ -550,8 +550,20 @@ compose_down
 # each once. Then deploy/docker-compose.redis.yml whole: Redis, two relay replicas, nginx.
 say "does the image's relay read STORE_URL (the Redis engine)?"
 probe=apns-relay-ci-probe-$$
-docker run -d --name "$probe" --network host --env-file "$work/relay.env" -e PORT="$(free_port)" \
-    -e STORE_URL=redis://127.0.0.1:1/0 -e STORE_PATH=/var/lib/apns-relay/probe.sqlite "$IMAGE" >/dev/null \
+# Settings that start a relay (the first emulator's key), and both stores.
+cat >"$work/probe.env" <<ENV
+APNS_AUTH_KEY_FILE=/ci/key.p8
+APNS_KEY_ID=$kid
+APPLE_TEAM_ID=$team
+TOPIC=com.example.app
+APNS_HOST=localhost:$mock_port
+APNS_CA_FILE=/ci/ca.pem
+BIND_ADDRESS=127.0.0.1
+PORT=$(free_port)
+STORE_URL=redis://127.0.0.1:1/0
+STORE_PATH=/var/lib/apns-relay/probe.sqlite
+ENV
+docker run -d --name "$probe" --network host --env-file "$work/probe.env" -v "$work:/ci:ro" "$IMAGE" >/dev/null \
     || fail "docker run (the STORE_URL probe) failed"
 probe_state=
 for _ in $(seq 150); do
