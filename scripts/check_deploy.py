@@ -514,7 +514,7 @@ def check_redis():
     check(uid.isdigit() and int(uid) != 0, f"{rel(dockerfile)} runs as a numeric non-root user", str(user))
     copy = [l.split()[1:] for l in instructions if l.upper().startswith("COPY ")]
     entry = next((l for l in instructions if l.upper().startswith("ENTRYPOINT ")), "")
-    check(["redis.conf", "/etc/redis/apns-relay.conf"] in copy and '"/etc/redis/apns-relay.conf"' in entry,
+    check(["redis.conf", "/etc/apns-relay-redis.conf"] in copy and '"/etc/apns-relay-redis.conf"' in entry,
           f"{rel(dockerfile)} starts redis-server with deploy/redis/redis.conf", f"{copy} {entry}")
     volume = [i for i, l in enumerate(instructions) if re.fullmatch(r'VOLUME\s+(\[\s*"/data"\s*\]|/data)', l)]
     made = [i for i, l in enumerate(instructions) if l.upper().startswith("RUN ") and re.search(rf"install -d -o {uid} -g {uid} -m 07[05]0 /data(\s|$)", l)]
@@ -643,7 +643,7 @@ def check_kubernetes_redis(variables):
           "Redis's memory limit is well above maxmemory (an AOF rewrite forks)", f"{limit} vs {maxmemory}")
     check("cpu" not in rc.get("resources", {}).get("limits", {}), "Redis has no CPU limit")
     command = " ".join(rc.get("command", []) + rc.get("args", []))
-    check("/etc/redis/apns-relay.conf" in command and '--requirepass "$REDIS_PASSWORD"' in command,
+    check("/etc/apns-relay-redis.conf" in command and '--requirepass "$REDIS_PASSWORD"' in command,
           "Redis starts with the image's configuration and the password of the Secret", command)
     renv = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef", {}) for e in rc.get("env", [])}
     check(renv.get("REDIS_PASSWORD", {}).get("name") == store.get("name") and renv.get("REDISCLI_AUTH") == renv.get("REDIS_PASSWORD"),

@@ -695,7 +695,7 @@ PY
         || fail "after Apple came back the emulator accepted $delivered pushes for $distinct of the 20 devices: $(docker logs "${redis_relays[1]}" 2>&1 | tail -5)"
     ok "every held push delivered once by the relay left (20 of 20, the stopped relay's 10 included), after Redis was killed"
     metrics=$(curl -fsS "http://127.0.0.1:${relay_ports[1]}/metrics")
-    for series in '^relay_store_up 1$' '^relay_store_call_seconds_(bucket|count)' '^relay_store_errors_total\{kind="unreachable"\}'; do
+    for series in '^relay_store_up 1(\.0)?$' '^relay_store_call_seconds_(bucket|count)' '^relay_store_errors_total\{kind="unreachable"\}'; do
         grep -qE "$series" <<<"$metrics" || fail "the second relay's /metrics has no $series: $(grep '^relay_store' <<<"$metrics" | head -5)"
     done
     ok "the relay exports relay_store_up 1, relay_store_call_seconds and relay_store_errors_total{kind} (the dashboard's and the alert's series)"
