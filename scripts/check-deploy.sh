@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Checks the deployment files: Kubernetes manifests against their schemas (offline), the
-# compose file's structure, nginx's config, the systemd unit, the Dockerfile, and that the
-# env example documents every variable the relay reads. Exits non-zero on any failure.
+# Checks the deployment files: Kubernetes manifests against their schemas (offline; both
+# variants, deploy/kubernetes and deploy/kubernetes/redis), both compose files' structure and
+# Debian's docker-compose reading them, deploy/redis's configuration in a real Redis, nginx's
+# config, the systemd unit, the Dockerfiles, and that the env example documents every variable
+# the relay reads. Exits non-zero on any failure.
 #
 # Installs what it needs: python3-venv from Debian when missing, then kubernetes-validate
 # (which ships the Kubernetes JSON schemas, so validation needs no network), PyYAML and
