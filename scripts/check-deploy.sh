@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Checks the deployment files: Kubernetes manifests against their schemas (offline), the
-# compose file's structure, nginx's config, the systemd unit, the Dockerfile, and that the
-# env example documents every variable the relay reads. Exits non-zero on any failure.
+# Checks the deployment files: Kubernetes manifests against their schemas (offline; both
+# variants, deploy/kubernetes and deploy/kubernetes/redis), both compose files' structure and
+# Debian's docker-compose reading them, deploy/redis's configuration in a real Redis, nginx's
+# config, the systemd unit, the Dockerfiles, and that the env example documents every variable
+# the relay reads. Exits non-zero on any failure.
 #
 # Installs what it needs: python3-venv from Debian when missing, then kubernetes-validate
 # (which ships the Kubernetes JSON schemas, so validation needs no network), PyYAML and
 # crossplane (nginx's config parser) from PyPI into .build/deploy-check-venv; Debian's
-# prometheus for promtool.
+# prometheus (promtool), docker-compose and redis-tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,8 +30,15 @@ if ! "$VENV/bin/python" -c 'import kubernetes_validate, yaml, crossplane' 2>/dev
     "$VENV/bin/pip" install -q "${PY_PACKAGES[@]}"
 fi
 
-# promtool (Debian's prometheus) checks and unit-tests deploy/prometheus/alerts.yml.
-command -v promtool >/dev/null || install_packages prometheus
+# promtool (Debian's prometheus) checks and unit-tests deploy/prometheus/alerts.yml; Debian's
+# docker-compose (1.29, no engine needed) reads both compose files; Debian's redis-tools carries
+# the Redis server's binary (as redis-check-rdb: the redis-server package only adds the name and
+# a service that would start), run on 127.0.0.1 with deploy/redis/redis.conf.
+missing=()
+command -v promtool >/dev/null || missing+=(prometheus)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+command -v redis-cli >/dev/null && command -v redis-check-rdb >/dev/null || missing+=(redis-tools)
+install_packages "${missing[@]}"
 
 # Optional: systemd-analyze makes the unit check stronger; the script falls back to a
 # syntax check without it.
