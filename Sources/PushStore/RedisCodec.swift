@@ -1,8 +1,8 @@
 /// The Redis store's commands and the decoding of their replies: no I/O, so what goes to Redis
 /// and what comes back is tested without a server.
-enum RedisCodec {
+package enum RedisCodec {
     /// Values per push in the put script's arguments.
-    static let pushArity = 16
+    package static let pushArity = 16
 
     /// Stream entry field names, as the scripts write them.
     enum Field {
@@ -10,22 +10,22 @@ enum RedisCodec {
         static let collapseID = "c", pushType = "y", urgency = "u", arrival = "at", ttl = "ttl", payload = "pl"
     }
 
-    static func idText(_ id: HeldPushID) -> String { "\(id.high)-\(id.low)" }
+    package static func idText(_ id: HeldPushID) -> String { "\(id.high)-\(id.low)" }
 
     /// A stream id `ms-seq` as (ms, seq); nil when it is not one.
-    static func id(_ text: String) -> HeldPushID? {
+    package static func id(_ text: String) -> HeldPushID? {
         guard let dash = text.firstIndex(of: "-"), let ms = UInt64(text[..<dash]),
               let seq = UInt64(text[text.index(after: dash)...]) else { return nil }
         return HeldPushID(high: ms, low: seq)
     }
 
     /// EVALSHA `sha` with no keys and `arguments`.
-    static func evalsha(_ sha: String, _ arguments: [[UInt8]]) -> RedisCommand {
+    package static func evalsha(_ sha: String, _ arguments: [[UInt8]]) -> RedisCommand {
         [Array("EVALSHA".utf8), Array(sha.utf8), Array("0".utf8)] + arguments
     }
 
     /// The put script's arguments for every put of a turn.
-    static func putArguments(_ puts: [[HeldPush]], limits: HoldLimits) -> [[UInt8]] {
+    package static func putArguments(_ puts: [[HeldPush]], limits: HoldLimits) -> [[UInt8]] {
         var words: [[UInt8]] = [String(limits.maxEntries), String(limits.maxBytes), String(limits.maxPerDevice), String(puts.count)]
             .map { Array($0.utf8) }
         for pushes in puts {
@@ -43,7 +43,7 @@ enum RedisCodec {
     }
 
     /// One put's answer from the put script: {1, dropped, id...} or {0, why}.
-    static func receipt(_ value: RedisValue, expecting count: Int) -> Result<PutReceipt, PushStoreError> {
+    package static func receipt(_ value: RedisValue, expecting count: Int) -> Result<PutReceipt, PushStoreError> {
         guard let parts = value.array, let flag = parts.first?.integer else { return .failure(malformed("put")) }
         if flag == 0 { return .failure(PushStoreError(.capReached, parts.dropFirst().first?.text ?? "the store is at its cap")) }
         guard parts.count == count + 2, let dropped = parts[1].integer else { return .failure(malformed("put")) }
@@ -56,7 +56,7 @@ enum RedisCodec {
     }
 
     /// The take script's answer: {id, {field, value...}}... as pushes.
-    static func pushes(_ value: RedisValue) -> Result<[StoredPush], PushStoreError> {
+    package static func pushes(_ value: RedisValue) -> Result<[StoredPush], PushStoreError> {
         guard let entries = value.array else { return .failure(malformed("take")) }
         var taken: [StoredPush] = []
         taken.reserveCapacity(entries.count)
@@ -69,7 +69,7 @@ enum RedisCodec {
     }
 
     /// A stream entry's fields as a push; nil when one it needs is missing.
-    static func push(_ fields: [RedisValue]) -> HeldPush? {
+    package static func push(_ fields: [RedisValue]) -> HeldPush? {
         var values: [String: [UInt8]] = [:]
         var index = 0
         while index + 1 < fields.count {
@@ -89,7 +89,7 @@ enum RedisCodec {
     }
 
     /// The counts script's answer {entries, bytes, oldest or -1, leased}.
-    static func counts(_ value: RedisValue) -> Result<HeldCounts, PushStoreError> {
+    package static func counts(_ value: RedisValue) -> Result<HeldCounts, PushStoreError> {
         guard let parts = value.array, parts.count == 4, let entries = parts[0].integer, let bytes = parts[1].integer,
               let oldest = parts[2].integer, let leased = parts[3].integer else { return .failure(malformed("counts")) }
         return .success(HeldCounts(entries: Int(entries), bytes: Int(bytes), oldestArrivalMs: oldest < 0 ? nil : oldest, leased: Int(leased)))
@@ -97,7 +97,7 @@ enum RedisCodec {
 
     /// What a Redis error reply means for the store: full (maxmemory, or a disk that refuses
     /// the AOF), or another failure.
-    static func error(_ message: String, doing what: String) -> PushStoreError {
+    package static func error(_ message: String, doing what: String) -> PushStoreError {
         if message.hasPrefix("OOM") || message.contains("maxmemory") {
             return PushStoreError(.diskFull, "Redis is at its maxmemory: \(what) refused (\(message))")
         }
@@ -107,7 +107,7 @@ enum RedisCodec {
         return PushStoreError(.storeFailed, "Redis refused \(what): \(message)")
     }
 
-    static func malformed(_ what: String) -> PushStoreError {
+    package static func malformed(_ what: String) -> PushStoreError {
         PushStoreError(.storeFailed, "Redis answered \(what) with a reply this relay cannot read")
     }
 }

@@ -9,7 +9,7 @@ package enum RedisValue: Sendable, Equatable {
     case error(String)
 
     /// The text of a bulk or status reply.
-    var text: String? {
+    package var text: String? {
         switch self {
         case .bulk(let bytes): String(decoding: bytes, as: UTF8.self)
         case .status(let text): text
@@ -18,7 +18,7 @@ package enum RedisValue: Sendable, Equatable {
     }
 
     /// An integer reply, or a bulk one holding decimal digits (Lua numbers come back as integers).
-    var integer: Int64? {
+    package var integer: Int64? {
         switch self {
         case .integer(let value): value
         case .bulk: text.flatMap { Int64($0) }
@@ -26,7 +26,7 @@ package enum RedisValue: Sendable, Equatable {
         }
     }
 
-    var array: [RedisValue]? {
+    package var array: [RedisValue]? {
         if case .array(let values) = self { return values }
         return nil
     }
