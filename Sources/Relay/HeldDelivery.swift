@@ -89,7 +89,7 @@ final class HeldDelivery: @unchecked Sendable {
         taking = false
         switch result {
         case .failure(let error):
-            logger.error("held pushes cannot be read from the store", ["store": .string(owner.path), "error": .string(error.message)])
+            logger.error("held pushes cannot be read from the store", ["store": .string(owner.label), "error": .string(error.message)])
             backOff()
         case .success(let pushes):
             if pushes.isEmpty {
