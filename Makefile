@@ -1,9 +1,9 @@
 # apns-relay — every target installs what it needs on a fresh Debian machine (as root).
 SHELL := /bin/bash
 SWIFT ?= swift
-# libssl-dev, libnghttp2-dev, libsqlite3-dev, libstdc++-12-dev and libc6-dev also hold the static
+# libssl-dev, libnghttp2-dev, libsqlite3-dev, libhiredis-dev, libstdc++-12-dev and libc6-dev also hold the static
 # archives the shipped binary links (it is one static PIE: make ship).
-APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev libstdc++-12-dev libc6-dev pkg-config ca-certificates openssl curl python3
+APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev libhiredis-dev redis-server libstdc++-12-dev libc6-dev pkg-config ca-certificates openssl curl python3
 
 .PHONY: deps ship test run mock bench soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test prometheus-test
 

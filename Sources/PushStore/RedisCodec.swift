@@ -97,14 +97,12 @@ package enum RedisCodec {
 
     /// What a Redis error reply means for the store: full (maxmemory, or a disk that refuses
     /// the AOF), or another failure.
-    package static func error(_ message: String, doing what: String) -> PushStoreError {
-        if message.hasPrefix("OOM") || message.contains("maxmemory") {
-            return PushStoreError(.diskFull, "Redis is at its maxmemory: \(what) refused (\(message))")
+    package static func error(code: String, line: String, doing what: String) -> PushStoreError {
+        switch code {
+        case "OOM": PushStoreError(.diskFull, "Redis is at its maxmemory: \(what) refused (\(line))")
+        case "MISCONF": PushStoreError(.diskFull, "Redis cannot write to its disk: \(what) refused (\(line))")
+        default: PushStoreError(.storeFailed, "Redis refused \(what): \(line)")
         }
-        if message.hasPrefix("MISCONF") {
-            return PushStoreError(.diskFull, "Redis cannot write to its disk: \(what) refused (\(message))")
-        }
-        return PushStoreError(.storeFailed, "Redis refused \(what): \(message)")
     }
 
     package static func malformed(_ what: String) -> PushStoreError {

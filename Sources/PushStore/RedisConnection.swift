@@ -44,7 +44,7 @@ final class RedisConnection {
         case .failure(let error): return .failure(error)
         case .success(let replies):
             for (index, reply) in replies.enumerated() {
-                guard case .error(let message) = reply else { continue }
+                guard case .error(_, let message) = reply else { continue }
                 // The AUTH command's own words are never repeated: only Redis's answer.
                 let what = index == 0 && address.password != nil ? "logging in" : "selecting database \(address.database)"
                 return .failure(PushStoreError(.cannotOpen, "\(address.description) refused \(what): \(message)"))
@@ -96,7 +96,7 @@ final class RedisConnection {
         switch node.type {
         case REDIS_REPLY_STRING: return .bulk(bytes())
         case REDIS_REPLY_STATUS: return .status(String(decoding: bytes(), as: UTF8.self))
-        case REDIS_REPLY_ERROR: return .error(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: return .error(line: String(decoding: bytes(), as: UTF8.self))
         case REDIS_REPLY_INTEGER: return .integer(node.integer)
         case REDIS_REPLY_ARRAY:
             guard let elements = node.element else { return .array([]) }

@@ -6,7 +6,14 @@ package enum RedisValue: Sendable, Equatable {
     case integer(Int64)
     case array([RedisValue])
     case null
-    case error(String)
+    /// An error reply: its code (the first word, as Redis defines it: `ERR`, `OOM`, `NOSCRIPT`…)
+    /// apart from the whole line, so decisions read the code and only people read the line.
+    case error(code: String, line: String)
+
+    /// An error reply from the line Redis sent.
+    package static func error(line: String) -> RedisValue {
+        .error(code: String(line.prefix { $0 != " " }), line: line)
+    }
 
     /// The text of a bulk or status reply.
     package var text: String? {

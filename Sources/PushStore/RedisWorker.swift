@@ -135,11 +135,11 @@ final class RedisWorker {
         case .success(let replies):
             var reset = false
             for (item, reply) in zip(pending, replies) {
-                if case .error(let message) = reply {
+                if case .error(let code, let line) = reply {
                     // A script cache flushed or the stream deleted under us: set up again on the
                     // next turn.
-                    if message.hasPrefix("NOSCRIPT") || message.hasPrefix("NOGROUP") { reset = true }
-                    item.answer(.failure(RedisCodec.error(message, doing: "a call")))
+                    if code == "NOSCRIPT" || code == "NOGROUP" { reset = true }
+                    item.answer(.failure(RedisCodec.error(code: code, line: line, doing: "a call")))
                 } else {
                     item.answer(.success(reply))
                 }
@@ -186,13 +186,15 @@ final class RedisWorker {
         switch made.pipeline(commands) {
         case .failure(let error): return .failure(error)
         case .success(let replies):
-            if case .error(let message) = replies[0], !message.hasPrefix("BUSYGROUP") {
-                return .failure(RedisCodec.error(message, doing: "creating the store's stream"))
+            if case .error(let code, let line) = replies[0], code != "BUSYGROUP" {
+                return .failure(RedisCodec.error(code: code, line: line, doing: "creating the store's stream"))
             }
             var loaded: [String] = []
             for reply in replies.dropFirst() {
                 guard let sha = reply.text, case .bulk = reply else {
-                    if case .error(let message) = reply { return .failure(RedisCodec.error(message, doing: "loading the store's scripts")) }
+                    if case .error(let code, let line) = reply {
+                        return .failure(RedisCodec.error(code: code, line: line, doing: "loading the store's scripts"))
+                    }
                     return .failure(RedisCodec.malformed("SCRIPT LOAD"))
                 }
                 loaded.append(sha)

@@ -94,8 +94,13 @@ struct RedisCodecTests {
 
     @Test("Redis's errors: maxmemory and a disk that refuses the log are full; others fail the call")
     func errors() {
-        #expect(RedisCodec.error("OOM command not allowed when used memory > 'maxmemory'.", doing: "a put").code == .diskFull)
-        #expect(RedisCodec.error("MISCONF Errors writing to the AOF file: No space left on device", doing: "a put").code == .diskFull)
-        #expect(RedisCodec.error("ERR unknown command", doing: "a put").code == .storeFailed)
+        func mapped(_ line: String) -> PushStoreError.Code? {
+            guard case .error(let code, let line) = RedisValue.error(line: line) else { return nil }
+            return RedisCodec.error(code: code, line: line, doing: "a put").code
+        }
+        #expect(mapped("OOM command not allowed when used memory > 'maxmemory'.") == .diskFull)
+        #expect(mapped("MISCONF Errors writing to the AOF file: No space left on device") == .diskFull)
+        #expect(mapped("ERR unknown command") == .storeFailed)
+        #expect(RedisValue.error(line: "NOSCRIPT No matching script.") == .error(code: "NOSCRIPT", line: "NOSCRIPT No matching script."))
     }
 }
