@@ -33,7 +33,7 @@ ship: deps
 # SIGHUP, the other relays' env files, HTTPS and APPS_FILE, two relays sharing one provider token,
 # the demo, check, send, send-many, clean-token and token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
-E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|FleetTokenServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|HoldRedisServeTests|FleetTokenServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
 # Two passes. First every suite against the debug build: all but SERIAL_SUITES in parallel, then
 # those one after another. They need Swift's task pool (2 threads on a 2-core machine) to
