@@ -31,10 +31,14 @@ struct HoldRedisEndToEndTests {
             // The put, and the delivery's first look at the store.
             #expect(page.contains(#"relay_store_errors_total{kind="unreachable"} "#) && !page.contains(#"relay_store_errors_total{kind="unreachable"} 0"#))
 
+            // One line while the store cannot be read, not one a tick.
+            try await Task.sleep(for: .seconds(3))
+            #expect(h.logs.records.filter { $0.message == "held pushes cannot be read from the store" }.count == 1)
             try redis.start()
             #expect(try await eventually(within: .seconds(15)) {
                 String(decoding: try await TestHTTP.get(port: h.port, target: "/health").body, as: UTF8.self).contains(#""store_ok":true"#)
             })
+            #expect(try await eventually { h.logs.records.contains { $0.message == "held pushes can be read from the store again" } })
             let answers = try await HoldEndToEndTests.pushes(h, count: 20, first: 1)
             #expect(answers.allSatisfy { $0.status == 201 && $0.header("X-Relay-Held") == "true" }, "\(answers.map(\.status))")
             try h.apple.restart()
