@@ -25,7 +25,8 @@ struct HoldRedisEndToEndTests {
             #expect(String(decoding: ready.body, as: UTF8.self) == #"{"status":"ready","store_ok":false}"#)
             h.apple.stop()
             let refused = try await HoldEndToEndTests.pushes(h, count: 1)
-            #expect(refused.map(\.status) == [503])
+            // 503, or 504 when the push's deadline passed first (a loaded machine): never a 4xx.
+            #expect(refused.count == 1 && refused.allSatisfy { [503, 504].contains($0.status) }, "\(refused.map(\.status))")
             var page = String(decoding: try await TestHTTP.get(port: h.port, target: "/metrics").body, as: UTF8.self)
             #expect(page.contains("relay_store_up 0"))
             // The put, and the delivery's first look at the store.
