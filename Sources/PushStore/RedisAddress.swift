@@ -18,7 +18,7 @@ package struct RedisAddress: Sendable, Equatable {
 
     /// The URL without its credentials (`redis://host:port/db`): what logs and `/health` show.
     package var description: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let shownHost = host.contains(Character(":")) ? "[\(host)]" : host
         return "redis://\(shownHost):\(port)/\(database)"
     }
 
@@ -34,7 +34,7 @@ package struct RedisAddress: Sendable, Equatable {
         }
         guard scheme == "redis" else { return refuse("the scheme is \(scheme)://; only redis:// is supported") }
         var rest = url[url.index(colon, offsetBy: 3)...]
-        if rest.contains("?") || rest.contains("#") { return refuse("a query or fragment is not supported (the database is the path: /db)") }
+        if rest.contains(Character("?")) || rest.contains(Character("#")) { return refuse("a query or fragment is not supported (the database is the path: /db)") }
         var user: String?
         var password: String?
         if let at = rest.lastIndex(of: "@") {

@@ -1,4 +1,5 @@
 internal import CHiredis
+import Basics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,7 +85,7 @@ final class RedisConnection {
             String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
         }
         // hiredis says "Resource temporarily unavailable" for a read that timed out.
-        return text.contains("temporarily unavailable") ? "timed out" : (text.isEmpty ? "connection lost" : text)
+        return StringBytes.contains(text, "temporarily unavailable") ? "timed out" : (text.isEmpty ? "connection lost" : text)
     }
 
     private static func value(of reply: UnsafeMutablePointer<redisReply>) -> RedisValue {
