@@ -79,7 +79,8 @@ mock: deps
 # once (the store's rate; bound 10,000/s), then the emulator back: the drain (held pushes
 # delivered/s), every held push delivered once. BENCH_HOLD_MILLION=1 then holds a million pushes
 # (about 100 s) and gives RSS before and after (flat: they are on disk). BENCH_SKIP_HOLD=1 leaves
-# the scenario out.
+# the scenario out. BENCH_STORE=redis runs the scenario through a redis-server the bench starts
+# (append-only, appendfsync always; STORE_URL) instead of the SQLite file.
 bench: ship
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh relay-bench
 	RELAY_BINARY="$$PWD/.build/ship/apns-relay" .build/ship/relay-bench
