@@ -1,9 +1,9 @@
 # apns-relay — every target installs what it needs on a fresh Debian machine (as root).
 SHELL := /bin/bash
 SWIFT ?= swift
-# libssl-dev, libnghttp2-dev, libsqlite3-dev, libstdc++-12-dev and libc6-dev also hold the static
+# libssl-dev, libnghttp2-dev, libsqlite3-dev, libhiredis-dev, libstdc++-12-dev and libc6-dev also hold the static
 # archives the shipped binary links (it is one static PIE: make ship).
-APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev libstdc++-12-dev libc6-dev pkg-config ca-certificates openssl curl python3
+APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev libhiredis-dev redis-server libstdc++-12-dev libc6-dev pkg-config ca-certificates openssl curl python3
 
 .PHONY: deps ship test run mock bench soak slow-bodies fuzz build release clean deploy-check image-smoke nginx-test docker-test prometheus-test
 
@@ -33,7 +33,7 @@ ship: deps
 # SIGHUP, the other relays' env files, HTTPS and APPS_FILE, two relays sharing one provider token,
 # the demo, check, send, send-many, clean-token and token, docs/LIBRARY.md's library block), and those that judge the binary itself (no Foundation in it; shipped: its size, an idle relay's memory, a
 # crash's backtrace).
-E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|FleetTokenServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
+E2E_SUITES := ^(RelayTests\.(CommandLineTests|DropInServeTests|HoldServeTests|HoldRedisServeTests|FleetTokenServeTests|CrashBacktraceTests|FootprintTests|BinaryLinkTests)|APNsProductTests\.(CLITests|ReadmeExampleTests))/
 
 # Two passes. First every suite against the debug build: all but SERIAL_SUITES in parallel, then
 # those one after another. They need Swift's task pool (2 threads on a 2-core machine) to
@@ -79,7 +79,8 @@ mock: deps
 # once (the store's rate; bound 10,000/s), then the emulator back: the drain (held pushes
 # delivered/s), every held push delivered once. BENCH_HOLD_MILLION=1 then holds a million pushes
 # (about 100 s) and gives RSS before and after (flat: they are on disk). BENCH_SKIP_HOLD=1 leaves
-# the scenario out.
+# the scenario out. BENCH_STORE=redis runs the scenario through a redis-server the bench starts
+# (append-only, appendfsync always; STORE_URL) instead of the SQLite file.
 bench: ship
 	SWIFT=$(SWIFT) bash scripts/ship-build.sh relay-bench
 	RELAY_BINARY="$$PWD/.build/ship/apns-relay" .build/ship/relay-bench

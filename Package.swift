@@ -9,7 +9,7 @@ import PackageDescription
 //   WebPushCrypto → OpenSSLSupport; MockAPNs → CertificateSupport → OpenSSLSupport
 //   HTTPServer → EventLoop → Observability (logs, metrics; each loop writes its log lines in batches)
 //   HTTPServer → OpenSSLSupport (HTTPS: the server's own certificate, TLS over its TCP streams)
-//   PushStore → {CSQLite, EventLoop (its writer thread), Basics} (pushes held on disk)
+//   PushStore → {CSQLite, CHiredis, EventLoop (its writer thread), Basics} (pushes held on disk or in Redis)
 //   Basics (what every layer shares: base64url, hex, JSON strings, UUIDs, the wall clock, random bytes, the
 //   one shape of errors) is the leaf every layer may import; it imports
 //   nothing of ours. MockAPNs shares no code with APNs, APNsCore or Basics: it keeps its own
@@ -33,6 +33,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // GNU-only calls (epoll, eventfd, accept4) live in a .c file, never in a module-map header.
         .target(name: "CLinux"),
 
@@ -48,8 +49,8 @@ let package = Package(
         .target(name: "WebPush", dependencies: ["Basics"]),
         .target(name: "WebPushCrypto", dependencies: ["COpenSSL", "OpenSSLSupport", "WebPush", "Basics"]),
         .target(name: "HTTPServer", dependencies: ["EventLoop", "OpenSSLSupport", "Basics"]),
-        // Pushes held on disk while Apple is out of reach: the store's protocol and its SQLite engine.
-        .target(name: "PushStore", dependencies: ["CSQLite", "EventLoop", "Basics"]),
+        // Pushes held while Apple is out of reach: the store's protocol and its engines (SQLite, Redis).
+        .target(name: "PushStore", dependencies: ["CSQLite", "CHiredis", "EventLoop", "Basics"]),
         .target(name: "Relay", dependencies: ["APNs", "WebPush", "HTTPServer", "Basics", "Observability", "EventLoop", "OpenSSLSupport", "PushStore"]),
         .target(name: "MockAPNs", dependencies: ["Transport", "HTTP2", "EventLoop", "OpenSSLSupport", "CertificateSupport"]),
         .executableTarget(name: "apns-mock", dependencies: ["MockAPNs", "OpenSSLSupport", "CertificateSupport"]),

@@ -1,6 +1,6 @@
 /// Where the relay keeps pushes Apple could not take, without knowing the engine behind it
-/// (SQLite on local disk; Redis Streams later: XADD, XREADGROUP, XACK, XAUTOCLAIM map onto
-/// put, take, finish and an expired lease).
+/// (SQLite on local disk, `SQLitePushStore`; Redis Streams, `RedisPushStore`: XADD, XREADGROUP,
+/// XACK + XDEL and XAUTOCLAIM map onto put, take, finish and an expired lease).
 ///
 /// Every call answers through `completion`, once, on a thread of the store's own (a caller on
 /// an event loop hops back itself; only a call after `close` is answered at once, `closed`, on
@@ -31,6 +31,10 @@ package protocol HeldPushStore: AnyObject, Sendable {
     /// neither finished nor released, its lease not run out: its answer, or a sweep after its
     /// lease ends, settles it); answers how many went.
     func dropExpired(nowMs: Int64, completion: @escaping @Sendable (Result<Int, PushStoreError>) -> Void)
+
+    /// Whether the store can be used now: its file is open, or its server answered at the last
+    /// call or ping (what `/health` shows as `store_ok`). Read from any thread, never waits.
+    var isAvailable: Bool { get }
 
     /// What is held now.
     func counts(completion: @escaping @Sendable (Result<HeldCounts, PushStoreError>) -> Void)

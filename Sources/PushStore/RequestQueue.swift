@@ -46,10 +46,26 @@ final class RequestQueue<Element: Sendable>: @unchecked Sendable {
 
     /// The writer's wait: every item waiting, once there is one (and the queue is not paused);
     /// `closing` once the queue is closed, with what was appended before.
-    func takeAll() -> (items: [Element], closing: Bool) {
+    /// With `idleAfter`, returns an empty batch once that long passed with nothing to take (a
+    /// writer with something to do while idle: Redis's reconnects and pings).
+    func takeAll(idleAfter: Duration? = nil) -> (items: [Element], closing: Bool) {
         locked {
             if writer == nil { writer = pthread_self() }
-            while !closed && (items.isEmpty || paused) { pthread_cond_wait(changed, mutex) }
+            var deadline = timespec()
+            if let idleAfter {
+                clock_gettime(CLOCK_REALTIME, &deadline)
+                let nanoseconds = Int(idleAfter / .nanoseconds(1)) + deadline.tv_nsec
+                deadline.tv_sec += nanoseconds / 1_000_000_000
+                deadline.tv_nsec = nanoseconds % 1_000_000_000
+            }
+            while !closed && (items.isEmpty || paused) {
+                if idleAfter == nil {
+                    pthread_cond_wait(changed, mutex)
+                } else if pthread_cond_timedwait(changed, mutex, &deadline) == ETIMEDOUT {
+                    break
+                }
+            }
+            guard !paused || closed else { return ([], false) }
             let batch = items
             items.removeAll(keepingCapacity: true)
             return (batch, closed)

@@ -43,6 +43,9 @@ package final class SQLitePushStore: HeldPushStore {
 
     deinit { close() }
 
+    /// The file is open for as long as the store is.
+    package var isAvailable: Bool { true }
+
     /// Transactions committed since open (one per writer turn that wrote): for tests and the bench.
     package var commits: Int { stats.commits.load(ordering: .relaxed) }
 

@@ -184,7 +184,7 @@ package struct RelayConfiguration: Sendable {
         Variable.maxConnections, Variable.relayToTopic, Variable.relayToAlert, Variable.apnsMaxStreamsPerConnection,
         Variable.requestTimeout, Variable.maxBufferedRequestBytes, Variable.p12File, Variable.p12Base64, Variable.p12Password,
         Variable.certFile, Variable.certKeyFile, Variable.tlsCertFile, Variable.tlsKeyFile, Variable.appsFile,
-        Variable.storePath, Variable.holdMaxPushes, Variable.holdMaxBytes, Variable.holdMaxPerDevice, Variable.holdDeliveryInFlight,
+        Variable.storePath, Variable.storeURL, Variable.holdMaxPushes, Variable.holdMaxBytes, Variable.holdMaxPerDevice, Variable.holdDeliveryInFlight,
     ] + ForeignVariable.all
 
     /// The settings without secrets, for the start-up log line: numbers as numbers, so a log
@@ -207,8 +207,9 @@ package struct RelayConfiguration: Sendable {
         ]
         switch hold.store {
         case .off(let why): summary["hold"] = .string("off: \(why)")
-        case .file(let path, _):
-            summary["hold.store_path"] = .string(path)
+        case .file, .redis:
+            if case .file(let path, _) = hold.store { summary["hold.store_path"] = .string(path) }
+            summary["hold.store"] = .string(hold.store.label)
             summary["hold.max_pushes"] = .int(hold.limits.maxEntries)
             summary["hold.max_bytes"] = .int(hold.limits.maxBytes)
             summary["hold.max_per_device"] = .int(hold.limits.maxPerDevice)

@@ -32,6 +32,9 @@ final class HeldDelivery: @unchecked Sendable {
     private var wakeScheduled = false
     private var stopped = false
     private var lastSweep: ContinuousClock.Instant?
+    /// The last take failed: the next failure is not logged again (Redis down would write a
+    /// line a tick), the next success says the store reads again.
+    private var readFailing = false
     /// What the store held at its last count, for `/health` and the gauges: read from event
     /// loops, which must not wait behind the queue.
     private let lastCounts = Mutex(HeldCounts(entries: 0, bytes: 0, oldestArrivalMs: nil, leased: 0))
@@ -90,9 +93,16 @@ final class HeldDelivery: @unchecked Sendable {
         taking = false
         switch result {
         case .failure(let error):
-            logger.error("held pushes cannot be read from the store", ["store": .string(owner.path), "error": .string(error.message)])
+            if !readFailing {
+                logger.error("held pushes cannot be read from the store", ["store": .string(owner.label), "error": .string(error.message)])
+            }
+            readFailing = true
             backOff()
         case .success(let pushes):
+            if readFailing {
+                readFailing = false
+                logger.notice("held pushes can be read from the store again", ["store": .string(owner.label)])
+            }
             if pushes.isEmpty {
                 // Nothing due: the store is empty, or all it holds is in flight. Count it, so
                 // the gauges reach zero once it drains.

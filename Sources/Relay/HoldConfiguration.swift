@@ -1,7 +1,7 @@
 import PushStore
 
-/// Where and how much the relay holds of what Apple could not take (`STORE_PATH` and the
-/// `HOLD_*` settings).
+/// Where and how much the relay holds of what Apple could not take (`STORE_PATH` or `STORE_URL`,
+/// and the `HOLD_*` settings).
 package struct HoldConfiguration: Sendable, Equatable {
     /// The store's file, or why there is none.
     package enum Store: Sendable, Equatable {
@@ -9,6 +9,18 @@ package struct HoldConfiguration: Sendable, Equatable {
         case off(why: String)
         /// The SQLite file. `chosenBy` decides what an unusable file does at start-up.
         case file(path: String, chosenBy: Chooser)
+        /// Redis (`STORE_URL`): shared by every relay that names it.
+        case redis(RedisAddress)
+
+        /// What logs and `/health` show: `sqlite:/path`, `redis://host:port/db` (never the
+        /// password), `off`.
+        package var label: String {
+            switch self {
+            case .off: "off"
+            case .file(let path, _): "sqlite:" + path
+            case .redis(let address): address.description
+            }
+        }
     }
 
     /// Who chose the store's path.

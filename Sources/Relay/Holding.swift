@@ -62,6 +62,12 @@ package final class Holding: Sendable {
     /// What the store held at its last count.
     package var counts: HeldCounts { delivery.counts }
 
+    /// Whether the store can be used now (`/health`'s `store_ok`, `relay_store_up`).
+    package var storeAvailable: Bool { owner.isAvailable }
+
+    /// The store in use: `sqlite:/path` or `redis://host:port/db`.
+    package var storeLabel: String { owner.label }
+
     /// Sets the gauges from the last count (at each scrape).
     package func updateGauges(nowMs: Int64) {
         let counts = delivery.counts

@@ -64,6 +64,7 @@ package final class RelayMetrics: Sendable {
             "relay_unknown_app_pushes_total",
             help: "Pushes to /{app}/... for an app the relay does not serve (502): APPS_FILE lost the app, or a sender guessed a name.")
         hold = HoldMetrics(registry: registry)
+        store = StoreMetrics(registry: registry)
         registry.gauge("relay_build_info", help: "The relay's version, as apns-relay --version prints it; always 1.",
                        labels: ["version": RelayVersion.current]).set(1)
     }
@@ -149,6 +150,8 @@ package final class RelayMetrics: Sendable {
     package let unknownAppPushes: Counter
     /// Holding what Apple could not take.
     package let hold: HoldMetrics
+    /// The store of held pushes: up, its calls' durations, its errors.
+    package let store: StoreMetrics
 }
 
 /// The client reports connection events from its loops; the relay turns them into metrics

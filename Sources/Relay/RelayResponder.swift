@@ -284,15 +284,21 @@ package final class RelayResponder: HTTPResponder {
     private func health() -> HTTPResponse {
         switch holdState.withLock({ $0 }) {
         case .on(let holding):
-            return HTTPResponse(status: 200, json: #"{"status":"alive","held":"# + String(holding.counts.entries) + "}")
+            return HTTPResponse(status: 200, json: #"{"status":"alive","held":"# + String(holding.counts.entries)
+                + #","store":"# + JSONString.quoted(holding.storeLabel) + #","store_ok":"# + String(holding.storeAvailable) + "}")
         case .off(let why):
-            return HTTPResponse(status: 200, json: #"{"status":"alive","hold":"# + JSONString.quoted("off: " + why) + "}")
+            return HTTPResponse(status: 200, json: #"{"status":"alive","hold":"# + JSONString.quoted("off: " + why)
+                + #","store":"off","store_ok":false}"#)
         }
     }
 
+    /// Ready when a production connection can take a push. The store's state is said
+    /// (`store_ok`) but never makes the relay unready: with the store down, live pushes still go
+    /// to Apple; only holding stops (503 for what Apple cannot take).
     private func ready() -> HTTPResponse {
         if let why = readiness() { return Self.error(503, why) }
-        return HTTPResponse(status: 200, json: #"{"status":"ready"}"#)
+        let storeOK = holding?.storeAvailable ?? false
+        return HTTPResponse(status: 200, json: #"{"status":"ready","store_ok":"# + String(storeOK) + "}")
     }
 
     private func metricsPage() -> HTTPResponse {

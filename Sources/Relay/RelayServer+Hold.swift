@@ -7,13 +7,19 @@ extension RelayServer {
     /// holding off with one warning.
     ///
     /// - Throws: `ConfigurationError` naming `STORE_PATH`.
-    static func openHoldStore(_ hold: HoldConfiguration, logger: Logger) throws(ConfigurationError) -> (HeldStoreOwner?, String?) {
+    static func openHoldStore(_ hold: HoldConfiguration, logger: Logger, metrics: StoreMetrics) throws(ConfigurationError) -> (HeldStoreOwner?, String?) {
         switch hold.store {
         case .off(let why):
             return (nil, why)
+        case .redis(let address):
+            do {
+                return (try HeldStoreOwner(redis: address, limits: hold.limits, metrics: metrics), nil)
+            } catch {
+                throw ConfigurationError(.invalid, Variable.storeURL, "\(Variable.storeURL): \(error.message)")
+            }
         case .file(let path, let chooser):
             do {
-                return (try HeldStoreOwner(path: path, limits: hold.limits), nil)
+                return (try HeldStoreOwner(path: path, limits: hold.limits, metrics: metrics), nil)
             } catch {
                 switch chooser {
                 case .operatorSetting:

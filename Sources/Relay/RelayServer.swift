@@ -66,7 +66,7 @@ package final class RelayServer: Sendable {
     package static func start(configuration: RelayConfiguration, logger: Logger, options: Options = Options(),
                              metrics: RelayMetrics = RelayMetrics()) throws -> RelayServer {
         let loopCount = max(1, options.loopCount ?? configuration.eventLoopCount)
-        let (holdOwner, holdOff) = try openHoldStore(configuration.hold, logger: logger)
+        let (holdOwner, holdOff) = try openHoldStore(configuration.hold, logger: logger, metrics: metrics.store)
         let group: EventLoopGroup
         do { group = try EventLoopGroup(loopCount: loopCount) } catch {
             holdOwner?.close()
@@ -139,6 +139,7 @@ package final class RelayServer: Sendable {
             for (app, certificate) in relay.certificates { metrics.setCertificateExpiry(app: app, seconds: certificate.secondsLeft(now: now)) }
             if let notAfter = relay.httpsCertificateNotAfter { metrics.httpsCertificateExpiry.set(Int(notAfter - now)) }
             relay.holding?.updateGauges(nowMs: options.now().nanosecondsSince1970 / 1_000_000)
+            metrics.store.up.set(relay.holding?.storeAvailable == true ? 1 : 0)
             if let bytes = ProcessStats.residentBytes() { metrics.residentBytes.set(bytes) }
             if let fds = ProcessStats.openFileDescriptors() { metrics.openFileDescriptors.set(fds) }
             if let max = ProcessStats.maxFileDescriptors() { metrics.maxFileDescriptors.set(max) }

@@ -44,6 +44,7 @@ enum Variable {
     static let appsFile = "APPS_FILE"
     // Holding what Apple could not take.
     static let storePath = "STORE_PATH"
+    static let storeURL = "STORE_URL"
     static let holdMaxPushes = "HOLD_MAX_PUSHES"
     static let holdMaxBytes = "HOLD_MAX_BYTES"
     static let holdMaxPerDevice = "HOLD_MAX_PER_DEVICE"

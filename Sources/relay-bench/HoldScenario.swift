@@ -74,10 +74,17 @@ func runHoldScenario(settings: BenchSettings, emulator: MockAPNsServer, director
     var findings = HoldFindings()
     let storePath = directory.appendingPathComponent("held-scenario.sqlite").path
     let relay: RelayProcess
+    var redis: BenchRedis?
+    defer { redis?.stop() }
     do {
         let port = try freeLoopbackPort()
         var environment = relayEnvironment(directory: directory, emulatorPort: emulator.port, port: port, pool: settings.pool,
-                                           eventLoops: settings.eventLoops, storePath: storePath)
+                                           eventLoops: settings.eventLoops, storePath: settings.redisStore ? nil : storePath)
+        if settings.redisStore {
+            let server = try BenchRedis(directory: directory.appendingPathComponent("redis"))
+            redis = server
+            environment["STORE_URL"] = server.url
+        }
         // Room for the million and what the clients still had in flight when it was reached.
         environment["HOLD_MAX_PUSHES"] = "2000000"
         relay = try RelayProcess(binary: relayBinary(), environment: environment, port: port,

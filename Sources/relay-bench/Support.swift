@@ -24,6 +24,9 @@ struct BenchSettings {
     var skipHold = false
     /// BENCH_HOLD_MILLION=1 adds its last part: RSS before and after a million pushes are held.
     var holdMillion = false
+    /// BENCH_STORE=redis holds in a redis-server of the bench's own (STORE_URL) instead of the
+    /// SQLite file.
+    var redisStore = false
     /// Seconds of load before measuring starts, so connection set-up and the first
     /// authenticated request don't count.
     var warmup: Double { min(2, max(0.5, seconds / 10)) }
@@ -41,7 +44,8 @@ struct BenchSettings {
             skipCeiling: env["BENCH_SKIP_CEILING"] == "1",
             logLevels: try levels(env["BENCH_LOG_LEVELS"]),
             skipHold: env["BENCH_SKIP_HOLD"] == "1",
-            holdMillion: env["BENCH_HOLD_MILLION"] == "1")
+            holdMillion: env["BENCH_HOLD_MILLION"] == "1",
+            redisStore: env["BENCH_STORE"] == "redis")
     }
 }
 

@@ -268,7 +268,7 @@ func run() -> Int32 {
     var hold: HoldFindings?
     if !settings.skipHold {
         print("phase \(phases.count + (settings.skipCeiling ? 1 : 2)) (hold): emulator stopped, \(settings.connections) HTTP/1.1 clients "
-              + "-> apns-relay serve (STORE_PATH) for \(fixed(settings.seconds + holdLead, 0)) s, then the emulator back"
+              + "-> apns-relay serve (\(settings.redisStore ? "STORE_URL: redis-server, appendfsync always" : "STORE_PATH")) for \(fixed(settings.seconds + holdLead, 0)) s, then the emulator back"
               + (settings.holdMillion ? ", then away again until a million are held" : "") + " …")
         hold = runHoldScenario(settings: settings, emulator: emulator, directory: directory, delivered: delivered, variants: variants)
     }

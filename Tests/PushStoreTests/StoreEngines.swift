@@ -1,20 +1,24 @@
 import Foundation
 import PushStore
+import TestWaits
 
 /// The engines the conformance suite runs against: each opens its store afresh for a test and
-/// can open the same store again (a restart). An engine of another kind (Redis) adds a case.
+/// can open the same store again (a restart).
 enum StoreEngine: CaseIterable, CustomStringConvertible, Sendable {
     case sqlite
+    case redis
 
     var description: String {
         switch self {
         case .sqlite: "SQLite"
+        case .redis: "Redis"
         }
     }
 
     func place() throws -> StorePlace {
         switch self {
         case .sqlite: try SQLitePlace()
+        case .redis: try RedisPlace()
         }
     }
 }
@@ -44,6 +48,25 @@ struct SQLitePlace: StorePlace {
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// A redis-server of the test's own (append-only, fsync always), stopped by its PID at `remove`.
+struct RedisPlace: StorePlace {
+    let server: RedisServer
+
+    init() throws { server = try RedisServer() }
+
+    var address: RedisAddress {
+        get throws { try RedisAddress.parse(server.url()).get() }
+    }
+
+    func open(_ limits: HoldLimits) throws -> any HeldPushStore { try openRedis(limits) }
+
+    func openRedis(_ limits: HoldLimits, timeout: Duration = .seconds(2)) throws -> RedisPushStore {
+        try RedisPushStore(address: try address, limits: limits, timeout: timeout)
+    }
+
+    func remove() { server.remove() }
 }
 
 extension HoldLimits {

@@ -79,6 +79,22 @@ struct CommandLineTests {
         #expect(result.stderr.contains("STORE_PATH") && result.stderr.contains("/nonexistent-\(getpid()) is not writable"), "\(result.stderr)")
     }
 
+    @Test("STORE_URL refused at start-up: rediss://, both STORE_URL and STORE_PATH, a bad URL: one line naming it, never the password, exit 1",
+          arguments: [("rediss://:hunter2@redis:6379/0", nil, "no TLS"),
+                      ("redis://:hunter2@redis:6379/0", "/tmp/held.sqlite", "both set"),
+                      ("redis://:hunter2@redis:port/0", nil, "port")] as [(String, String?, String)])
+    func storeURLRefused(url: String, path: String?, what: String) async throws {
+        var environment = [
+            "APNS_AUTH_KEY": RelayHarness.key.pemPKCS8, "APNS_KEY_ID": RelayHarness.keyID, "APPLE_TEAM_ID": RelayHarness.teamID,
+            "TOPIC": RelayHarness.topic, "PORT": String(try freePort()), "BIND_ADDRESS": "127.0.0.1", "STORE_URL": url]
+        if let path { environment["STORE_PATH"] = path }
+        let result = try await run(["serve"], environment: environment)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("STORE_URL") && result.stderr.contains(what), "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2") && !result.stdout.contains("hunter2"))
+    }
+
     @Test("the default store path not writable (a bare binary): one warning, holding off, and /health says so",
           .enabled(if: !FileManager.default.fileExists(atPath: "/var/lib/apns-relay")))
     func defaultStoreUnusable() async throws {

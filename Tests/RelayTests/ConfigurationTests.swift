@@ -1,6 +1,7 @@
 import Foundation
 import EventLoop
 import Testing
+import PushStore
 import Observability
 @testable import Relay
 
@@ -412,10 +413,27 @@ struct EnvFileTests {
         #expect(RelayConfiguration.variableNames.contains("APNS_KEY_FILE"))
         #expect(RelayConfiguration.variableNames.contains("APNS_CA"))
         #expect(RelayConfiguration.variableNames.contains("EVENT_LOOPS"))
-        for name in ["STORE_PATH", "HOLD_MAX_PUSHES", "HOLD_MAX_BYTES", "HOLD_MAX_PER_DEVICE", "HOLD_DELIVERY_IN_FLIGHT"] {
+        for name in ["STORE_PATH", "STORE_URL", "HOLD_MAX_PUSHES", "HOLD_MAX_BYTES", "HOLD_MAX_PER_DEVICE", "HOLD_DELIVERY_IN_FLIGHT"] {
             #expect(RelayConfiguration.variableNames.contains(name))
         }
-        #expect(RelayConfiguration.variableNames.count == 51)
+        #expect(RelayConfiguration.variableNames.count == 52)
+    }
+
+    @Test("STORE_URL holds in Redis; with STORE_PATH too, or rediss://, or a bad URL, it is refused in one line without the password")
+    func storeURL() throws {
+        let configuration = try load(["STORE_URL": "redis://relay:hunter2@redis.internal:6380/2"])
+        #expect(configuration.hold.store == .redis(RedisAddress(host: "redis.internal", port: 6380, database: 2, user: "relay", password: "hunter2")))
+        #expect(configuration.hold.store.label == "redis://redis.internal:6380/2")
+        #expect(configuration.loggableSummary["hold.store"] == .string("redis://redis.internal:6380/2"))
+        #expect(!"\(configuration.loggableSummary)".contains("hunter2"))
+        let both = failure(["STORE_URL": "redis://h:6379", "STORE_PATH": "/tmp/held.sqlite"])
+        #expect(both?.variable == "STORE_URL" && both?.message.contains("STORE_PATH") == true)
+        for (url, what) in [("rediss://:hunter2@h:6379", "no TLS"), ("redis://:hunter2@h:x", "port"), ("redis://:hunter2@", "no host")] {
+            let error = failure(["STORE_URL": url])
+            #expect(error?.variable == "STORE_URL", "\(url)")
+            #expect(error?.message.contains(what) == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("hunter2") == false && error?.message.contains("\n") == false)
+        }
     }
 }
 

@@ -56,7 +56,8 @@ struct HoldEndToEndTests {
                     && text.contains("relay_held_pushes_total 30")
             })
             let health = try await TestHTTP.get(port: h.port, target: "/health")
-            #expect(String(decoding: health.body, as: UTF8.self) == #"{"status":"alive","held":0}"#)
+            let text = String(decoding: health.body, as: UTF8.self)
+            #expect(text.hasPrefix(#"{"status":"alive","held":0,"store":"sqlite:/"#) && text.hasSuffix(#"held.sqlite","store_ok":true}"#), "\(text)")
         }
     }
 

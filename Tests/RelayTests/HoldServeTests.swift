@@ -152,7 +152,8 @@ struct HoldServeTests {
         #expect(twice.isEmpty, "\(twice.count) pushes reached Apple twice")
         let drained = try await eventually(within: .seconds(10)) {
             let health = try await TestHTTP.get(port: port, target: "/health")
-            return String(decoding: health.body, as: UTF8.self) == #"{"status":"alive","held":0}"#
+            let text = String(decoding: health.body, as: UTF8.self)
+            return text.hasPrefix(#"{"status":"alive","held":0,"store":"sqlite:"#) && text.hasSuffix(#""store_ok":true}"#)
         }
         #expect(drained)
         #expect(try await relay.stop() == 0)

@@ -3,6 +3,7 @@
 //                                       writes "ack ID N" on stdout the moment push N's put is
 //                                       answered (the crash tests kill -9 it at random moments
 //                                       and then look for every acknowledged id in the file)
+// PATH may be a Redis URL (redis://127.0.0.1:6379/0): the same, through RedisPushStore.
 //   push-store-probe bench PATH PUTS THREADS
 //                                       PUTS one-push puts from THREADS threads, each waiting for
 //                                       its answer before its next put (as concurrent senders
@@ -41,7 +42,7 @@ func say(_ line: String) {
 }
 
 /// Puts `push` and waits for its answer.
-func putAndWait(_ store: SQLitePushStore, _ push: HeldPush) -> Result<PutReceipt, PushStoreError> {
+func putAndWait(_ store: any HeldPushStore, _ push: HeldPush) -> Result<PutReceipt, PushStoreError> {
     let done = DispatchSemaphore(value: 0)
     let outcome = OutcomeBox()
     store.put([push]) { result in
@@ -85,9 +86,13 @@ func residentKiB() -> String {
 }
 let residentBeforeOpen = residentKiB()
 
-let store: SQLitePushStore
+let store: any HeldPushStore
 do {
-    store = try SQLitePushStore(path: arguments[2], limits: limits)
+    if arguments[2].hasPrefix("redis://") {
+        store = try RedisPushStore(address: try RedisAddress.parse(arguments[2]).get(), limits: limits)
+    } else {
+        store = try SQLitePushStore(path: arguments[2], limits: limits)
+    }
 } catch {
     FileHandle.standardError.write("\(error)\n".data(using: .utf8)!)
     exit(1)
@@ -129,7 +134,7 @@ case "bench":
     }
     group.wait()
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-    let commits = store.commits
+    let commits = (store as? SQLitePushStore)?.commits ?? (store as? RedisPushStore)?.commits ?? 0
     say(String(format: "puts %d threads %d seconds %.3f puts/s %.0f commits %d puts/commit %.1f",
                puts, threads, seconds, Double(puts) / seconds, commits, Double(puts) / Double(max(commits, 1))))
     store.close()
