@@ -39,14 +39,6 @@ K8S_VERSIONS = ["1.30", "1.37"]
 # The relay's default push deadline; every timeout in front of it must be longer.
 PUSH_DEADLINE_S = 8
 
-# Names the Redis engine for held pushes (issue 33: STORE_URL and its metrics) adds to the relay,
-# which the deployment files already use. Each is accepted while Sources/ has not got it, as a
-# name the relay reads or exports; once Sources/ has it, it is checked like every other name and
-# its entry here fails the check until removed (delete the name from the set; both sets empty,
-# delete them and pending() with its calls). So nothing here is lenient once the engine is in.
-PENDING_VARIABLES = {"STORE_URL"}
-PENDING_METRICS = {"relay_store_up", "relay_store_call_seconds", "relay_store_errors_total"}
-
 failures = []
 
 
@@ -63,18 +55,6 @@ def check(ok, what, detail="", quiet=False):
 
 def rel(path):
     return os.path.relpath(path, ROOT)
-
-
-def pending(names, have, what, where):
-    """The names of `names` not in `have` (the source's), each with a note; a name the source has
-    fails: its exemption is stale."""
-    waiting = sorted(n for n in names if n not in have)
-    for name in waiting:
-        print(f"note  {name}: no {what} of the relay's source yet (the Redis engine adds it); the deployment files may use it until then")
-    landed = sorted(n for n in names if n in have)
-    check(not landed, f"no {what} the source has is still exempted in {where} of scripts/check_deploy.py",
-          f"remove {', '.join(landed)} from {where}: the relay has it now")
-    return waiting
 
 
 # --- The variables the relay reads ---------------------------------------------------------
@@ -854,7 +834,6 @@ def check_prometheus_rules():
     exported = set()
     for path in glob.glob(os.path.join(ROOT, "Sources/**/*.swift"), recursive=True):
         exported |= set(re.findall(r'"(relay_[a-z_]+)"', open(path, encoding="utf-8").read()))
-    exported |= set(pending(PENDING_METRICS, exported, "metric", "PENDING_METRICS"))
     named = set()
     for rule in alerts:
         for name in re.findall(r"\b(relay_[a-z_]+?)(?:_bucket)?\b", rule["expr"]):
@@ -898,8 +877,7 @@ def check_prometheus_rules():
 
 def main():
     variables = relay_variables()
-    # The deployment files may name a pending variable; the env example must document it.
-    known = variables + pending(PENDING_VARIABLES, variables, "variable", "PENDING_VARIABLES")
+    known = variables
     check_env_example(known)
     check_store_default()
     check_kubernetes(known)
