@@ -159,9 +159,9 @@ nginx-test: deps
 # the relay under load against the emulator on 127.0.0.1, with deploy/prometheus/alerts.yml loaded:
 # every panel of deploy/grafana/apns-relay.json returns data, the 502 (not for DeviceTokenNotForTopic)
 # and reconnect alerts fire, the others stay quiet, and ApnsRelayDown's expression holds once the
-# relay is stopped and for a job with no target (~45 s, bounded). A relay that reads STORE_URL holds
-# in Debian's Redis (deploy/redis/redis.conf) instead, and the store panels and
-# ApnsRelayStoreUnreachable are checked too; before that they are skipped, with a line each.
+# relay is stopped and for a job with no target (~45 s, bounded). The relay holds in Debian's Redis
+# (deploy/redis/redis.conf, STORE_URL), and the store panels and ApnsRelayStoreUnreachable (Redis
+# killed) are checked too.
 prometheus-test: deps
 	bash scripts/prometheus-test.sh
 
@@ -170,9 +170,8 @@ prometheus-test: deps
 # Swift toolchain, cached in Docker's image store), then runs the image: demo --once, serve +
 # HEALTHCHECK, uid, SIGTERM, toot-relay's env file over HTTPS, a crash's backtrace; then
 # deploy/docker-compose.yml (Debian's docker-compose) with the three relays' env files, and whole
-# with its relay recreated behind its nginx; once the relay reads STORE_URL (skipped before, with a
-# line), deploy/redis with two relays holding through an outage and a killed Redis, and
-# deploy/docker-compose.redis.yml with two replicas.
+# with its relay recreated behind its nginx; deploy/redis with two relays holding through an
+# outage and a killed Redis, and deploy/docker-compose.redis.yml with two replicas.
 docker-test: deps
 	bash scripts/docker-test.sh
 

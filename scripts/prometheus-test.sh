@@ -18,12 +18,9 @@
 #     often, 503/504 ratio, degraded payloads, latency, certificates, pushes held 10 minutes);
 #   - once the relay is stopped, ApnsRelayDown's expression holds for its target (up == 0), and
 #     for a job with no target at all (absent).
-# The store: a relay that reads STORE_URL (the Redis engine; found by starting it with STORE_URL
-# and STORE_PATH both set, which such a relay refuses, naming STORE_URL, and any other ignores)
-# holds in Debian's Redis (redis-tools' server binary, deploy/redis/redis.conf, 127.0.0.1) instead
-# of STORE_PATH: then the store panels must return data too, and once Redis is killed a push that
-# should be held makes ApnsRelayStoreUnreachable's expression hold. A relay without it holds in
-# STORE_PATH, and the store panels (relay_store_*) are skipped, each with a line saying so.
+# The store: the relay holds in Debian's Redis (redis-tools' server binary, deploy/redis/redis.conf,
+# 127.0.0.1) through STORE_URL: the store panels must return data too, and once Redis is killed a
+# push that should be held makes ApnsRelayStoreUnreachable's expression hold.
 # Bounded: about 55 s of load and scrapes; every process started here is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,8 +62,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 cat >"$work/apps.json" <<JSON
 {"apps": [{"name": "beta", "p12_file": "$work/push/push.p12", "p12_password": "pw"}]}
 JSON
-# Does this relay read STORE_URL? Given both STORE_URL and STORE_PATH, one that does refuses to
-# start and names STORE_URL; one that does not ignores it and starts.
+# The relay refuses STORE_URL beside STORE_PATH, naming STORE_URL (what an env file moved over
+# from the embedded store meets).
 probe_env=(APNS_AUTH_KEY_FILE="$key_file" APNS_KEY_ID="$kid" APPLE_TEAM_ID="$team" TOPIC=com.example.app
     APNS_HOST="localhost:$mock_port" APNS_CA_FILE="$work/ca.pem" BIND_ADDRESS=127.0.0.1 PORT="$(free_port)")
 env -i PATH="$PATH" HOME="$work" "${probe_env[@]}" STORE_URL=redis://127.0.0.1:1/0 STORE_PATH="$work/probe.sqlite" \
@@ -75,27 +72,22 @@ probe_pid=$!
 for _ in $(seq 150); do kill -0 "$probe_pid" 2>/dev/null || break; grep -q 'apns-relay listening' "$work/probe.out" && break; sleep 0.1; done
 if kill -0 "$probe_pid" 2>/dev/null; then
     kill -TERM "$probe_pid"; wait "$probe_pid" 2>/dev/null || true
-    grep -q 'apns-relay listening' "$work/probe.out" || fail "the STORE_URL probe neither started nor stopped: $(tail -3 "$work/probe.out")"
-    store=sqlite
-    store_env=(STORE_PATH="$work/held.sqlite")
-    echo "== the store: STORE_PATH (this relay does not read STORE_URL: the store panels are skipped)"
-else
-    wait "$probe_pid" 2>/dev/null || true
-    grep -q STORE_URL "$work/probe.out" || fail "the STORE_URL probe stopped without naming STORE_URL: $(tail -3 "$work/probe.out")"
-    store=redis
-    # Debian's redis-tools ships the server's binary as redis-check-rdb; named redis-server, it serves.
-    mkdir -p "$work/redis"
-    ln -s "$(command -v redis-check-rdb)" "$work/redis/redis-server"
-    sed "s|^dir /data\$|dir $work/redis|" deploy/redis/redis.conf >"$work/redis/redis.conf"
-    redis_port=$(free_port)
-    "$work/redis/redis-server" "$work/redis/redis.conf" --port "$redis_port" --bind 127.0.0.1 >"$work/redis.out" 2>&1 &
-    redis_pid=$!
-    pids+=($redis_pid)
-    for _ in $(seq 100); do [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
-    [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] || fail "Redis did not start: $(tail -3 "$work/redis.out")"
-    store_env=(STORE_URL="redis://127.0.0.1:$redis_port/0")
-    echo "== the store: Redis on 127.0.0.1:$redis_port (deploy/redis/redis.conf; this relay reads STORE_URL)"
+    fail "the relay started with STORE_URL and STORE_PATH both set: $(tail -3 "$work/probe.out")"
 fi
+wait "$probe_pid" 2>/dev/null || true
+grep -q STORE_URL "$work/probe.out" || fail "the relay refused STORE_URL with STORE_PATH without naming STORE_URL: $(tail -3 "$work/probe.out")"
+# Debian's redis-tools ships the server's binary as redis-check-rdb; named redis-server, it serves.
+mkdir -p "$work/redis"
+ln -s "$(command -v redis-check-rdb)" "$work/redis/redis-server"
+sed "s|^dir /data\$|dir $work/redis|" deploy/redis/redis.conf >"$work/redis/redis.conf"
+redis_port=$(free_port)
+"$work/redis/redis-server" "$work/redis/redis.conf" --port "$redis_port" --bind 127.0.0.1 >"$work/redis.out" 2>&1 &
+redis_pid=$!
+pids+=($redis_pid)
+for _ in $(seq 100); do [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+[ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] || fail "Redis did not start: $(tail -3 "$work/redis.out")"
+store_env=(STORE_URL="redis://127.0.0.1:$redis_port/0")
+echo "== the store: Redis on 127.0.0.1:$redis_port (deploy/redis/redis.conf)"
 # RELAY_TO_TOPIC names an app the emulator's key may not push to: /relay-to pushes answer 502.
 # The held pushes' store is in the work directory, with caps small enough to reach.
 env -i PATH="$PATH" HOME="$work" APNS_AUTH_KEY_FILE="$key_file" APNS_KEY_ID="$kid" APPLE_TEAM_ID="$team" \
@@ -133,10 +125,9 @@ curl -fsS --cacert "$work/https.crt" "https://127.0.0.1:$relay_port/ready" >/dev
 echo "  relay https://127.0.0.1:$relay_port -> emulator 127.0.0.1:$mock_port; Prometheus 127.0.0.1:$prom_port scrapes it every 1 s"
 
 echo "== 25 s of pushes, then pushes Apple refuses with 503 (held), then the panels and the alerts through Prometheus's API"
-python3 - "$relay_port" "$prom_port" "$PWD/deploy/grafana/apns-relay.json" "$PWD/deploy/prometheus/alerts.yml" "$work/https.crt" "$store" <<'PY' || fail "see above"
+python3 - "$relay_port" "$prom_port" "$PWD/deploy/grafana/apns-relay.json" "$PWD/deploy/prometheus/alerts.yml" "$work/https.crt" <<'PY' || fail "see above"
 import base64, http.client, json, os, re, socket, ssl, sys, time, urllib.parse, urllib.request
 relay, prom, dashboard_path, rules_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-store = sys.argv[6]
 tls = ssl.create_default_context(cafile=sys.argv[5])
 connect = lambda: http.client.HTTPSConnection("127.0.0.1", relay, timeout=10, context=tls)
 b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
@@ -237,9 +228,6 @@ def fill(expr):
 for panel in dashboard["panels"]:
     for target in panel["targets"]:
         check("$job" in target["expr"] or target["expr"].startswith("vector("), f"panel '{panel['title']}' ({target['refId']}) is scoped by $job and $instance")
-        if store == "sqlite" and "relay_store_" in target["expr"]:
-            print(f"  skipped: panel '{panel['title']}' ({target['refId']}): this relay does not read STORE_URL (no Redis engine), so no relay_store_* series")
-            continue
         result = query(fill(target["expr"]))
         check(len(result) > 0, f"panel '{panel['title']}' ({target['refId']}) returns data", target["expr"])
 
@@ -284,10 +272,9 @@ if problems:
     raise SystemExit(f"{len(problems)} check(s) failed")
 PY
 
-if [ "$store" = redis ]; then
-    echo "== Redis killed: ApnsRelayStoreUnreachable's expression holds for the relay"
-    kill -KILL "$redis_pid"
-    python3 - "$relay_port" "$prom_port" "$work/https.crt" <<'PY' || fail "see above"
+echo "== Redis killed: ApnsRelayStoreUnreachable's expression holds for the relay"
+kill -KILL "$redis_pid"
+python3 - "$relay_port" "$prom_port" "$work/https.crt" <<'PY' || fail "see above"
 import base64, http.client, json, os, ssl, sys, time, urllib.parse, urllib.request
 relay, prom = int(sys.argv[1]), int(sys.argv[2])
 tls = ssl.create_default_context(cafile=sys.argv[3])
@@ -316,7 +303,6 @@ said = health.get("store_ok") is False and "store" in health
 print(f"  {'ok' if said else 'FAIL'}: /health says store_ok false: {health}")
 sys.exit(0 if ok and said else 1)
 PY
-fi
 
 echo "== the relay stopped: ApnsRelayDown's expression"
 kill -TERM "$relay_pid"
