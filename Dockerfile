@@ -2,18 +2,18 @@
 #   docker build -t apns-relay .
 #   docker run --env-file config/apns-relay.env -p 3000:3000 apns-relay
 # Two stages: the toolchain image compiles one static binary (the Swift runtime, glibc, OpenSSL,
-# nghttp2 and libstdc++ linked in), and a slim Debian image runs it with the CA bundle.
+# nghttp2, SQLite, hiredis and libstdc++ linked in), and a slim Debian image runs it with the CA bundle.
 
 ARG SWIFT_VERSION=6.3
 ARG DEBIAN_RELEASE=bookworm
 
 # ---- build -------------------------------------------------------------------
 FROM swift:${SWIFT_VERSION}-${DEBIAN_RELEASE} AS build
-# The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a, libsqlite3.a)
-# the binary links; the toolchain image already has libstdc++-12-dev (libstdc++.a) and libc6-dev (libc.a).
+# The -dev packages hold the static archives (libssl.a, libcrypto.a, libnghttp2.a, libsqlite3.a,
+# libhiredis.a) the binary links; the toolchain image already has libstdc++-12-dev (libstdc++.a) and libc6-dev (libc.a).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libnghttp2-dev libssl-dev libsqlite3-dev pkg-config \
+      libnghttp2-dev libssl-dev libsqlite3-dev libhiredis-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The manifest first, so a source-only change does not re-run dependency resolution.

@@ -7,8 +7,9 @@
 #   scripts/ship-build.sh --flags        prints the flags
 # The flags, and why:
 #   -c release -static-executable      one static binary: the Swift runtime, glibc, and Debian's
-#     -Xclang-linker -static-pie       static archives of OpenSSL, nghttp2 and libstdc++
-#                                      (libssl-dev, libnghttp2-dev, libstdc++-12-dev) linked in,
+#     -Xclang-linker -static-pie       static archives of OpenSSL, nghttp2, SQLite, hiredis and
+#                                      libstdc++ (libssl-dev, libnghttp2-dev, libsqlite3-dev,
+#                                      libhiredis-dev, libstdc++-12-dev) linked in,
 #                                      only the objects the relay uses; no dynamic loader, no
 #                                      shared library at run time. A static PIE, so it still
 #                                      loads at a random address (ASLR). Host names resolve
