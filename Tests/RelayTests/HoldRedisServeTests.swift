@@ -69,17 +69,7 @@ struct HoldRedisServeTests {
             for sender in 0..<16 {
                 group.addTask {
                     while let n = answers.next(of: total) {
-                        do {
-                            let response = try await TestHTTP.post(
-                                port: ports[(n + sender) % ports.count], target: "/push/\(token(String(format: "%08x", first + n)))/r\(first + n)",
-                                headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"),
-                                          ("Crypto-Key", "dh=\(Sample.dh)"), ("TTL", "86400")],
-                                body: Sample.body)
-                            answers.add(response)
-                        } catch {
-                            answers.lost()
-                            try? await Task.sleep(for: .milliseconds(5))
-                        }
+                        await HoldServeTests.post(first + n, id: "r\(first + n)", port: ports[(n + sender) % ports.count], answers: answers)
                     }
                 }
             }

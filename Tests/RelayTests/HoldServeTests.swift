@@ -79,6 +79,23 @@ struct HoldServeTests {
         }
     }
 
+    /// Sends push `n` (a Mastodon-shaped one, a day's TTL) to the device of that number on `port`
+    /// and records its answer; one that meets no relay counts as lost, after a short pause (a
+    /// sender would send it again).
+    static func post(_ n: Int, id: String, port: Int, answers: Answers) async {
+        do {
+            let response = try await TestHTTP.post(
+                port: port, target: "/push/\(token(String(format: "%08x", n)))/\(id)",
+                headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"),
+                          ("Crypto-Key", "dh=\(Sample.dh)"), ("TTL", "86400")],
+                body: Sample.body)
+            answers.add(response)
+        } catch {
+            answers.lost()
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     @Test("Apple away: 10,000 pushes answered 201 while the relay is SIGKILLed twice at random moments and restarted on the same store; Apple back: each reaches it exactly once")
     func killedWhileHolding() async throws {
         let setup = try Setup(certificates: RelayHarness.certificates)
@@ -96,19 +113,8 @@ struct HoldServeTests {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<16 {
                     group.addTask {
-                        while true {
-                            guard let n = answers.next(of: total) else { return }
-                            do {
-                                let response = try await TestHTTP.post(
-                                    port: port, target: "/push/\(token(String(format: "%08x", n)))/s\(n)",
-                                    headers: [("Content-Encoding", "aesgcm"), ("Encryption", "salt=\(Sample.salt)"),
-                                              ("Crypto-Key", "dh=\(Sample.dh)"), ("TTL", "86400")],
-                                    body: Sample.body)
-                                answers.add(response)
-                            } catch {
-                                answers.lost()
-                                try? await Task.sleep(for: .milliseconds(5))
-                            }
+                        while let n = answers.next(of: total) {
+                            await Self.post(n, id: "s\(n)", port: port, answers: answers)
                         }
                     }
                 }
